@@ -1,0 +1,198 @@
+"""Device discovery, roles, the NVIDIA ICD fallback, contexts and program builds."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from importlib import resources
+
+import numpy as np
+import pytest
+
+from finepar import runtime
+from finepar.config import load_config
+from finepar.errors import BuildError, ConfigError, DeviceError
+
+
+def test_kernels_are_package_data():
+    for name in ("rowop.cl", "vector.cl", "push.cl"):
+        assert resources.files("finepar.opencl").joinpath(name).is_file()
+        assert "__kernel" in runtime.kernel_source(name)
+
+
+def test_list_devices_finds_a_cpu():
+    devices = runtime.list_devices()
+    cpus = [d for d in devices if d.kind == "cpu"]
+    assert cpus, "PoCL should provide a CPU device"
+    d = cpus[0]
+    assert d.compute_units >= 1 and d.global_mem_bytes > 0 and d.max_alloc_bytes > 0
+    assert d.host_unified_memory
+    assert d.key == f"{d.platform}|{d.name}"
+
+
+def test_auto_selection_and_emulation():
+    sel = runtime.select_pair()
+    assert sel.cpu.kind == "cpu"
+    if not any(d.kind == "gpu" for d in runtime.list_devices()):
+        assert sel.emulated and sel.gpu.address == sel.cpu.address
+        assert "EMULATED" in sel.describe()
+    forced = runtime.select_pair(gpu="emulate")
+    assert forced.emulated and forced.how["gpu"] == "flag"
+
+
+def test_selectors_flag_env_config(monkeypatch, tmp_path):
+    devices = runtime.list_devices()
+    d = devices[0]
+    assert runtime.match_device(d.address, devices) is d
+    assert runtime.match_device(d.name[:6].lower(), devices).name == d.name
+    with pytest.raises(DeviceError, match="no OpenCL device"):
+        runtime.match_device("no-such-device-xyz", devices)
+    with pytest.raises(DeviceError, match="at 9:9"):
+        runtime.match_device("9:9", devices)
+    monkeypatch.setenv("FINEPAR_CPU_DEVICE", d.address)
+    assert runtime.select_pair(devices=devices).how["cpu"] == "environment"
+    assert runtime.select_pair(cpu=d.address, devices=devices).how["cpu"] == "flag"
+    monkeypatch.delenv("FINEPAR_CPU_DEVICE")
+    cfg = tmp_path / "p.toml"
+    cfg.write_text(f'platform = "test"\n[devices]\ncpu = "{d.address}"\ngpu = "emulate"\n'
+                   f'[cache]\n"{d.name[:5]}" = 1234567\n')
+    config = load_config(cfg)
+    sel = runtime.select_pair(config=config)
+    assert sel.how == {"cpu": "config", "gpu": "config"} and sel.emulated
+    over = runtime.list_devices(config["cache_overrides"])
+    assert over[0].cache_bytes == 1234567 and over[0].cache_source == "config"
+
+
+def test_bad_configs_name_the_file(tmp_path):
+    cases = {"a.toml": "memory = 'sideways'\n", "b.toml": "bogus = 1\n",
+             "c.toml": "[launch.gpu]\nlanes = -4\n", "d.toml": "devices = [\n"}
+    for name, text in cases.items():
+        p = tmp_path / name
+        p.write_text(text)
+        with pytest.raises(ConfigError) as e:
+            load_config(p)
+        assert name in str(e.value) and "\n" not in str(e.value)
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "missing.toml")
+
+
+def test_pair_modes_and_launch_geometry():
+    sel = runtime.select_pair(gpu="emulate")
+    shared = runtime.DevicePair(sel, "shared")
+    split = runtime.DevicePair(sel, "split")
+    assert shared.cpu.context is shared.gpu.context and shared.shared
+    assert split.cpu.context is not split.gpu.context and not split.shared
+    assert split.gpu.launch.lanes == 32 and split.cpu.launch.lanes == 8
+    over = runtime.DevicePair(sel, "split", launch_overrides={"gpu": {"lanes": 16}})
+    assert over.gpu.launch.lanes == 16
+    with pytest.raises(DeviceError, match="power of two"):
+        runtime.DevicePair(sel, "split", launch_overrides={"gpu": {"lanes": 12}})
+    with pytest.raises(DeviceError, match="memory mode"):
+        runtime.DevicePair(sel, "sideways")
+
+
+def test_shared_mode_refuses_two_platforms():
+    sel = runtime.select_pair(gpu="emulate")
+    fake_gpu = dataclasses.replace(sel.cpu, platform_index=sel.cpu.platform_index + 7,
+                                   kind="gpu", name="Fake GPU")
+    two = runtime.Selection(cpu=sel.cpu, gpu=fake_gpu, emulated=False, how={})
+    with pytest.raises(DeviceError, match="different platforms"):
+        runtime.DevicePair(two, "shared")
+
+
+def test_build_errors_carry_the_log():
+    pair = runtime.DevicePair(runtime.select_pair(gpu="emulate"), "split")
+    with pytest.raises(BuildError) as e:
+        pair.program(pair.cpu, ("rowop.cl",), {"WG": 64})  # no APP_* defined: #error
+    assert "rowop.cl" in str(e.value) and e.value.log
+    assert "\n" not in str(e.value)
+
+
+def test_program_memo_and_kernel_reuse():
+    pair = runtime.DevicePair(runtime.select_pair(gpu="emulate"), "split")
+    defines = {"APP_SPMV": True, "WG": 64, "MAPPING": 0}
+    p1 = pair.program(pair.cpu, ("rowop.cl",), defines)
+    assert pair.program(pair.cpu, ("rowop.cl",), dict(defines)) is p1
+    assert pair.program(pair.gpu, ("rowop.cl",), defines) is not p1  # other context
+    k = pair.kernel(pair.cpu, ("rowop.cl",), defines, "rowop")
+    assert pair.kernel(pair.cpu, ("rowop.cl",), defines, "rowop") is k
+
+
+def test_zero_copy_buffers_round_trip():
+    cl = runtime.cl()
+    pair = runtime.DevicePair(runtime.select_pair(gpu="emulate"), "split")
+    a = np.arange(1000, dtype=np.int32)
+    for side in pair.sides():
+        buf = runtime.alloc(side, a)
+        out = np.empty_like(a)
+        cl.enqueue_copy(side.queue, out, buf, is_blocking=True)
+        np.testing.assert_array_equal(a, out)
+
+
+_ICD_SCRIPT = textwrap.dedent("""
+    import json, os, sys
+    sys.path.insert(0, {src!r})
+    from finepar import runtime
+    rep = runtime.prepare_icd()
+    out = {{"lib": rep.nvidia_library, "registered": rep.registered,
+           "dir": rep.vendors_dir, "env": os.environ.get("OCL_ICD_VENDORS"),
+           "fix": rep.fix_command, "notes": rep.notes}}
+    if rep.vendors_dir:
+        out["files"] = {{f: open(os.path.join(rep.vendors_dir, f)).read().strip()
+                        for f in sorted(os.listdir(rep.vendors_dir))}}
+    if {load!r}:
+        out["devices"] = [d.kind for d in runtime.list_devices()]
+    print(json.dumps(out))
+""")
+
+
+def _icd_probe(tmp_path, vendors, load=False, extra_env=None):
+    libdir = tmp_path / "nvlib"
+    libdir.mkdir(exist_ok=True)
+    (libdir / "libnvidia-opencl.so.1").write_bytes(b"not really a library")
+    env = dict(os.environ, LD_LIBRARY_PATH=str(libdir), OCL_ICD_VENDORS=str(vendors),
+               TMPDIR=str(tmp_path))
+    env.pop("FINEPAR_NO_ICD_FIX", None)
+    env.update(extra_env or {})
+    src = os.path.dirname(os.path.dirname(os.path.abspath(runtime.__file__)))
+    r = subprocess.run([sys.executable, "-c", _ICD_SCRIPT.format(src=src, load=load)],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1]), libdir
+
+
+def test_unregistered_nvidia_driver_is_registered_for_the_process(tmp_path):
+    vendors = tmp_path / "vendors"
+    vendors.mkdir()
+    (vendors / "other.icd").write_text("libOtherOpenCL.so\n")
+    out, libdir = _icd_probe(tmp_path, vendors, load=True)
+    lib = str(libdir / "libnvidia-opencl.so.1")
+    assert out["lib"] == lib and not out["registered"]
+    assert out["env"] == out["dir"] and out["dir"].startswith(str(tmp_path))
+    assert out["files"]["finepar-nvidia.icd"] == lib
+    assert out["files"]["other.icd"] == "libOtherOpenCL.so"  # the system's entries are kept
+    assert out["fix"] == (f"mkdir -p /etc/OpenCL/vendors && echo {lib} > "
+                          "/etc/OpenCL/vendors/nvidia.icd")
+    assert any("registered it for this process" in n for n in out["notes"])
+    # a driver that fails to load must not hide the other platforms
+    assert "cpu" in out["devices"]
+
+
+def test_registered_nvidia_driver_is_left_alone(tmp_path):
+    vendors = tmp_path / "vendors"
+    vendors.mkdir()
+    (vendors / "nvidia.icd").write_text("libnvidia-opencl.so.1\n")
+    out, _ = _icd_probe(tmp_path, vendors)
+    assert out["registered"] and out["dir"] is None and out["env"] == str(vendors)
+    assert out["fix"] is None
+
+
+def test_icd_fix_can_be_disabled(tmp_path):
+    vendors = tmp_path / "vendors"
+    vendors.mkdir()
+    out, _ = _icd_probe(tmp_path, vendors, extra_env={"FINEPAR_NO_ICD_FIX": "1"})
+    assert out["dir"] is None and "to fix:" in out["notes"][0]
