@@ -1,0 +1,212 @@
+"""Workload features of a row share, and the matrix type (FinePar TKDE §3.3–3.4).
+
+For a threshold ``T`` the CPU share is the rows with ``nnz > T`` and the GPU
+share the rest. After one sort of the row lengths, prefix sums of the lengths
+and of their squares give, for either share and any ``T``, in O(log n):
+
+* ``AW``: mean nnz per row (the average work of a work-item),
+* ``VW``: variance of nnz per row (population variance),
+* ``NW``: number of rows (work-items),
+* ``SW``: number of nonzeros (the size of the workload).
+
+The type of a matrix is 1 (quasi-diagonal) when more than ``T_diag = 0.8`` of
+its nonzeros lie within ``n/8`` of the diagonal, else 2; online it is
+estimated from a 0.1% sample of rows (§3.4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, asdict
+
+import numpy as np
+
+#: Fraction of near-diagonal nonzeros above which a matrix is type 1 (§3.3).
+T_DIAG = 0.8
+#: Rows sampled to detect the type online (§3.4).
+SAMPLE_RATIO = 0.001
+
+
+@dataclass(frozen=True)
+class Features:
+    """The four model features of one share.
+
+    Attributes
+    ----------
+    AW : float
+        Mean nonzeros per row (0 for an empty share).
+    VW : float
+        Population variance of nonzeros per row.
+    NW : int
+        Rows in the share.
+    SW : int
+        Nonzeros in the share.
+    """
+
+    AW: float
+    VW: float
+    NW: int
+    SW: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def vector(self) -> np.ndarray:
+        """``[AW, VW, log NW, log SW]`` as used by the regression (Eq. 1–2);
+        ``log`` is the natural log of ``max(x, 1)``."""
+        return np.array([self.AW, self.VW, np.log(max(self.NW, 1)), np.log(max(self.SW, 1))])
+
+
+FEATURE_NAMES = ("AW", "VW", "log NW", "log SW")
+
+
+class RowStats:
+    """Sorted row lengths with prefix sums, for O(log n) share features.
+
+    Parameters
+    ----------
+    row_lengths : array_like of int, shape (n,)
+        Nonzeros per row (``diff(indptr)``).
+
+    Notes
+    -----
+    Building costs one sort, O(n log n); :meth:`share` costs one binary search.
+    """
+
+    def __init__(self, row_lengths):
+        lengths = np.asarray(row_lengths)
+        self.sorted = np.sort(lengths.astype(np.int64, copy=False))
+        self.n = int(self.sorted.size)
+        s = self.sorted.astype(np.float64)
+        self._c1 = np.concatenate(([0], np.cumsum(self.sorted)))  # exact in int64
+        self._c2 = np.concatenate(([0.0], np.cumsum(s * s)))
+        self.nnz = int(self._c1[-1])
+
+    def _range(self, lo: int, hi: int) -> Features:
+        nw = hi - lo
+        if nw <= 0:
+            return Features(0.0, 0.0, 0, 0)
+        sw = int(self._c1[hi] - self._c1[lo])
+        mean = sw / nw
+        var = max(float(self._c2[hi] - self._c2[lo]) / nw - mean * mean, 0.0)
+        return Features(float(mean), var, int(nw), sw)
+
+    def cut(self, threshold: float) -> int:
+        """Number of rows with ``nnz <= threshold`` (the GPU share's size)."""
+        return int(np.searchsorted(self.sorted, threshold, side="right"))
+
+    def share(self, threshold: float, role: str) -> Features:
+        """Features of the ``'gpu'`` share (nnz <= T) or the ``'cpu'`` share (nnz > T)."""
+        c = self.cut(threshold)
+        if role == "gpu":
+            return self._range(0, c)
+        if role == "cpu":
+            return self._range(c, self.n)
+        raise ValueError(f"role must be 'cpu' or 'gpu', not {role!r}")
+
+    def whole(self) -> Features:
+        """Features of the whole matrix."""
+        return self._range(0, self.n)
+
+    def nnz_below(self, threshold):
+        """Nonzeros in rows with ``nnz <= threshold`` (int, or int64 array for an array)."""
+        if np.ndim(threshold):
+            return self._c1[np.searchsorted(self.sorted, threshold, side="right")]
+        return int(self._c1[self.cut(threshold)])
+
+    def max_length(self) -> int:
+        return int(self.sorted[-1]) if self.n else 0
+
+
+def subset_features(row_lengths: np.ndarray) -> Features:
+    """Features of an arbitrary set of rows given their lengths (O(k))."""
+    lengths = np.asarray(row_lengths, dtype=np.float64)
+    if lengths.size == 0:
+        return Features(0.0, 0.0, 0, 0)
+    return Features(float(lengths.mean()), float(lengths.var()), int(lengths.size),
+                    int(lengths.sum()))
+
+
+def diagonal_fraction(indptr: np.ndarray, indices: np.ndarray, n: int,
+                      rows: np.ndarray | None = None) -> float:
+    """Fraction of nonzeros with ``|col - row| <= n/8`` (over ``rows`` if given).
+
+    Parameters
+    ----------
+    indptr : ndarray of int, shape (n+1,)
+    indices : ndarray of int, shape (nnz,)
+    n : int
+        Matrix dimension.
+    rows : ndarray of int, optional
+        Restrict the count to these rows (a sample).
+
+    Returns
+    -------
+    float
+        In [0, 1]; 0 if the rows hold no nonzeros.
+    """
+    indptr = np.asarray(indptr)
+    if rows is None:
+        lengths = np.diff(indptr)
+        row_of = np.repeat(np.arange(n, dtype=np.int64), lengths)
+        cols = np.asarray(indices, dtype=np.int64)
+    else:
+        rows = np.asarray(rows, dtype=np.int64)
+        starts, ends = indptr[rows], indptr[rows + 1]
+        lengths = ends - starts
+        total = int(lengths.sum())
+        if total == 0:
+            return 0.0
+        offs = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+        cols = np.asarray(indices)[np.arange(total) + offs].astype(np.int64)
+        row_of = np.repeat(rows, lengths)
+    if cols.size == 0:
+        return 0.0
+    near = np.abs(cols - row_of) <= n / 8.0
+    return float(near.mean())
+
+
+@dataclass(frozen=True)
+class TypeDetection:
+    """Result of :func:`detect_type`.
+
+    Attributes
+    ----------
+    matrix_type : int
+        1 (quasi-diagonal) or 2.
+    fraction : float
+        Near-diagonal fraction measured on the sample.
+    sampled_rows : int
+    """
+
+    matrix_type: int
+    fraction: float
+    sampled_rows: int
+
+
+def detect_type(indptr: np.ndarray, indices: np.ndarray, n: int, *,
+                sample_ratio: float | None = SAMPLE_RATIO, seed: int = 0,
+                min_rows: int = 64) -> TypeDetection:
+    """Type-1 / type-2 detection by sampling rows (§3.4).
+
+    Parameters
+    ----------
+    sample_ratio : float or None
+        Fraction of rows sampled (at least ``min_rows``, at most all);
+        ``None`` counts exactly over every row (§3.3).
+    seed : int
+        Sampling seed.
+
+    Returns
+    -------
+    TypeDetection
+    """
+    if sample_ratio is None or n <= min_rows:
+        frac = diagonal_fraction(indptr, indices, n)
+        count = n
+    else:
+        k = min(n, max(min_rows, int(round(n * sample_ratio))))
+        rng = np.random.default_rng(seed)
+        rows = np.sort(rng.choice(n, size=k, replace=False))
+        frac = diagonal_fraction(indptr, indices, n, rows)
+        count = k
+    return TypeDetection(1 if frac > T_DIAG else 2, frac, count)

@@ -1,0 +1,292 @@
+"""Plans: which rows each device runs, in which launch groups (FinePar TKDE §3.2, §4.1).
+
+A :class:`Plan` names, for the ``cpu`` and ``gpu`` roles, lists of global row
+ids grouped into launches. Each :class:`Group` is one kernel launch with one
+thread mapping:
+
+* ``item``: a work-item per row (short rows),
+* ``team``: a sub-group-sized team of work-items per row (medium rows),
+* ``group``: a work-group per row (long rows).
+
+Strategies
+----------
+``fine_grained(T_f)``  rows with nnz > T_f to the CPU, the rest to the GPU (§3.2).
+``coarse_grained(T_c)``  the first T_c rows to the CPU, the rest to the GPU.
+``single_device(role)``  every row on one device.
+Any plan can be *grouped* by row length in powers of four (§4.1): group i holds
+rows with ``floor(4**(i-1)) <= nnz < 4**i``, one launch per group, each with
+the mapping that suits its length; ungrouped, a device makes one launch with
+the work-item-per-row mapping (FinePar-original).
+
+Plans report Table 3's statistics and their space overhead (Table 7).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .features import Features, subset_features
+
+MAPPINGS = ("item", "team", "group")
+
+#: Default length limits for the mapping of a length group, per role: rows with
+#: nnz < item_below use ``item``; nnz >= group_from use ``group``; else ``team``.
+DEFAULT_MAPPING_LIMITS = {
+    "gpu": {"item_below": 16, "group_from": 1024},
+    "cpu": {"item_below": 4096, "group_from": 4096},
+}
+
+
+@dataclass
+class Group:
+    """One kernel launch: a row list and its thread mapping.
+
+    Attributes
+    ----------
+    rows : ndarray of int32
+        Global row ids, in ascending order.
+    mapping : {'item', 'team', 'group'}
+    lo, hi : int
+        Row-length range ``[lo, hi)`` this group was built for (``hi`` may be
+        ``None`` for no upper bound).
+    nnz : int
+        Nonzeros in these rows.
+    """
+
+    rows: np.ndarray
+    mapping: str
+    lo: int = 0
+    hi: int | None = None
+    nnz: int = 0
+
+    def __len__(self) -> int:
+        return int(self.rows.size)
+
+
+@dataclass
+class Share:
+    """One device's part of a plan.
+
+    Attributes
+    ----------
+    role : {'cpu', 'gpu'}
+    groups : list of Group
+        Launch order. Empty if the device runs nothing.
+    """
+
+    role: str
+    groups: list[Group] = field(default_factory=list)
+
+    @property
+    def rows(self) -> np.ndarray:
+        """All row ids of the share, in launch order (int32)."""
+        if not self.groups:
+            return np.zeros(0, dtype=np.int32)
+        return np.concatenate([g.rows for g in self.groups]).astype(np.int32, copy=False)
+
+    @property
+    def nrows(self) -> int:
+        return sum(len(g) for g in self.groups)
+
+    @property
+    def nnz(self) -> int:
+        return sum(g.nnz for g in self.groups)
+
+    def features(self, row_lengths: np.ndarray) -> Features:
+        return subset_features(row_lengths[self.rows]) if self.nrows else Features(0.0, 0.0, 0, 0)
+
+
+@dataclass
+class Plan:
+    """A partition of a matrix's rows between the cpu and gpu roles.
+
+    Attributes
+    ----------
+    method : str
+        ``fine``, ``coarse`` or ``single``.
+    threshold : int or None
+        ``T_f`` for fine plans, ``T_c`` (rows) for coarse plans.
+    grouping : {'none', 'pow4'}
+    n, nnz : int
+        Matrix rows and nonzeros.
+    shares : dict
+        ``{'cpu': Share, 'gpu': Share}``.
+    stats : dict
+        Table 3's statistics, filled by :meth:`compute_stats`.
+    seconds : float
+        Time spent building the plan (partitioning overhead), seconds.
+    """
+
+    method: str
+    threshold: int | None
+    grouping: str
+    n: int
+    nnz: int
+    shares: dict[str, Share]
+    stats: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def label(self) -> str:
+        """Short description, e.g. ``fine T_f=64 (pow4 groups)``."""
+        if self.method == "fine":
+            s = f"fine T_f={self.threshold}"
+        elif self.method == "coarse":
+            s = f"coarse T_c={self.threshold} rows ({100.0 * self.threshold / max(self.n, 1):.0f}%)"
+        else:
+            s = f"single {self.active_roles()[0] if self.active_roles() else '-'}"
+        return s + (" (pow4 groups)" if self.grouping == "pow4" else "")
+
+    def active_roles(self) -> list[str]:
+        """Roles that run at least one row."""
+        return [r for r in ("cpu", "gpu") if self.shares[r].nrows]
+
+    def owner(self) -> np.ndarray:
+        """Per-row owner: int8 array, 0 for cpu, 1 for gpu."""
+        own = np.zeros(self.n, dtype=np.int8)
+        gpu_rows = self.shares["gpu"].rows
+        own[gpu_rows] = 1
+        return own
+
+    def compute_stats(self, row_lengths: np.ndarray) -> dict:
+        """Table 3: variance of the matrix and of each share, GPU/CPU workload
+        ratio (nnz of the GPU share over nnz of the CPU share; ``inf`` if the CPU
+        has none), and Table 7's space overhead (bytes of row maps and group
+        descriptors, and that as a fraction of the CSR's bytes)."""
+        whole = subset_features(row_lengths)
+        g = self.shares["gpu"].features(row_lengths)
+        c = self.shares["cpu"].features(row_lengths)
+        overhead = 4 * (self.shares["gpu"].nrows + self.shares["cpu"].nrows) \
+            + 16 * sum(len(s.groups) for s in self.shares.values())
+        csr_bytes = 4 * (self.n + 1) + 8 * self.nnz
+        self.stats = {
+            "matrix_variance": whole.VW,
+            "gpu_variance": g.VW,
+            "cpu_variance": c.VW,
+            "gpu_rows": g.NW, "cpu_rows": c.NW,
+            "gpu_nnz": g.SW, "cpu_nnz": c.SW,
+            "gpu_cpu_workload_ratio": (g.SW / c.SW) if c.SW else float("inf"),
+            "space_overhead_bytes": int(overhead),
+            "space_overhead_fraction": overhead / csr_bytes if csr_bytes else 0.0,
+            "groups": {r: [{"mapping": gr.mapping, "lo": gr.lo, "hi": gr.hi,
+                            "rows": len(gr), "nnz": gr.nnz} for gr in s.groups]
+                       for r, s in self.shares.items()},
+        }
+        return self.stats
+
+
+def mapping_for(role: str, lo: int, hi: int | None, limits: dict | None = None) -> str:
+    """Thread mapping for a length group ``[lo, hi)`` on ``role``."""
+    lim = (limits or DEFAULT_MAPPING_LIMITS)[role]
+    if hi is not None and hi <= lim["item_below"]:
+        return "item"
+    if lo >= lim["group_from"]:
+        return "group"
+    return "team" if lo >= lim["item_below"] else "item"
+
+
+def _groups_for(role: str, rows: np.ndarray, lengths: np.ndarray, grouping: str,
+                limits: dict | None) -> list[Group]:
+    rows = np.asarray(rows, dtype=np.int32)
+    if rows.size == 0:
+        return []
+    if grouping == "none":
+        return [Group(rows=rows, mapping="item", lo=0, hi=None,
+                      nnz=int(lengths[rows].sum(dtype=np.int64)))]
+    if grouping != "pow4":
+        raise ValueError(f"unknown grouping {grouping!r} (use 'none' or 'pow4')")
+    lens = lengths[rows].astype(np.int64)
+    # group 0: nnz == 0; group i >= 1: 4**(i-1) <= nnz < 4**i
+    gid = np.zeros(rows.size, dtype=np.int64)
+    pos = lens > 0
+    gid[pos] = np.floor(np.log2(lens[pos]) / 2).astype(np.int64) + 1
+    # guard floating error at exact powers of four
+    lo_of = np.where(gid > 0, 4 ** np.maximum(gid - 1, 0), 0)
+    gid = np.where(lens < lo_of, gid - 1, gid)
+    order = np.argsort(gid, kind="stable")
+    gid_sorted = gid[order]
+    bounds = np.flatnonzero(np.diff(gid_sorted)) + 1
+    out = []
+    for idx in np.split(order, bounds):
+        i = int(gid[idx[0]])
+        lo = 0 if i == 0 else 4 ** (i - 1)
+        hi = 1 if i == 0 else 4 ** i
+        out.append(Group(rows=rows[idx], mapping=mapping_for(role, lo, hi, limits),
+                         lo=lo, hi=hi, nnz=int(lens[idx].sum())))
+    return out
+
+
+def _make(method: str, threshold, grouping: str, lengths: np.ndarray, cpu_rows, gpu_rows,
+          limits, t0: float) -> Plan:
+    shares = {"cpu": Share("cpu", _groups_for("cpu", cpu_rows, lengths, grouping, limits)),
+              "gpu": Share("gpu", _groups_for("gpu", gpu_rows, lengths, grouping, limits))}
+    plan = Plan(method=method, threshold=threshold, grouping=grouping, n=int(lengths.size),
+                nnz=int(lengths.sum(dtype=np.int64)), shares=shares)
+    plan.compute_stats(lengths)
+    plan.seconds = time.perf_counter() - t0
+    return plan
+
+
+def fine_grained(row_lengths: np.ndarray, threshold: int, *, grouping: str = "none",
+                 limits: dict | None = None) -> Plan:
+    """Fine-grained plan (§3.2): rows with ``nnz > threshold`` to the CPU.
+
+    Parameters
+    ----------
+    row_lengths : ndarray of int, shape (n,)
+    threshold : int
+        ``T_f`` (>= 0).
+    grouping : {'none', 'pow4'}
+        ``pow4`` makes §4.1's length groups on each device.
+    limits : dict, optional
+        Mapping limits per role (see :data:`DEFAULT_MAPPING_LIMITS`).
+
+    Returns
+    -------
+    Plan
+    """
+    t0 = time.perf_counter()
+    if threshold < 0:
+        raise ValueError(f"T_f must be >= 0, not {threshold}")
+    lengths = np.asarray(row_lengths)
+    to_cpu = lengths > threshold
+    return _make("fine", int(threshold), grouping, lengths, np.flatnonzero(to_cpu),
+                 np.flatnonzero(~to_cpu), limits, t0)
+
+
+def coarse_grained(row_lengths: np.ndarray, cpu_rows: int, *, grouping: str = "none",
+                   limits: dict | None = None) -> Plan:
+    """Coarse-grained plan: the first ``cpu_rows`` rows (``T_c``) to the CPU."""
+    t0 = time.perf_counter()
+    lengths = np.asarray(row_lengths)
+    n = lengths.size
+    t_c = int(min(max(cpu_rows, 0), n))
+    return _make("coarse", t_c, grouping, lengths, np.arange(t_c), np.arange(t_c, n),
+                 limits, t0)
+
+
+def single_device(row_lengths: np.ndarray, role: str, *, grouping: str = "none",
+                  limits: dict | None = None) -> Plan:
+    """Every row on one device (``role`` is ``'cpu'`` or ``'gpu'``)."""
+    t0 = time.perf_counter()
+    if role not in ("cpu", "gpu"):
+        raise ValueError(f"role must be 'cpu' or 'gpu', not {role!r}")
+    lengths = np.asarray(row_lengths)
+    allrows = np.arange(lengths.size)
+    none = np.zeros(0, dtype=np.int64)
+    cpu, gpu = (allrows, none) if role == "cpu" else (none, allrows)
+    plan = _make("single", None, grouping, lengths, cpu, gpu, limits, t0)
+    return plan
+
+
+def subset_plan(row_lengths: np.ndarray, rows: np.ndarray, role: str) -> Plan:
+    """A plan that runs only ``rows`` (on ``role``): for profiling a sample."""
+    t0 = time.perf_counter()
+    lengths = np.asarray(row_lengths)
+    rows = np.asarray(rows, dtype=np.int64)
+    none = np.zeros(0, dtype=np.int64)
+    cpu, gpu = (rows, none) if role == "cpu" else (none, rows)
+    return _make("sample", None, "none", lengths, cpu, gpu, None, t0)
