@@ -131,6 +131,7 @@ class Engine:
         self.n = matrix.n
         self.part_dtype = {"SPMV": None, "PAGERANK": np.float32}.get(app, np.int32)
         self.records: list[StepRecord] = []
+        self._pending: list = []
         self.roles = tuple(plan.active_roles())
         if not self.roles:
             raise DeviceError("the plan assigns no rows to any device")
@@ -146,9 +147,16 @@ class Engine:
             self._sides[role] = self._build_side(role, side, compact)
         self.halo: dict[str, np.ndarray] = {}
         self._halo_bufs: dict[str, dict] = {}
-        if not pair.shared and len(self.roles) == 2:
-            self._build_halo()
+        self._needs_halo = not pair.shared and len(self.roles) == 2
         self.setup_seconds = time.perf_counter() - t0
+
+    def prepare_exchange(self) -> None:
+        """Compute the halo now (split memory, both roles); apps that exchange call
+        this in their preparation so that it is not timed. Idempotent."""
+        if self._needs_halo and not self._halo_bufs:
+            t0 = time.perf_counter()
+            self._build_halo()
+            self.setup_seconds += time.perf_counter() - t0
 
     # ------------------------------------------------------------------ setup
     def _check_fits(self, side: Side, nbytes: int, what: str) -> None:
@@ -216,12 +224,13 @@ class Engine:
             if mapping == 0:
                 wg, per_wg = lc.wg_item, lc.wg_item
             elif mapping == 1:
-                wg, per_wg = lc.wg_team, lc.wg_team // lc.lanes
+                lanes = min(g.lanes or lc.lanes, lc.lanes)
+                wg, per_wg = lc.wg_team, lc.wg_team // lanes
             else:
                 wg, per_wg = lc.wg_group, 1
             nwg = -(-len(g) // per_wg)
             defines = {f"APP_{self.app}": True, "MAPPING": mapping, "WG": wg,
-                       "LANES": lc.lanes if mapping == 1 else None,
+                       "LANES": lanes if mapping == 1 else None,
                        "COMPACT": int(compact), "HAS_DATA": int(self.has_data)}
             kern = self.pair.kernel(side, ("rowop.cl",), defines, "rowop")
             sd.launches.append({"kernel": kern, "nrows": len(g), "base": base,
@@ -272,10 +281,11 @@ class Engine:
                                  read_only=True),
                 "idx_dst": alloc(self.pair.side(role), idx if idx.size else np.zeros(1, np.int32),
                                  read_only=True),
-                "send": {}, "recv": {}, "host": {}, "pending": None,
+                "send": {}, "recv": {}, "host": {}, "pending": None, "kernels": {},
             }
         for sd in self._sides.values():
             sd.share_indices = None  # no longer needed
+        self._needs_halo = False
 
     # ---------------------------------------------------------------- vectors
     def vector(self, name: str, init: np.ndarray) -> None:
@@ -322,6 +332,7 @@ class Engine:
 
         With ``role`` given, that side's whole copy as it is.
         """
+        self.drain()
         mod = cl()
         dtype = self._vec_dtype[name]
         if self.pair.shared or role is not None or len(self.roles) == 1:
@@ -353,7 +364,7 @@ class Engine:
     def rowop(self, *, x: str, y: str | None = None, s0: str | None = None,
               s1: str | None = None, aux: str | None = None, fa: float = 0.0,
               fb: float = 0.0, ia: int = 0, exchange: str | None = None,
-              roles: tuple | None = None) -> np.ndarray:
+              roles: tuple | None = None, wait: bool = True) -> np.ndarray | None:
         """One co-running row operation over every row of the plan.
 
         Both devices' launch groups are enqueued before the host waits. With
@@ -371,10 +382,15 @@ class Engine:
             Vector whose halo is exchanged after the step (split memory only).
         roles : tuple of str, optional
             Run only these roles' shares (default: all active roles).
+        wait : bool
+            False: enqueue and return None at once (no partial sums, no halo
+            exchange); the step's timing is resolved by :meth:`drain`, which
+            must be called before reading results. For steps whose results the
+            host does not need, so the devices never idle between them.
 
         Returns
         -------
-        ndarray, shape (2,)
+        ndarray, shape (2,) or None
             The two partial sums of the app's epilogue, summed over all rows
             run (float64 for float apps, int64 for integer apps).
         """
@@ -397,12 +413,17 @@ class Engine:
                                  np.int32(L["base"]), sd.row_ids, sd.indptr, sd.indices, sd.data,
                                  *args_tail, np.int32(L["part_offset"]))
                 events[role].append(ev)
-            if self.part_dtype is not None and sd.launches:
+            if self.part_dtype is not None and sd.launches and wait:
                 sd.reduce_kernel(q, (sd.reduce_wg,), (sd.reduce_wg,), np.int32(sd.n_partials),
                                  sd.partials, sd.reduced)
                 reads.append((role, mod.enqueue_copy(q, sd.host_partials, sd.reduced,
                                                      is_blocking=False)))
+        if not wait:
+            self._pending.append((rec, events, t0))
+            return None
         xevents = []
+        if exchange and self._needs_halo:
+            self.prepare_exchange()
         if exchange and self._halo_bufs and len(roles) == 2:
             xevents = self._exchange(exchange)
         total = np.zeros(2, dtype=np.float64 if self.part_dtype == np.float32 else np.int64)
@@ -421,6 +442,26 @@ class Engine:
         self.records.append(rec)
         return total
 
+    def drain(self) -> None:
+        """Wait for steps enqueued with ``wait=False`` and record their timings.
+
+        Their wall time is spread evenly over them (the host did not see
+        their individual ends)."""
+        if not self._pending:
+            return
+        t_end = None
+        for rec, events, _ in self._pending:
+            for role, evs in events.items():
+                if evs:
+                    evs[-1].wait()
+                rec.kernel[role], rec.span[role] = _event_seconds(evs)
+        t_end = time.perf_counter()
+        wall = (t_end - self._pending[0][2]) / len(self._pending)
+        for rec, _, _ in self._pending:
+            rec.wall = wall
+            self.records.append(rec)
+        self._pending.clear()
+
     def exchange(self, name: str) -> float:
         """Move the halo of vector ``name`` both ways now (split memory; no-op when shared).
 
@@ -429,6 +470,7 @@ class Engine:
         float
             Summed time of the exchange commands, seconds.
         """
+        self.prepare_exchange()
         if not self._halo_bufs:
             return 0.0
         evs = self._exchange(name)
@@ -456,7 +498,10 @@ class Engine:
                 hb["host"][tname] = np.empty(cnt, dtype=dtype)
             if hb["pending"] is not None:
                 hb["pending"].wait()
-            gather = self.pair.kernel(src_side, ("vector.cl",), {"T": tname}, "gather")
+            gather = hb["kernels"].get(("gather", tname))
+            if gather is None:
+                gather = hb["kernels"][("gather", tname)] = self.pair.kernel(
+                    src_side, ("vector.cl",), {"T": tname}, "gather")
             g = gather(src_side.queue, (_round_up(cnt, 64),), None, np.int32(cnt), hb["idx_src"],
                        self.buffer(name, other), hb["send"][tname])
             c = mod.enqueue_copy(src_side.queue, hb["host"][tname], hb["send"][tname],
@@ -470,7 +515,10 @@ class Engine:
             c.wait()
             w = mod.enqueue_copy(dst_side.queue, hb["recv"][tname], hb["host"][tname],
                                  is_blocking=False)
-            scatter = self.pair.kernel(dst_side, ("vector.cl",), {"T": tname}, "scatter")
+            scatter = hb["kernels"].get(("scatter", tname))
+            if scatter is None:
+                scatter = hb["kernels"][("scatter", tname)] = self.pair.kernel(
+                    dst_side, ("vector.cl",), {"T": tname}, "scatter")
             s = scatter(dst_side.queue, (_round_up(cnt, 64),), None, np.int32(cnt),
                         hb["idx_dst"], hb["recv"][tname], self.buffer(name, role))
             hb["pending"] = w
@@ -524,8 +572,209 @@ class Engine:
         return out
 
     def reset_records(self) -> None:
+        self.drain()
         self.records.clear()
 
 
 def _round_up(x: int, m: int) -> int:
     return -(-int(x) // m) * m
+
+
+class DynamicEngine(Engine):
+    """The *dynamic* baseline (FinePar TKDE Table 2, after Pandit and Govindarajan).
+
+    The rows are cut into ``chunks`` contiguous chunks of about equal nnz. In
+    every step the GPU takes chunks from the front and the CPU from the back,
+    the host handing the next chunk to whichever device finished, until they
+    meet. Both devices hold the whole CSR. In split memory the rows each device
+    computed (a prefix for the GPU, a suffix for the CPU) of every vector the
+    step wrote are then copied to the other side.
+
+    Parameters
+    ----------
+    pair : DevicePair
+    matrix : Graph
+    app : str
+        ``-D APP_<app>``.
+    has_data : bool
+    writes : tuple of str
+        The kernel argument slots the app's step writes (``"x"``, ``"y"``, ``"s1"``).
+    chunks : int
+        Number of chunks (default 32).
+    """
+
+    def __init__(self, pair: DevicePair, matrix: Graph, app: str, *, has_data: bool = False,
+                 writes: tuple = ("y",), chunks: int = 32):
+        from .partition import Group, Share
+        t0 = time.perf_counter()
+        self.pair = pair
+        self.matrix = matrix
+        self.app = app
+        self.has_data = has_data
+        self.n = matrix.n
+        self.part_dtype = {"SPMV": None, "PAGERANK": np.float32}.get(app, np.int32)
+        self.records = []
+        self._pending = []
+        self.state = {}
+        self._vectors, self._vec_dtype = {}, {}
+        self._global_csr, self._dummy = {}, {}
+        self.halo, self._halo_bufs = {}, {}
+        self._needs_halo = False
+        self.writes = tuple(writes)
+        lengths = matrix.row_lengths().astype(np.int64)
+        csum = np.concatenate(([0], np.cumsum(lengths)))
+        k = max(1, min(int(chunks), self.n))
+        targets = np.linspace(0, csum[-1], k + 1)
+        bounds = np.unique(np.concatenate(([0], np.searchsorted(csum, targets[1:-1]), [self.n])))
+        self.bounds = bounds.astype(np.int64)
+        allrows = np.arange(self.n, dtype=np.int32)
+        shares = {r: Share(r, [Group(rows=allrows, mapping="item", nnz=int(csum[-1]))])
+                  for r in ("cpu", "gpu")}
+        self.plan = Plan(method="dynamic", threshold=len(self.bounds) - 1, grouping="none",
+                         n=self.n, nnz=int(csum[-1]), shares=shares)
+        self.plan.stats = {"chunks": len(self.bounds) - 1}
+        self.roles = ("cpu", "gpu")
+        self._sides = {}
+        self.split_row = self.n  # rows [0, split_row) ran on the GPU in the last step
+        for role in self.roles:
+            side = pair.side(role)
+            sd = _SideData(role, side, compact=False)
+            sd.indptr, sd.indices, sd.data = self.global_csr(role)
+            sd.row_ids = alloc(side, allrows if self.n else np.zeros(1, np.int32),
+                               read_only=True)
+            wg = side.launch.wg_item
+            sd.kernel = self.pair.kernel(side, ("rowop.cl",),
+                                         {f"APP_{app}": True, "MAPPING": 0, "WG": wg,
+                                          "COMPACT": 0, "HAS_DATA": int(has_data)}, "rowop")
+            sd.wg = wg
+            nwg = [-(-(int(b) - int(a)) // wg) for a, b in zip(self.bounds[:-1], self.bounds[1:])]
+            sd.chunk_offsets = np.concatenate(([0], np.cumsum(nwg))).astype(np.int64)
+            sd.n_partials = int(sd.chunk_offsets[-1])
+            sd.partials = alloc(side, nbytes=2 * max(sd.n_partials, 1) * 4)
+            sd.reduced = alloc(side, nbytes=8)
+            rwg = 1
+            while rwg * 2 <= min(256, side.info.max_work_group_size):
+                rwg *= 2
+            sd.reduce_wg = rwg
+            sd.reduce_kernel = self.pair.kernel(side, ("rowop.cl",),
+                                                {f"APP_{app}": True, "MAPPING": 0, "WG": rwg},
+                                                "reduce_partials")
+            sd.host_partials = np.zeros(2, dtype=self.part_dtype or np.float32)
+            sd.nrows = self.n
+            self._sides[role] = sd
+        self.setup_seconds = time.perf_counter() - t0
+
+    def _launch_chunk(self, role: str, c: int, args_tail: tuple):
+        sd = self._sides[role]
+        a, b = int(self.bounds[c]), int(self.bounds[c + 1])
+        gsize = _round_up(max(b - a, 1), sd.wg)
+        return sd.kernel(sd.side.queue, (gsize,), (sd.wg,), np.int32(b - a), np.int32(a),
+                         sd.row_ids, sd.indptr, sd.indices, sd.data, *args_tail,
+                         np.int32(sd.chunk_offsets[c]))
+
+    def rowop(self, *, x: str, y: str | None = None, s0: str | None = None,
+              s1: str | None = None, aux: str | None = None, fa: float = 0.0,
+              fb: float = 0.0, ia: int = 0, exchange: str | None = None,
+              roles: tuple | None = None, wait: bool = True) -> np.ndarray:
+        """One step with dynamic chunk assignment (see the class docstring).
+
+        The host hands out chunks as devices finish, so every step waits
+        (``wait`` is accepted for interface compatibility)."""
+        mod = cl()
+        t0 = time.perf_counter()
+        slots = {"x": x, "y": y, "s0": s0, "s1": s1, "aux": aux}
+        tails = {}
+        for role in self.roles:
+            sd = self._sides[role]
+
+            def vb(name, role=role):
+                return self.buffer(name, role) if name else self.dummy(role)
+            tails[role] = (vb(x), vb(y), vb(s0), vb(s1), vb(aux), np.float32(fa),
+                           np.float32(fb), np.int32(ia), sd.partials)
+            if self.part_dtype is not None:
+                mod.enqueue_fill_buffer(sd.side.queue, sd.partials, np.zeros(1, np.int32), 0,
+                                        2 * max(sd.n_partials, 1) * 4)
+        k = len(self.bounds) - 1
+        front, back = 0, k - 1
+        events: dict[str, list] = {"cpu": [], "gpu": []}
+        running: dict[str, Any] = {}
+        for role in ("gpu", "cpu"):
+            if front > back:
+                break
+            c = front if role == "gpu" else back
+            if role == "gpu":
+                front += 1
+            else:
+                back -= 1
+            running[role] = self._launch_chunk(role, c, tails[role])
+            events[role].append(running[role])
+        done_status = mod.command_execution_status.COMPLETE
+        while running:
+            for role in list(running):
+                if running[role].command_execution_status != done_status:
+                    continue
+                if front <= back:
+                    c = front if role == "gpu" else back
+                    if role == "gpu":
+                        front += 1
+                    else:
+                        back -= 1
+                    running[role] = self._launch_chunk(role, c, tails[role])
+                    events[role].append(running[role])
+                else:
+                    del running[role]
+            if running:
+                time.sleep(20e-6)
+        self.split_row = int(self.bounds[front])
+        total = np.zeros(2, dtype=np.float64 if self.part_dtype == np.float32 else np.int64)
+        if self.part_dtype is not None:
+            for role in self.roles:
+                sd = self._sides[role]
+                sd.reduce_kernel(sd.side.queue, (sd.reduce_wg,), (sd.reduce_wg,),
+                                 np.int32(sd.n_partials), sd.partials, sd.reduced)
+                mod.enqueue_copy(sd.side.queue, sd.host_partials, sd.reduced, is_blocking=True)
+                total += sd.host_partials
+        rec = StepRecord("rowop", self.roles)
+        for role in self.roles:
+            rec.kernel[role], rec.span[role] = _event_seconds(events[role])
+        if not self.pair.shared:
+            xev = []
+            for slot in self.writes:
+                name = slots.get(slot)
+                if name:
+                    xev += self._copy_ranges(name)
+            for ev in xev:
+                ev.wait()
+            rec.exchange = _event_seconds(xev)[0] if xev else 0.0
+        rec.wall = time.perf_counter() - t0
+        self.records.append(rec)
+        return total
+
+    def _copy_ranges(self, name: str) -> list:
+        """Copy the GPU's prefix of ``name`` to the CPU and the CPU's suffix to the GPU."""
+        mod = cl()
+        itemsize = self._vec_dtype[name].itemsize
+        evs = []
+        host = np.empty(self.n, dtype=self._vec_dtype[name])
+        s = self.split_row
+        for src, dst, lo, hi in (("gpu", "cpu", 0, s), ("cpu", "gpu", s, self.n)):
+            if hi <= lo:
+                continue
+            part = host[lo:hi]
+            e1 = mod.enqueue_copy(self.pair.side(src).queue, part, self.buffer(name, src),
+                                  src_offset=lo * itemsize, is_blocking=True)
+            e2 = mod.enqueue_copy(self.pair.side(dst).queue, self.buffer(name, dst), part,
+                                  dst_offset=lo * itemsize, is_blocking=True)
+            evs += [e1, e2]
+        return evs
+
+    def read(self, name: str, role: str | None = None) -> np.ndarray:
+        """Vector ``name``: in split memory each side holds every entry after a step."""
+        mod = cl()
+        r = role or "cpu"
+        out = np.empty(self.n, dtype=self._vec_dtype[name])
+        mod.enqueue_copy(self.pair.side(r).queue, out, self.buffer(name, r), is_blocking=True)
+        return out
+
+    def exchange(self, name: str) -> float:
+        return 0.0

@@ -35,7 +35,7 @@ MAPPINGS = ("item", "team", "group")
 #: Default length limits for the mapping of a length group, per role: rows with
 #: nnz < item_below use ``item``; nnz >= group_from use ``group``; else ``team``.
 DEFAULT_MAPPING_LIMITS = {
-    "gpu": {"item_below": 16, "group_from": 1024},
+    "gpu": {"item_below": 4, "group_from": 1024},
     "cpu": {"item_below": 4096, "group_from": 4096},
 }
 
@@ -54,6 +54,9 @@ class Group:
         ``None`` for no upper bound).
     nnz : int
         Nonzeros in these rows.
+    lanes : int or None
+        Work-items per row of a ``team`` group (``None``: the device's default,
+        its sub-group size).
     """
 
     rows: np.ndarray
@@ -61,6 +64,7 @@ class Group:
     lo: int = 0
     hi: int | None = None
     nnz: int = 0
+    lanes: int | None = None
 
     def __len__(self) -> int:
         return int(self.rows.size)
@@ -171,7 +175,7 @@ class Plan:
             "gpu_cpu_workload_ratio": (g.SW / c.SW) if c.SW else float("inf"),
             "space_overhead_bytes": int(overhead),
             "space_overhead_fraction": overhead / csr_bytes if csr_bytes else 0.0,
-            "groups": {r: [{"mapping": gr.mapping, "lo": gr.lo, "hi": gr.hi,
+            "groups": {r: [{"mapping": gr.mapping, "lo": gr.lo, "hi": gr.hi, "lanes": gr.lanes,
                             "rows": len(gr), "nnz": gr.nnz} for gr in s.groups]
                        for r, s in self.shares.items()},
         }
@@ -186,6 +190,16 @@ def mapping_for(role: str, lo: int, hi: int | None, limits: dict | None = None) 
     if lo >= lim["group_from"]:
         return "group"
     return "team" if lo >= lim["item_below"] else "item"
+
+
+def team_lanes(lo: int, limit: int = 32) -> int:
+    """Work-items per row for a team group whose rows have at least ``lo`` nonzeros:
+    the largest power of two <= lo, between 2 and ``limit`` (so a row's first
+    pass keeps every lane busy)."""
+    lanes = 2
+    while lanes * 2 <= min(max(lo, 2), limit):
+        lanes *= 2
+    return lanes
 
 
 def _groups_for(role: str, rows: np.ndarray, lengths: np.ndarray, grouping: str,
@@ -214,8 +228,10 @@ def _groups_for(role: str, rows: np.ndarray, lengths: np.ndarray, grouping: str,
         i = int(gid[idx[0]])
         lo = 0 if i == 0 else 4 ** (i - 1)
         hi = 1 if i == 0 else 4 ** i
-        out.append(Group(rows=rows[idx], mapping=mapping_for(role, lo, hi, limits),
-                         lo=lo, hi=hi, nnz=int(lens[idx].sum())))
+        mapping = mapping_for(role, lo, hi, limits)
+        out.append(Group(rows=rows[idx], mapping=mapping, lo=lo, hi=hi,
+                         nnz=int(lens[idx].sum()),
+                         lanes=team_lanes(lo) if mapping == "team" else None))
     return out
 
 

@@ -94,6 +94,8 @@ class App(ABC):
     name = ""
     kernel = ""
     has_data = False
+    #: Kernel argument slots a step writes (for engines that copy what was written).
+    writes: tuple = ("y",)
 
     def matrix(self, graph: Graph) -> Graph:
         """The matrix whose rows are the work (default: the graph itself)."""

@@ -42,6 +42,7 @@ class BFS(App):
 
     name = "bfs"
     kernel = "BFS"
+    writes = ("x", "y")
 
     def matrix(self, graph: Graph) -> Graph:
         return graph.transpose()
@@ -53,6 +54,7 @@ class BFS(App):
         engine.vector("level", np.full(n, -1, dtype=np.int32))
         engine.vector("parent", np.full(n, -1, dtype=np.int32))
         push = engine.push_role()
+        engine.prepare_exchange()
         # top-down steps walk out-edges: A itself, unless A^T has the same structure
         push_graph = engine.matrix if _same_structure(engine.matrix, graph) else graph
         return {"outdeg": outdeg, "push": push,

@@ -29,6 +29,7 @@ class ConnectedComponents(App):
 
     name = "cc"
     kernel = "CC"
+    writes = ("x", "y")
 
     def matrix(self, graph: Graph) -> Graph:
         return graph.symmetrized()
@@ -38,6 +39,7 @@ class ConnectedComponents(App):
         engine.vector("label", np.arange(n, dtype=np.int32))
         engine.vector("stamp", np.full(n, -1, dtype=np.int32))
         push = engine.push_role()
+        engine.prepare_exchange()
         return {"push": push, "csr": engine.global_csr(push),
                 "step": FrontierStep(engine, push, "cc_push", n)}
 

@@ -30,6 +30,7 @@ class PageRank(App):
 
     name = "pagerank"
     kernel = "PAGERANK"
+    writes = ("y", "s1")
 
     def matrix(self, graph: Graph) -> Graph:
         return graph.transpose()
@@ -43,6 +44,7 @@ class PageRank(App):
         for name in ("pr", "pr_next", "contrib", "contrib_next"):
             engine.vector(name, np.zeros(n, dtype=np.float32))
         engine.vector("inv_outdeg", inv)
+        engine.prepare_exchange()
         return {"inv": inv, "dangling": ~nz}
 
     def run(self, engine: Engine, graph: Graph, *, damping: float = 0.85, tol: float = 1e-6,
