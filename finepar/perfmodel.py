@@ -1,0 +1,467 @@
+"""Performance models per (platform, matrix type, device) (FinePar TKDE §3.3, Eq. 1–2, §4.4).
+
+Each model predicts a device's throughput (nonzeros per second) on a share
+from the share's features ``[AW, VW, log NW, log SW]``:
+
+    throughput = C1*AW + C2*VW + C3*log(NW) + C4*log(SW) + C5
+
+fitted with scikit-learn's ``LinearRegression`` (or, ``kind="mlp"``, a small
+``MLPRegressor`` on standardised features, §4.4). A platform's model file
+holds four of them (type 1 and 2, cpu and gpu) and, on a discrete pair, the
+measured transfer cost (latency + bytes / bandwidth).
+
+Files are JSON, never pickle: coefficients, r², Table 5's feature
+correlations, the devices they were measured on, library versions, date and
+recipe; an MLP is stored as its weight matrices and evaluated with numpy.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import ModelError
+from .features import FEATURE_NAMES, Features
+from .files import atomic_write_json
+
+FORMAT = "finepar-model/1"
+ROLES = ("cpu", "gpu")
+TYPES = (1, 2)
+#: Smallest throughput a model may predict, as a fraction of its training median
+#: (a linear model can go negative far from its data).
+MIN_FRACTION = 0.02
+
+
+def default_models_dir() -> Path:
+    """``$FINEPAR_MODELS`` or ``./models``."""
+    return Path(os.environ.get("FINEPAR_MODELS", "models"))
+
+
+def shipped_models_dir() -> Path | None:
+    """The ``models/`` folder of a source checkout, if there is one."""
+    here = Path(__file__).resolve().parent.parent / "models"
+    return here if here.is_dir() else None
+
+
+@dataclass
+class DeviceModel:
+    """One (type, device) regression.
+
+    Attributes
+    ----------
+    kind : {'linear', 'mlp'}
+    coef : list of float
+        C1..C4 (linear).
+    intercept : float
+        C5 (linear).
+    layers : list
+        MLP weights: ``[(W, b), ...]`` as nested lists; with ``mean``/``scale``
+        of the feature standardisation.
+    r2 : float
+        Coefficient of determination on the training data.
+    correlations : dict
+        Pearson correlation of each feature with throughput (Table 5).
+    n_samples : int
+    median_throughput : float
+        nnz/s, for the prediction floor.
+    """
+
+    kind: str
+    coef: list = field(default_factory=list)
+    intercept: float = 0.0
+    layers: list = field(default_factory=list)
+    mean: list = field(default_factory=list)
+    scale: list = field(default_factory=list)
+    r2: float = float("nan")
+    correlations: dict = field(default_factory=dict)
+    n_samples: int = 0
+    median_throughput: float = 0.0
+
+    def predict_many(self, X: np.ndarray) -> np.ndarray:
+        """Throughput (nnz/s) for feature rows ``X`` of shape (k, 4); floored above 0."""
+        X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        if self.kind == "linear":
+            y = X @ np.asarray(self.coef) + self.intercept
+        else:
+            h = (X - np.asarray(self.mean)) / np.asarray(self.scale)
+            for i, (W, b) in enumerate(self.layers):
+                h = h @ np.asarray(W) + np.asarray(b)
+                if i < len(self.layers) - 1:
+                    h = np.maximum(h, 0.0)
+            y = h.ravel() * self.median_throughput  # the MLP is fitted on y / median
+        return np.maximum(y, MIN_FRACTION * max(self.median_throughput, 1.0))
+
+    def predict(self, f: Features) -> float:
+        return float(self.predict_many(f.vector()[None, :])[0])
+
+    def to_dict(self) -> dict:
+        d = {"kind": self.kind, "r2": self.r2, "correlations": self.correlations,
+             "n_samples": self.n_samples, "median_throughput": self.median_throughput}
+        if self.kind == "linear":
+            d.update(coef=self.coef, intercept=self.intercept)
+        else:
+            d.update(layers=self.layers, mean=self.mean, scale=self.scale)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "DeviceModel":
+        return cls(**{k: d[k] for k in ("kind", "coef", "intercept", "layers", "mean", "scale",
+                                        "r2", "correlations", "n_samples", "median_throughput")
+                      if k in d})
+
+
+@dataclass
+class TransferModel:
+    """Per-iteration transfer cost of a discrete pair: ``latency + bytes / bandwidth``.
+
+    Attributes
+    ----------
+    latency_s : float
+        Seconds per transfer.
+    bandwidth : float
+        Bytes per second.
+    """
+
+    latency_s: float
+    bandwidth: float
+
+    def seconds(self, nbytes: float, transfers: int = 2) -> float:
+        if nbytes <= 0:
+            return 0.0
+        return transfers * self.latency_s + nbytes / self.bandwidth
+
+
+@dataclass
+class PlatformModel:
+    """The models of one platform (one CPU + GPU pair).
+
+    Attributes
+    ----------
+    platform : str
+    devices : dict
+        ``{'cpu': key, 'gpu': key}`` device identifiers (``platform|device``).
+    emulated : bool
+    models : dict
+        ``{(grouping, type, role): DeviceModel}``; ``grouping`` is ``none``
+        (one launch per device, FinePar-original) or ``pow4`` (§4.1's groups).
+    transfer : TransferModel or None
+    meta : dict
+        Date, recipe, library versions, sample counts.
+    path : str or None
+        Where it was loaded from.
+    """
+
+    platform: str
+    devices: dict
+    emulated: bool
+    models: dict
+    transfer: TransferModel | None = None
+    meta: dict = field(default_factory=dict)
+    path: str | None = None
+
+    def groupings(self) -> list[str]:
+        return sorted({k[0] for k in self.models})
+
+    def device_model(self, matrix_type: int, role: str, grouping: str = "none") -> DeviceModel:
+        """The (grouping, type, role) model; a missing grouping falls back to ``none``."""
+        for g in (grouping, "none"):
+            if (g, matrix_type, role) in self.models:
+                return self.models[(g, matrix_type, role)]
+        raise ModelError(f"model {self.platform} has no type-{matrix_type} {role} model")
+
+    def predict_seconds(self, f: Features, matrix_type: int, role: str,
+                        grouping: str = "none") -> float:
+        """Predicted time of a share: ``SW / throughput`` (0 for an empty share)."""
+        if f.SW == 0:
+            return 0.0
+        return f.SW / self.device_model(matrix_type, role, grouping).predict(f)
+
+    def to_dict(self) -> dict:
+        return {
+            "format": FORMAT, "platform": self.platform, "devices": self.devices,
+            "emulated": self.emulated, "feature_names": list(FEATURE_NAMES),
+            "models": {g: {f"type{t}": {r: self.models[(g, t, r)].to_dict() for r in ROLES
+                                        if (g, t, r) in self.models} for t in TYPES}
+                       for g in self.groupings()},
+            "transfer": (None if self.transfer is None else
+                         {"latency_s": self.transfer.latency_s,
+                          "bandwidth_bytes_per_s": self.transfer.bandwidth}),
+            "meta": self.meta,
+        }
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the model as JSON, atomically."""
+        atomic_write_json(path, _json_safe(self.to_dict()))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "PlatformModel":
+        """Read a model file.
+
+        Raises
+        ------
+        ModelError
+            Missing, unreadable or malformed file (the message names it).
+        """
+        p = Path(path)
+        try:
+            d = json.loads(p.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ModelError(f"{p}: no such model file") from None
+        except (OSError, ValueError) as exc:
+            raise ModelError(f"{p}: not a readable model file ({exc})") from None
+        if not isinstance(d, dict) or d.get("format") != FORMAT:
+            raise ModelError(f"{p}: not a FinePar model (format must be {FORMAT!r})")
+        try:
+            models = {}
+            for g, by_type in d["models"].items():
+                for t in TYPES:
+                    for r, md in by_type.get(f"type{t}", {}).items():
+                        models[(g, t, r)] = DeviceModel.from_dict(md)
+            tr = d.get("transfer")
+            transfer = (TransferModel(float(tr["latency_s"]), float(tr["bandwidth_bytes_per_s"]))
+                        if tr else None)
+            return cls(platform=d["platform"], devices=d["devices"],
+                       emulated=bool(d.get("emulated")), models=models, transfer=transfer,
+                       meta=d.get("meta", {}), path=str(p))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelError(f"{p}: malformed model file ({exc!r})") from None
+
+
+def _json_safe(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return _json_safe(obj.item())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+# --------------------------------------------------------------------------------------
+# Fitting
+# --------------------------------------------------------------------------------------
+
+
+def fit_device_model(X: np.ndarray, y: np.ndarray, kind: str = "linear",
+                     seed: int = 0) -> DeviceModel:
+    """Fit one (type, device) model.
+
+    Parameters
+    ----------
+    X : ndarray, shape (k, 4)
+        ``[AW, VW, log NW, log SW]`` per measurement.
+    y : ndarray, shape (k,)
+        Measured throughput, nnz/s.
+    kind : {'linear', 'mlp'}
+
+    Returns
+    -------
+    DeviceModel
+    """
+    from sklearn.linear_model import LinearRegression
+    from sklearn.metrics import r2_score
+    X = np.asarray(X, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if X.shape[0] < 5:
+        raise ModelError(f"too few measurements to fit a model ({X.shape[0]}; need at least 5)")
+    corr = {}
+    for i, name in enumerate(FEATURE_NAMES):
+        col = X[:, i]
+        corr[name] = (float(np.corrcoef(col, y)[0, 1])
+                      if np.std(col) > 0 and np.std(y) > 0 else 0.0)
+    median = float(np.median(y))
+    if kind == "linear":
+        # Fit on standardised features (VW spans 0..1e9, which leaves the raw
+        # least-squares problem ill-conditioned), then map the coefficients back
+        # to the raw features of Eq. 1-2: exact algebra, same predictions.
+        mean, scale = X.mean(axis=0), X.std(axis=0)
+        scale[scale == 0] = 1.0
+        reg = LinearRegression().fit((X - mean) / scale, y)
+        coef = reg.coef_ / scale
+        intercept = float(reg.intercept_ - np.dot(coef, mean))
+        m = DeviceModel(kind="linear", coef=[float(c) for c in coef], intercept=intercept,
+                        correlations=corr, n_samples=int(X.shape[0]), median_throughput=median)
+        m.r2 = float(r2_score(y, X @ coef + intercept))
+        return m
+    if kind == "mlp":
+        from sklearn.neural_network import MLPRegressor
+        mean, scale = X.mean(axis=0), X.std(axis=0)
+        scale[scale == 0] = 1.0
+        Z = (X - mean) / scale
+        reg = MLPRegressor(hidden_layer_sizes=(16, 16), activation="relu", max_iter=5000,
+                           random_state=seed, alpha=1e-3, learning_rate_init=1e-2,
+                           n_iter_no_change=50, tol=1e-6).fit(Z, y / median)
+        layers = [(W.tolist(), b.tolist()) for W, b in zip(reg.coefs_, reg.intercepts_)]
+        m = DeviceModel(kind="mlp", layers=layers, mean=mean.tolist(), scale=scale.tolist(),
+                        correlations=corr, n_samples=int(X.shape[0]), median_throughput=median)
+        m.r2 = float(r2_score(y, m.predict_many(X)))
+        return m
+    raise ModelError(f"unknown model kind {kind!r} (use linear or mlp)")
+
+
+def fit_platform(records: list[dict], *, platform: str, devices: dict, emulated: bool,
+                 kind: str = "linear", transfer: TransferModel | None = None,
+                 meta: dict | None = None) -> PlatformModel:
+    """Fit the four models of a platform from training measurements.
+
+    Parameters
+    ----------
+    records : list of dict
+        Each with ``grouping``, ``type`` (1 or 2), ``role``, ``AW``, ``VW``,
+        ``NW``, ``SW`` and ``throughput`` (nnz/s); records with ``SW == 0``
+        are skipped.
+
+    Raises
+    ------
+    ModelError
+        If a (type, device) has too few measurements.
+    """
+    models = {}
+    for g in sorted({x.get("grouping", "none") for x in records}):
+        for t in TYPES:
+            for r in ROLES:
+                rows = [x for x in records if x.get("grouping", "none") == g and x["type"] == t
+                        and x["role"] == r and x["SW"] > 0 and x["throughput"] > 0]
+                if not rows:
+                    continue
+                X = np.array([Features(x["AW"], x["VW"], x["NW"], x["SW"]).vector()
+                              for x in rows])
+                y = np.array([x["throughput"] for x in rows])
+                models[(g, t, r)] = fit_device_model(X, y, kind)
+    if not models:
+        raise ModelError("no usable measurements to fit")
+    meta = dict(meta or {})
+    meta.setdefault("date", _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    meta.setdefault("kind", kind)
+    meta["versions"] = _versions()
+    return PlatformModel(platform=platform, devices=devices, emulated=emulated, models=models,
+                         transfer=transfer, meta=meta)
+
+
+def _versions() -> dict:
+    import platform as _pf
+    import scipy
+    import sklearn
+    from . import __version__
+    out = {"finepar": __version__, "python": _pf.python_version(), "numpy": np.__version__,
+           "scipy": scipy.__version__, "scikit-learn": sklearn.__version__}
+    try:
+        import pyopencl
+        out["pyopencl"] = pyopencl.VERSION_TEXT
+    except ImportError:
+        pass
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Finding a model for the devices in use
+# --------------------------------------------------------------------------------------
+
+
+def platform_name(selection) -> str:
+    """A default platform name from a device selection, e.g. ``nvidia-h200+xeon``."""
+    import re
+
+    def slug(name: str) -> str:
+        s = re.sub(r"\(r\)|\(tm\)|processor|cpu|pthread|@.*", "", name.lower())
+        s = re.sub(r"[^a-z0-9]+", "-", s).strip("-")
+        parts = [p for p in s.split("-") if p and p not in ("intel", "amd", "skylake", "avx512")]
+        return "-".join(parts[:3]) or "device"
+    cpu = slug(selection.cpu.name)
+    if selection.emulated:
+        return f"pocl-{cpu}-emulated"
+    return f"{slug(selection.gpu.name)}+{cpu}"
+
+
+def available_models(dirs: list[Path] | None = None) -> list[PlatformModel]:
+    """Every readable model file in ``dirs`` (default: ./models or $FINEPAR_MODELS,
+    then the source checkout's models/). Unreadable files are skipped."""
+    dirs = dirs if dirs is not None else [d for d in (default_models_dir(), shipped_models_dir())
+                                          if d is not None]
+    seen, out = set(), []
+    for d in dirs:
+        if not d.is_dir():
+            continue
+        for p in sorted(d.glob("*.json")):
+            rp = p.resolve()
+            if rp in seen:
+                continue
+            seen.add(rp)
+            try:
+                out.append(PlatformModel.load(p))
+            except ModelError:
+                continue
+    return out
+
+
+@dataclass
+class ModelMatch:
+    """Which model the tuner uses and how well it fits the devices in use.
+
+    Attributes
+    ----------
+    model : PlatformModel or None
+    exact : bool
+        Both device identifiers match.
+    message : str
+        What to tell the user (a warning when not exact).
+    """
+
+    model: PlatformModel | None
+    exact: bool
+    message: str
+
+
+def match_model(selection, *, name: str | None = None,
+                dirs: list[Path] | None = None) -> ModelMatch:
+    """Find the model for the devices in ``selection``.
+
+    ``name`` (a platform name or a path) forces one; it is still checked
+    against the devices. Otherwise: a model whose device identifiers both match;
+    else the nearest (same emulation, then most name overlap) with a warning;
+    else ``None`` (the tuner then profiles).
+    """
+    keys = {"cpu": selection.cpu.key, "gpu": selection.gpu.key}
+    if name:
+        p = Path(name)
+        if p.suffix == ".json" or p.exists():
+            m = PlatformModel.load(p)
+        else:
+            found = [m for m in available_models(dirs) if m.platform == name]
+            if not found:
+                raise ModelError(f"no model named {name!r} (see 'finepar models list')")
+            m = found[0]
+        exact = m.devices == keys
+        msg = (f"model {m.platform} matches the devices in use" if exact else
+               f"model {m.platform} was trained on cpu={m.devices.get('cpu')!r}, "
+               f"gpu={m.devices.get('gpu')!r}, not on the devices in use "
+               f"(cpu={keys['cpu']!r}, gpu={keys['gpu']!r}): predictions may be off")
+        return ModelMatch(m, exact, msg)
+    models = available_models(dirs)
+    for m in models:
+        if m.devices == keys and m.emulated == selection.emulated:
+            return ModelMatch(m, True, f"model {m.platform} matches the devices in use")
+
+    def score(m: PlatformModel) -> tuple:
+        same_mode = m.emulated == selection.emulated
+        overlap = sum(len(set(m.devices.get(r, "").lower().split()) &
+                          set(keys[r].lower().split())) for r in ROLES)
+        return (same_mode, overlap)
+    if models:
+        best = max(models, key=score)
+        if score(best)[0]:
+            return ModelMatch(best, False,
+                              f"no model for these devices (cpu={keys['cpu']!r}, "
+                              f"gpu={keys['gpu']!r}); using the nearest, {best.platform} — run "
+                              f"'finepar train' to fit one for this machine")
+    return ModelMatch(None, False, "no model for these devices; T_f comes from measured "
+                                   "profiling — run 'finepar train' to fit a model")

@@ -1,0 +1,310 @@
+"""Online threshold tuning (FinePar TKDE §3.4).
+
+1. **Detection**: sample 0.1% of the rows and count nonzeros within n/8 of
+   the diagonal: type 1 above ``T_diag = 0.8``, else type 2.
+2. **Start**: the ``T_f`` at which the nnz ratio of the CPU and GPU shares
+   matches the devices' peak ratio (the model's predicted throughput of each
+   device on the whole matrix; without a model, a measured profile).
+3. **Hill climbing**: step 64 on the predicted time
+   ``max(t_cpu, t_gpu) + t_transfer``, where ``t = SW / throughput(AW, VW,
+   log NW, log SW)`` from the platform's models and ``t_transfer`` is the
+   halo estimate on a discrete pair; stop at a local optimum. The two ends
+   (T_f = 0, every row on the CPU; T_f = the longest row, every row on the
+   GPU) are scored as well and win if predicted faster: on a pair as
+   unequal as a discrete GPU and a CPU, the best split may be none.
+
+Each evaluation costs O(log n) after one sort of the row lengths
+(:class:`~finepar.features.RowStats`), so tuning is a small part of the
+preprocessing; its time is reported as overhead.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .features import RowStats, detect_type
+from .perfmodel import ModelMatch, PlatformModel, match_model
+from .runtime import DeviceInfo
+
+#: Fp32 lanes per compute unit assumed for the flops estimate, by device kind.
+LANES_PER_CU = {"gpu": 64, "cpu": 8, "accelerator": 16, "other": 8}
+DEFAULT_STEP = 64
+
+
+def peak_flops(info: DeviceInfo) -> float:
+    """Rough fp32 peak of a device: compute units x clock x lanes (flop/s)."""
+    return info.compute_units * max(info.clock_mhz, 1) * 1e6 * LANES_PER_CU.get(info.kind, 8)
+
+
+def peak_ratio(pair) -> float:
+    """CPU over GPU peak from device figures (1.0 when the pair is emulated)."""
+    if pair.emulated:
+        return 1.0
+    return peak_flops(pair.selection.cpu) / peak_flops(pair.selection.gpu)
+
+
+def initial_threshold(stats: RowStats, cpu_to_gpu: float) -> int:
+    """Smallest ``T_f`` whose CPU share (rows with nnz > T_f) holds at most the
+    fraction ``r / (1 + r)`` of the nonzeros, ``r = cpu_to_gpu`` (§3.4).
+
+    Returns
+    -------
+    int
+        ``T_f >= 0``.
+    """
+    if stats.n == 0 or stats.nnz == 0:
+        return 0
+    target = stats.nnz * cpu_to_gpu / (1.0 + cpu_to_gpu)
+    lengths = np.unique(stats.sorted)
+    cpu_nnz = stats.nnz - stats.nnz_below(lengths)
+    ok = np.flatnonzero(cpu_nnz <= target)
+    return int(lengths[ok[0]]) if ok.size else int(lengths[-1])
+
+
+def halo_estimate(stats: RowStats, threshold: int) -> float:
+    """Expected halo entries per iteration for a fine split at ``threshold``.
+
+    Each vertex of one share is read by the other share's nonzeros with
+    probability ``1 - exp(-SW_other / n)`` (columns spread evenly), so the
+    halo is ``NW_cpu (1 - e^{-SW_gpu/n}) + NW_gpu (1 - e^{-SW_cpu/n})``.
+    """
+    n = max(stats.n, 1)
+    g, c = stats.share(threshold, "gpu"), stats.share(threshold, "cpu")
+    return c.NW * -math.expm1(-g.SW / n) + g.NW * -math.expm1(-c.SW / n)
+
+
+@dataclass
+class TuneResult:
+    """What the tuner chose and why.
+
+    Attributes
+    ----------
+    threshold : int
+        The chosen ``T_f``.
+    initial : int
+        The starting ``T_f``.
+    matrix_type : int
+    diagonal_fraction : float
+        On the sampled rows.
+    model : str or None
+        Platform model used (None: profiled throughputs).
+    model_exact : bool
+    message : str
+    trajectory : list of dict
+        Every ``T_f`` evaluated, in order, with ``t_cpu``, ``t_gpu``,
+        ``t_transfer``, ``t`` (predicted seconds per iteration).
+    predicted : dict
+        The prediction at ``threshold``.
+    seconds : float
+        Tuning time (detection, model lookup, profiling, search).
+    """
+
+    threshold: int
+    initial: int
+    matrix_type: int
+    diagonal_fraction: float
+    model: str | None
+    model_exact: bool
+    message: str
+    trajectory: list = field(default_factory=list)
+    predicted: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict:
+        return {"threshold": self.threshold, "initial": self.initial,
+                "matrix_type": self.matrix_type, "diagonal_fraction": self.diagonal_fraction,
+                "model": self.model, "model_exact": self.model_exact, "message": self.message,
+                "trajectory": self.trajectory, "predicted": self.predicted,
+                "seconds": self.seconds, "summary": self.summary()}
+
+    def summary(self) -> str:
+        p = self.predicted
+        return (f"T_f {self.initial} -> {self.threshold} in {len(self.trajectory)} evaluations "
+                f"({self.seconds * 1e3:.1f} ms; type {self.matrix_type}; "
+                f"model {self.model or 'profiled'}); predicted cpu {p.get('t_cpu', 0) * 1e3:.3f} "
+                f"ms, gpu {p.get('t_gpu', 0) * 1e3:.3f} ms, transfer "
+                f"{p.get('t_transfer', 0) * 1e3:.3f} ms per iteration")
+
+
+class Predictor:
+    """Predicted per-iteration times of a fine split, from a platform model or
+    from measured constant throughputs.
+
+    Parameters
+    ----------
+    stats : RowStats
+    matrix_type : int
+    model : PlatformModel, optional
+    throughput : dict, optional
+        ``{'cpu': nnz/s, 'gpu': nnz/s}`` measured by profiling (used without a model).
+    transfer : bool
+        Add the halo transfer (split memory, app that exchanges).
+    grouping : {'none', 'pow4'}
+        The plan's grouping (selects the models trained for it).
+    """
+
+    def __init__(self, stats: RowStats, matrix_type: int, *, model: PlatformModel | None = None,
+                 throughput: dict | None = None, transfer: bool = False,
+                 grouping: str = "none"):
+        self.grouping = grouping
+        self.stats = stats
+        self.matrix_type = matrix_type
+        self.model = model
+        self.throughput = throughput
+        self.transfer = transfer and model is not None and model.transfer is not None
+
+    def device_seconds(self, threshold: int, role: str) -> float:
+        f = self.stats.share(threshold, role)
+        if f.SW == 0:
+            return 0.0
+        if self.model is not None:
+            return self.model.predict_seconds(f, self.matrix_type, role, self.grouping)
+        return f.SW / self.throughput[role]
+
+    def __call__(self, threshold: int) -> dict:
+        t_cpu = self.device_seconds(threshold, "cpu")
+        t_gpu = self.device_seconds(threshold, "gpu")
+        t_x = 0.0
+        if self.transfer and t_cpu > 0 and t_gpu > 0:
+            t_x = self.model.transfer.seconds(4.0 * halo_estimate(self.stats, threshold))
+        return {"T_f": int(threshold), "t_cpu": t_cpu, "t_gpu": t_gpu, "t_transfer": t_x,
+                "t": max(t_cpu, t_gpu) + t_x}
+
+    def peak_ratio(self) -> float:
+        """CPU over GPU throughput on the whole matrix."""
+        whole = self.stats.whole()
+        if self.model is not None:
+            c = self.model.device_model(self.matrix_type, "cpu", self.grouping).predict(whole)
+            g = self.model.device_model(self.matrix_type, "gpu", self.grouping).predict(whole)
+            return c / g
+        return self.throughput["cpu"] / self.throughput["gpu"]
+
+
+def hill_climb(predict, start: int, *, step: int = DEFAULT_STEP, lo: int = 0,
+               hi: int | None = None, max_steps: int = 10000) -> tuple[int, list[dict]]:
+    """Hill climbing on ``predict(T)['t']`` from ``start`` in steps of ``step`` (§3.4).
+
+    At each point the two neighbours ``T - step`` and ``T + step`` (clipped to
+    ``[lo, hi]``) are evaluated; the search moves to the better one if it is
+    strictly faster, and stops otherwise.
+
+    Returns
+    -------
+    (T, trajectory)
+        The local optimum and every evaluation made, in order.
+    """
+    hi = start if hi is None else max(hi, lo)
+    cache: dict[int, dict] = {}
+    trajectory: list[dict] = []
+
+    def f(t):
+        if t not in cache:
+            cache[t] = predict(t)
+            trajectory.append(cache[t])
+        return cache[t]["t"]
+
+    t = min(max(int(start), lo), hi)
+    for _ in range(max_steps):
+        here = f(t)
+        cands = sorted({max(lo, t - step), min(hi, t + step)} - {t})
+        best = min(cands, key=f, default=None)
+        if best is None or f(best) >= here:
+            break
+        t = best
+    return t, trajectory
+
+
+def profile_throughput(workload, pair, *, fraction: float = 0.1, repeats: int = 3,
+                       seed: int = 0) -> dict:
+    """Measured throughput (nnz/s) of each device on a sample of rows.
+
+    Runs the app's representative row operation (``App.profile_step``) on an
+    evenly strided sample of about ``fraction`` of the rows, on each device
+    alone, after one warm-up. This is the "measured profiling" used when no
+    model fits, and the adaptive baseline's ratio.
+
+    Returns
+    -------
+    dict
+        ``{'cpu': nnz/s, 'gpu': nnz/s, 'rows': sampled rows, 'nnz': their nnz}``.
+    """
+    from .partition import subset_plan
+    lengths = workload.matrix.row_lengths()
+    n = lengths.size
+    stride = max(1, int(round(1.0 / max(fraction, 1e-6))))
+    rows = np.arange(seed % stride, n, stride)
+    nnz = int(lengths[rows].sum(dtype=np.int64))
+    out = {"rows": int(rows.size), "nnz": nnz}
+    for role in ("cpu", "gpu"):
+        eng = workload.engine(pair, subset_plan(lengths, rows, role))
+        workload.app.profile_step(eng)
+        eng.reset_records()
+        times = []
+        for _ in range(repeats):
+            workload.app.profile_step(eng)
+            times.append(eng.records[-1].kernel.get(role, 0.0))
+        t = float(np.median(times))
+        out[role] = nnz / t if t > 0 else float("inf")
+    return out
+
+
+def tune(workload, pair, *, model: str | PlatformModel | ModelMatch | None = None,
+         step: int = DEFAULT_STEP, sample_ratio: float = 0.001, seed: int = 0,
+         grouping: str = "none") -> TuneResult:
+    """Choose ``T_f`` for a workload on a pair (§3.4).
+
+    Parameters
+    ----------
+    workload : finepar.api.Workload
+    pair : DevicePair
+    model : str, PlatformModel or ModelMatch, optional
+        A platform name or file, a loaded model, or a match; default: the
+        model matching the pair's devices (:func:`finepar.perfmodel.match_model`).
+    step : int
+        Hill-climbing step (64 in the paper).
+    grouping : {'none', 'pow4'}
+        The grouping of the plan being tuned.
+
+    Returns
+    -------
+    TuneResult
+    """
+    t0 = time.perf_counter()
+    m = workload.matrix
+    det = detect_type(m.indptr, m.indices, m.n, sample_ratio=sample_ratio, seed=seed)
+    if isinstance(model, ModelMatch):
+        match = model
+    elif isinstance(model, PlatformModel):
+        exact = model.devices == {"cpu": pair.selection.cpu.key, "gpu": pair.selection.gpu.key}
+        match = ModelMatch(model, exact, f"model {model.platform} given")
+    else:
+        match = match_model(pair.selection, name=model)
+    stats = workload.row_stats
+    exchanges = workload.name != "spmv" and not pair.shared
+    if match.model is not None:
+        pred = Predictor(stats, det.matrix_type, model=match.model, transfer=exchanges,
+                         grouping=grouping)
+    else:
+        thr = profile_throughput(workload, pair)
+        pred = Predictor(stats, det.matrix_type, throughput=thr)
+    start = initial_threshold(stats, pred.peak_ratio())
+    hi = stats.max_length()
+    best, trajectory = hill_climb(pred, start, step=step, lo=0, hi=hi)
+    # Hill climbing stops on plateaus of the step function; the two ends (every
+    # row on the CPU, every row on the GPU) are scored too and win if faster.
+    t_best = pred(best)["t"]
+    for end in (0, hi):
+        if end not in {e["T_f"] for e in trajectory}:
+            trajectory.append(pred(end))
+        t_end = next(e["t"] for e in trajectory if e["T_f"] == end)
+        if t_end < t_best:
+            best, t_best = end, t_end
+    return TuneResult(threshold=int(best), initial=int(start), matrix_type=det.matrix_type,
+                      diagonal_fraction=det.fraction,
+                      model=match.model.platform if match.model else None,
+                      model_exact=match.exact, message=match.message, trajectory=trajectory,
+                      predicted=pred(best), seconds=time.perf_counter() - t0)

@@ -1,0 +1,221 @@
+"""Features, type detection, plans, performance models, training and the tuner."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import generated_graph, shared_graph
+from finepar import features, partition, perfmodel, training, tuner
+from finepar.api import Workload
+from finepar.errors import ModelError
+
+
+def test_share_features_match_brute_force(rng):
+    lengths = rng.zipf(1.7, size=5000).clip(0, 10**6) - 1
+    st = features.RowStats(lengths)
+    for t in (0, 1, 3, 16, 100, 10**7):
+        for role, sel in (("gpu", lengths <= t), ("cpu", lengths > t)):
+            f = st.share(t, role)
+            part = lengths[sel].astype(np.float64)
+            assert f.NW == part.size and f.SW == int(part.sum())
+            if part.size:
+                assert f.AW == pytest.approx(part.mean())
+                assert f.VW == pytest.approx(part.var(), rel=1e-9, abs=1e-6)
+    assert st.whole().SW == lengths.sum()
+
+
+def test_type_detection_sampling_agrees_with_exact_count():
+    g2 = generated_graph(14, 3)
+    from finepar.graph500 import diagonal_copy
+    g1 = diagonal_copy(g2)
+    for g, expect in ((g1, 1), (g2, 2)):
+        exact = features.detect_type(g.indptr, g.indices, g.n, sample_ratio=None)
+        sampled = features.detect_type(g.indptr, g.indices, g.n, sample_ratio=0.001)
+        assert exact.matrix_type == sampled.matrix_type == expect
+        assert abs(exact.fraction - sampled.fraction) < 0.15
+    # the exact count by brute force
+    g = shared_graph("ca-GrQc.mtx")
+    rows = np.repeat(np.arange(g.n), np.diff(g.indptr))
+    frac = np.mean(np.abs(g.indices - rows) <= g.n / 8)
+    assert features.diagonal_fraction(g.indptr, g.indices, g.n) == pytest.approx(frac)
+
+
+def test_plans_partition_every_row_once():
+    g = shared_graph("soc-Slashdot0902.txt.gz")
+    lengths = g.row_lengths()
+    for plan in (partition.fine_grained(lengths, 16), partition.fine_grained(lengths, 16,
+                                                                             grouping="pow4"),
+                 partition.coarse_grained(lengths, g.n // 3),
+                 partition.single_device(lengths, "gpu", grouping="pow4")):
+        rows = np.concatenate([plan.shares["cpu"].rows, plan.shares["gpu"].rows])
+        assert np.array_equal(np.sort(rows), np.arange(g.n))
+        st = plan.stats
+        assert st["cpu_nnz"] + st["gpu_nnz"] == g.nnz
+        assert st["space_overhead_fraction"] < 0.2
+    fine = partition.fine_grained(lengths, 16, grouping="pow4")
+    assert lengths[fine.shares["cpu"].rows].min() > 16
+    assert lengths[fine.shares["gpu"].rows].max() <= 16
+    assert fine.stats["gpu_variance"] < fine.stats["matrix_variance"] < fine.stats["cpu_variance"]
+    for gr in fine.shares["gpu"].groups:  # power-of-4 length groups
+        lens = lengths[gr.rows]
+        assert lens.min() >= gr.lo and lens.max() < gr.hi
+    coarse = partition.coarse_grained(lengths, 100)
+    assert np.array_equal(coarse.shares["cpu"].rows, np.arange(100))
+
+
+def test_hill_climbing_finds_the_local_optimum():
+    f = lambda t: {"T_f": t, "t": (t - 500) ** 2}  # noqa: E731
+    best, traj = tuner.hill_climb(f, 100, step=64, lo=0, hi=2000)
+    assert abs(best - 500) <= 32
+    assert traj[0]["T_f"] == 100 and len(traj) > 5
+    # starts at a local optimum: stays
+    best, traj = tuner.hill_climb(lambda t: {"T_f": t, "t": abs(t - 300)}, 300, step=64, hi=900)
+    assert best == 300 and len(traj) == 3
+
+
+def test_initial_threshold_matches_the_peak_ratio(rng):
+    lengths = rng.zipf(1.8, size=20000).clip(0, 50000)
+    st = features.RowStats(lengths)
+    for ratio in (0.05, 0.5, 1.0, 3.0):
+        t = tuner.initial_threshold(st, ratio)
+        cpu_nnz = lengths[lengths > t].sum()
+        assert cpu_nnz <= lengths.sum() * ratio / (1 + ratio)
+        # the next smaller distinct length would give the CPU too much
+        smaller = np.unique(lengths)[np.unique(lengths) < t]
+        if smaller.size:
+            assert lengths[lengths > smaller[-1]].sum() > lengths.sum() * ratio / (1 + ratio)
+
+
+def _synthetic_records(rng, k=60):
+    recs = []
+    for grouping in ("none", "pow4"):
+        for t in (1, 2):
+            for role in ("cpu", "gpu"):
+                for _ in range(k):
+                    aw, vw = rng.uniform(1, 50), rng.uniform(0, 500)
+                    nw, sw = int(rng.integers(100, 10**6)), int(rng.integers(10**3, 10**8))
+                    thr = 1e8 + 2e6 * aw - 1e4 * vw + 5e6 * np.log(nw) + 1e7 * np.log(sw)
+                    thr *= 2 if role == "gpu" else 1
+                    recs.append({"grouping": grouping, "type": t, "role": role, "AW": aw,
+                                 "VW": vw, "NW": nw, "SW": sw, "throughput": thr})
+    return recs
+
+
+def test_linear_and_mlp_models_fit_and_round_trip(tmp_path, rng):
+    recs = _synthetic_records(rng)
+    devs = {"cpu": "P|cpu", "gpu": "P|gpu"}
+    lin = perfmodel.fit_platform(recs, platform="synthetic", devices=devs, emulated=True,
+                                 transfer=perfmodel.TransferModel(1e-5, 1e10))
+    m = lin.device_model(1, "gpu")
+    assert m.r2 > 0.999 and m.coef[0] == pytest.approx(4e6, rel=1e-3)
+    assert set(m.correlations) == {"AW", "VW", "log NW", "log SW"}
+    path = tmp_path / "synthetic.json"
+    lin.save(path)
+    back = perfmodel.PlatformModel.load(path)
+    f = features.Features(10.0, 20.0, 5000, 10**6)
+    assert back.predict_seconds(f, 2, "cpu", "pow4") == pytest.approx(
+        lin.predict_seconds(f, 2, "cpu", "pow4"))
+    assert back.transfer.seconds(1e6) == pytest.approx(2e-5 + 1e-4)
+    d = json.loads(path.read_text())
+    assert d["format"] == perfmodel.FORMAT and "versions" in d["meta"]
+    mlp = perfmodel.fit_platform(recs, platform="synthetic-mlp", devices=devs, emulated=True,
+                                 kind="mlp")
+    assert mlp.device_model(1, "cpu").r2 > 0.9
+    mlp.save(tmp_path / "mlp.json")
+    again = perfmodel.PlatformModel.load(tmp_path / "mlp.json")
+    assert again.predict_seconds(f, 1, "gpu") == pytest.approx(mlp.predict_seconds(f, 1, "gpu"))
+
+
+def test_model_files_fail_clearly(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(ModelError, match="bad.json"):
+        perfmodel.PlatformModel.load(bad)
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"format": "something-else"}))
+    with pytest.raises(ModelError, match="not a FinePar model"):
+        perfmodel.PlatformModel.load(other)
+    with pytest.raises(ModelError, match="no such model"):
+        perfmodel.PlatformModel.load(tmp_path / "missing.json")
+
+
+def test_model_matching_exact_nearest_and_none(tmp_path, pairs, rng):
+    sel = pairs["split"].selection
+    devs = {"cpu": sel.cpu.key, "gpu": sel.gpu.key}
+    recs = _synthetic_records(rng, 20)
+    assert perfmodel.match_model(sel, dirs=[tmp_path]).model is None
+    perfmodel.fit_platform(recs, platform="elsewhere", devices={"cpu": "X|other cpu",
+                                                                "gpu": "X|other"},
+                           emulated=True).save(tmp_path / "elsewhere.json")
+    near = perfmodel.match_model(sel, dirs=[tmp_path])
+    assert near.model.platform == "elsewhere" and not near.exact and "nearest" in near.message
+    perfmodel.fit_platform(recs, platform="here", devices=devs,
+                           emulated=True).save(tmp_path / "here.json")
+    exact = perfmodel.match_model(sel, dirs=[tmp_path])
+    assert exact.exact and exact.model.platform == "here"
+    forced = perfmodel.match_model(sel, name=str(tmp_path / "elsewhere.json"))
+    assert not forced.exact and "not on the devices in use" in forced.message
+
+
+def test_training_quick_recipe_resumes_and_fits(tmp_path, pairs):
+    rec = training.Recipe("tiny", (9, 10), 2, (16, 64, 256), repeats=1)
+    out = training.train(pairs["split"], platform="tiny", recipe=rec, training_root=tmp_path / "t",
+                         models_dir=tmp_path / "m", progress=False)
+    assert out["measured"] == rec.runs and out["skipped"] == 0
+    model = perfmodel.PlatformModel.load(out["model_path"])
+    assert set(model.groupings()) == {"none", "pow4"}
+    assert model.transfer is not None and model.transfer.bandwidth > 0  # split memory
+    again = training.train(pairs["split"], platform="tiny", recipe=rec,
+                           training_root=tmp_path / "t", models_dir=tmp_path / "m",
+                           progress=False)
+    assert again["measured"] == 0 and again["skipped"] == rec.runs
+    recs = training.load_measurements(tmp_path / "t" / "tiny")
+    assert all(r["throughput"] > 0 and r["SW"] > 0 for r in recs)
+    assert {r["type"] for r in recs} == {1, 2}
+    refit = training.refit("tiny", training_root=tmp_path / "t", models_dir=tmp_path / "m",
+                           kind="linear")
+    assert refit.models.keys() == model.models.keys()
+    from finepar.errors import FineParError
+    info = tmp_path / "t" / "tiny" / "recipe.json"
+    d = json.loads(info.read_text())
+    d["devices"] = {"cpu": "Other|cpu", "gpu": "Other|gpu"}
+    info.write_text(json.dumps(d))
+    with pytest.raises(FineParError, match="measurements were taken on"):
+        training.train(pairs["split"], platform="tiny", recipe=rec,
+                       training_root=tmp_path / "t", progress=False)
+
+
+def test_tuner_with_a_model_and_with_profiling(pairs, tmp_path, rng):
+    g = shared_graph("soc-Slashdot0902.txt.gz")
+    wl = Workload("pagerank", g)
+    devs = {"cpu": pairs["split"].selection.cpu.key, "gpu": pairs["split"].selection.gpu.key}
+    model = perfmodel.fit_platform(_synthetic_records(rng, 30), platform="syn", devices=devs,
+                                   emulated=True,
+                                   transfer=perfmodel.TransferModel(1e-5, 1e9))
+    tr = tuner.tune(wl, pairs["split"], model=model)
+    assert tr.model == "syn" and tr.model_exact
+    ts = [e["T_f"] for e in tr.trajectory]
+    assert ts[0] == tr.initial and tr.threshold in ts
+    assert tr.predicted["t"] == min(e["t"] for e in tr.trajectory if e["T_f"] in
+                                    (tr.threshold,)) and tr.predicted["t_transfer"] >= 0
+    pred = tuner.Predictor(wl.row_stats, tr.matrix_type, model=model, transfer=True)
+    near = [pred(t)["t"] for t in (max(tr.threshold - 64, 0), tr.threshold + 64)]
+    assert tr.predicted["t"] <= min(near) + 1e-15 or tr.threshold in (0, wl.row_stats.max_length())
+    prof = tuner.tune(wl, pairs["split"], model=perfmodel.ModelMatch(None, False, "none"))
+    assert prof.model is None and 0 <= prof.threshold <= wl.row_stats.max_length()
+
+
+def test_halo_estimate_is_in_the_right_range():
+    g = shared_graph("wiki-Vote.txt")
+    m = g.transpose()
+    st = features.RowStats(m.row_lengths())
+    for t in (4, 16, 64):
+        own_gpu = m.row_lengths() <= t
+        rows = np.repeat(np.arange(m.n), m.row_lengths())
+        true = (np.sum(~own_gpu[np.unique(m.indices[own_gpu[rows]])])
+                + np.sum(own_gpu[np.unique(m.indices[~own_gpu[rows]])]))
+        est = tuner.halo_estimate(st, t)
+        assert true / 4 <= est <= true * 4
