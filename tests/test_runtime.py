@@ -196,3 +196,13 @@ def test_icd_fix_can_be_disabled(tmp_path):
     vendors.mkdir()
     out, _ = _icd_probe(tmp_path, vendors, extra_env={"FINEPAR_NO_ICD_FIX": "1"})
     assert out["dir"] is None and "to fix:" in out["notes"][0]
+
+
+def test_shipped_configs_parse():
+    from pathlib import Path
+    folder = Path(__file__).resolve().parents[1] / "configs"
+    files = sorted(folder.glob("*.toml"))
+    assert files
+    for f in files:
+        cfg = load_config(f)
+        assert cfg["source"] == str(f) and cfg["devices"]

@@ -1,0 +1,286 @@
+"""The Python API: run an app on a graph on a CPU+GPU pair with a fine-grained split.
+
+>>> import finepar
+>>> g = finepar.load("cnr-2000.mtx.gz")                     # doctest: +SKIP
+>>> scores, report = finepar.pagerank(g, threshold=64)      # doctest: +SKIP
+
+Every function accepts a :class:`~finepar.io.Graph` or a square
+``scipy.sparse`` matrix (validated on entry).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from .apps.base import App, AppResult
+from .apps.bfs import BFS
+from .apps.cc import ConnectedComponents
+from .apps.pagerank import PageRank
+from .apps.spmv import SpMV
+from .engine import Engine
+from .errors import FineParError
+from .io import Graph, from_scipy
+from .partition import Plan, fine_grained, single_device
+from .report import RunReport
+from .runtime import DevicePair, select_pair
+
+#: The apps by CLI name.
+APPS: dict[str, type[App]] = {"spmv": SpMV, "pagerank": PageRank, "bfs": BFS,
+                              "cc": ConnectedComponents}
+
+DEVICES_CHOICES = ("both", "cpu", "gpu")
+
+
+def as_graph(graph: Any, name: str = "matrix") -> Graph:
+    """A :class:`Graph` from a Graph or a scipy.sparse matrix (validated)."""
+    if isinstance(graph, Graph):
+        return graph
+    return from_scipy(graph, name=name)
+
+
+def make_pair(*, cpu: str | None = None, gpu: str | None = None, memory: str = "auto",
+              config: dict | None = None) -> DevicePair:
+    """Select devices and open the pair (see :func:`finepar.runtime.select_pair`)."""
+    config = config or {}
+    sel = select_pair(cpu, gpu, config=config)
+    mode = memory if memory != "auto" else config.get("memory", "auto")
+    return DevicePair(sel, mode, launch_overrides=config.get("launch"))
+
+
+def plan_for(matrix: Graph, *, threshold: int | None, devices: str, grouping: str) -> Plan:
+    """The plan for a run: one device alone, or a fine split at ``threshold``."""
+    if devices not in DEVICES_CHOICES:
+        raise FineParError(f"--devices must be one of {', '.join(DEVICES_CHOICES)}, not {devices!r}")
+    lengths = matrix.row_lengths()
+    if devices in ("cpu", "gpu"):
+        return single_device(lengths, devices, grouping=grouping)
+    return fine_grained(lengths, int(threshold), grouping=grouping)
+
+
+class Workload:
+    """An app bound to a graph: the app's matrix, built once, and its row statistics.
+
+    Reuse one Workload for several runs (plans, thresholds, devices) so the
+    matrix (a transpose for PageRank and BFS, the symmetrised graph for CC) is
+    built once.
+
+    Parameters
+    ----------
+    app : {'spmv', 'pagerank', 'bfs', 'cc'}
+    graph : Graph or scipy.sparse matrix
+
+    Attributes
+    ----------
+    app : App
+    graph : Graph
+    matrix : Graph
+        The matrix whose rows are the work.
+    preprocess_seconds : float
+        Time to build ``matrix``.
+    """
+
+    def __init__(self, app: str, graph: Any):
+        if app not in APPS:
+            raise FineParError(f"unknown app {app!r} (choose from {', '.join(APPS)})")
+        self.name = app
+        self.app = APPS[app]()
+        self.graph = as_graph(graph)
+        t0 = time.perf_counter()
+        self.matrix = self.app.matrix(self.graph)
+        self.preprocess_seconds = time.perf_counter() - t0
+        self._stats = None
+
+    @property
+    def row_stats(self):
+        """:class:`~finepar.features.RowStats` of :attr:`matrix` (built on first use)."""
+        if self._stats is None:
+            from .features import RowStats
+            self._stats = RowStats(self.matrix.row_lengths())
+        return self._stats
+
+    def engine(self, pair: DevicePair, plan: Plan) -> Engine:
+        """An engine for ``plan`` with the app's state prepared (not timed)."""
+        eng = Engine(pair, self.matrix, plan, self.app.kernel, has_data=self.app.has_data)
+        t0 = time.perf_counter()
+        self.app.prepared(eng, self.graph)
+        eng.setup_seconds += time.perf_counter() - t0
+        return eng
+
+    def run(self, *, pair: DevicePair | None = None, threshold: int | None = None,
+            devices: str = "both", memory: str = "auto", grouping: str = "pow4",
+            warmup: bool = True, plan: Plan | None = None, engine: Engine | None = None,
+            load_seconds: float = 0.0, model: Any = None, step: int = 64,
+            **params: Any) -> tuple[AppResult, RunReport]:
+        """Run the app once; see :func:`run` for the parameters.
+
+        ``engine``: reuse an engine made by :meth:`engine` (its plan wins).
+        """
+        pair = engine.pair if engine is not None else (pair or make_pair(memory=memory))
+        tuning = None
+        if engine is not None:
+            plan, source = engine.plan, "given"
+        elif plan is not None:
+            source = "given"
+        elif devices in ("cpu", "gpu"):
+            plan, source = plan_for(self.matrix, threshold=None, devices=devices,
+                                    grouping=grouping), "single-device"
+        elif threshold is not None:
+            plan, source = plan_for(self.matrix, threshold=threshold, devices=devices,
+                                    grouping=grouping), "flag"
+        else:
+            from .tuner import tune
+            tr = tune(self, pair, model=model, step=step, grouping=grouping)
+            tuning = tr.to_dict()
+            plan, source = plan_for(self.matrix, threshold=tr.threshold, devices=devices,
+                                    grouping=grouping), "tuner"
+        eng = engine or self.engine(pair, plan)
+        t0 = time.perf_counter()
+        if warmup:
+            self.app.warmup(eng, self.graph, **params)
+        warm = time.perf_counter() - t0
+        eng.reset_records()
+        t0 = time.perf_counter()
+        result = self.app.run(eng, self.graph, **params)
+        wall = time.perf_counter() - t0
+        report = self._report(pair, plan, eng, result, wall, warm, load_seconds, source, tuning)
+        if tuning is not None:
+            steps = max(report.timings["corun_steps"], 1)
+            tuning["measured"] = {"t_cpu": report.timings["kernel"]["cpu"] / steps,
+                                  "t_gpu": report.timings["kernel"]["gpu"] / steps,
+                                  "t_transfer": report.timings["exchange"] / steps,
+                                  "per_iteration": report.timings["per_iteration"]}
+            prep = load_seconds + self.preprocess_seconds + plan.seconds
+            tuning["overhead_fraction"] = tuning["seconds"] / prep if prep > 0 else float("nan")
+        return result, report
+
+    def _report(self, pair, plan, eng, result, wall, warm, load_seconds, source, tuning):
+        summ = eng.summary()
+        iters = max(result.iterations, 1)
+        timings = {"load": load_seconds, "preprocess": self.preprocess_seconds,
+                   "partition": plan.seconds, "setup": eng.setup_seconds, "warmup": warm,
+                   "run": wall, "per_iteration": wall / iters, "kernel": summ["kernel_s"],
+                   "span": summ["span_s"], "exchange": summ["exchange_s"],
+                   "steps": summ["steps"], "corun_steps": summ["corun_steps"],
+                   "alone_steps": summ["alone_steps"], "halo_entries": summ["halo_entries"]}
+        rate = result.work_edges / wall if wall > 0 else 0.0
+        throughput = ({"teps": rate} if self.name == "bfs" else {"nnz_per_s": rate})
+        throughput["edges"] = result.work_edges
+        g = self.graph
+        return RunReport(
+            app=self.name,
+            graph={"name": g.name, "source": g.source, "n": g.n, "nnz": g.nnz,
+                   "matrix_nnz": self.matrix.nnz, "notes": list(g.notes)},
+            devices={"describe": pair.describe(), "emulated": pair.emulated, "memory": pair.mode,
+                     **pair.selection.to_dict()},
+            plan={"label": plan.label, "method": plan.method, "threshold": plan.threshold,
+                  "grouping": plan.grouping, "stats": plan.stats},
+            threshold_source=source, timings=timings, throughput=throughput,
+            result={"iterations": result.iterations, "converged": result.converged,
+                    "summary": self.app.summary(result, g)},
+            tuning=tuning)
+
+
+def run(app: str, graph: Any, **kw: Any) -> tuple[AppResult, RunReport]:
+    """Run ``app`` on ``graph`` split across the pair.
+
+    Parameters
+    ----------
+    app : {'spmv', 'pagerank', 'bfs', 'cc'}
+    graph : Graph, scipy.sparse matrix, or Workload
+        Square; for graph apps, row i holds the out-edges of vertex i. A
+        :class:`Workload` reuses its already built matrix.
+    pair : DevicePair, optional
+        Default: automatic selection in ``memory`` mode.
+    threshold : int, optional
+        ``T_f``: rows with more nonzeros go to the CPU. Default: the tuner's
+        starting point.
+    devices : {'both', 'cpu', 'gpu'}
+        ``cpu`` / ``gpu`` run everything on one device.
+    memory : {'auto', 'shared', 'split'}
+    grouping : {'none', 'pow4'}
+        ``pow4`` (default): §4.1's length groups, one launch per group, each
+        with its thread mapping; ``none``: one launch per device.
+    warmup : bool
+        Run the app's kernels once before the timed run (compilation stays out).
+    plan : Plan, optional
+        Use this plan instead of building one.
+    **params
+        App parameters (``damping``, ``tol``, ``max_iter``, ``root``,
+        ``repeat``, ``x``, ``policy``).
+
+    Returns
+    -------
+    (AppResult, RunReport)
+
+    Raises
+    ------
+    FineParError
+        Bad input, no device, or a kernel build failure (with its log).
+    """
+    wl = graph if isinstance(graph, Workload) else Workload(app, graph)
+    if wl.name != app:
+        raise FineParError(f"workload is for {wl.name}, not {app}")
+    return wl.run(**kw)
+
+
+def spmv(graph: Any, x: np.ndarray | None = None, **kw: Any):
+    """``y = A x`` on the pair; returns ``(y, report)``. See :func:`run`."""
+    res, rep = run("spmv", graph, x=x, **kw)
+    return res.values, rep
+
+
+def pagerank(graph: Any, **kw: Any):
+    """PageRank scores (float32, sum 1); returns ``(scores, report)``. See :func:`run`."""
+    res, rep = run("pagerank", graph, **kw)
+    return res.values, rep
+
+
+def bfs(graph: Any, root: int = 0, **kw: Any):
+    """BFS from ``root``; returns ``(levels, parents, report)`` (int32, -1 unreached)."""
+    res, rep = run("bfs", graph, root=root, **kw)
+    return res.values, res.extra["parent"], rep
+
+
+def connected_components(graph: Any, **kw: Any):
+    """Weakly connected components; returns ``(labels, report)``; each label is
+    the smallest vertex id of its component."""
+    res, rep = run("cc", graph, **kw)
+    return res.values, rep
+
+
+def load_graph(spec: str, *, drop_zeros: bool = False) -> Graph:
+    """A graph from a file path or a generator spec.
+
+    Parameters
+    ----------
+    spec : str
+        A path (``.mtx``, ``.mtx.gz``, SNAP ``.txt``/``.txt.gz``, ``.npz``), or
+        ``graph500:SCALE[:SEED]`` for a Graph500 Kronecker graph (edgefactor
+        16, A=0.57, B=C=0.19, D=0.05, undirected).
+
+    Raises
+    ------
+    InputError
+        Bad file or spec.
+    """
+    from .errors import InputError
+    from .io import load
+    if spec.startswith("graph500:"):
+        from .graph500 import kronecker
+        parts = spec.split(":")[1:]
+        try:
+            scale = int(parts[0])
+            seed = int(parts[1]) if len(parts) > 1 else 0
+            if len(parts) > 2:
+                raise ValueError
+        except (ValueError, IndexError):
+            raise InputError(spec, "generator spec must be graph500:SCALE[:SEED], "
+                                   "e.g. graph500:16 or graph500:20:1") from None
+        try:
+            return kronecker(scale, seed=seed)
+        except ValueError as exc:
+            raise InputError(spec, str(exc)) from None
+    return load(spec, drop_zeros=drop_zeros)

@@ -1,0 +1,503 @@
+"""The ``finepar`` command line.
+
+Subcommands: ``devices``, ``run``, ``generate`` (and, where present,
+``train``, ``models``, ``compare``). Every error FinePar raises on purpose is
+printed as one line ``finepar: error: ...`` with exit status 2 (bad input,
+bad option) or 1 (device, build, model), and leaves no partial output file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from . import __version__
+from .errors import BuildError, ConfigError, FineParError, InputError
+
+APP_NAMES = ("spmv", "pagerank", "bfs", "cc")
+DEFAULT_GRAPH = "graph500:16"
+
+
+def _human_bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _add_device_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("devices")
+    g.add_argument("--cpu", metavar="SEL",
+                   help="device for the cpu role: 'P:D', or a substring of 'platform|device' "
+                        "(env FINEPAR_CPU_DEVICE; default: the first CPU device, PoCL preferred)")
+    g.add_argument("--gpu", metavar="SEL",
+                   help="device for the gpu role, or 'emulate' for a second PoCL context "
+                        "(env FINEPAR_GPU_DEVICE; default: the GPU with most compute units)")
+    g.add_argument("--config", metavar="TOML",
+                   help="platform config (env FINEPAR_CONFIG; default ./finepar.toml if present)")
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--threshold", "-T", type=int, metavar="N",
+                   help="T_f: rows with more than N nonzeros go to the CPU "
+                        "(default: chosen by the tuner)")
+    p.add_argument("--devices", choices=("both", "cpu", "gpu"), default="both",
+                   help="run on both devices (default) or on one alone")
+    p.add_argument("--memory", choices=("auto", "shared", "split"), default=None,
+                   help="shared: one context, zero-copy (APU / emulated); split: one context "
+                        "per device with halo exchange (default: auto)")
+    p.add_argument("--grouping", choices=("none", "pow4"), default="pow4",
+                   help="pow4 (default): group each device's rows by length in powers of 4, one "
+                        "launch per group with a thread mapping per group (§4.1); none: one "
+                        "launch per device, a work-item per row (FinePar-original)")
+    a = p.add_argument_group("app parameters")
+    a.add_argument("--root", type=int, default=0, help="BFS source vertex (default 0)")
+    a.add_argument("--damping", type=float, default=0.85, help="PageRank damping (0.85)")
+    a.add_argument("--tol", type=float, default=1e-6,
+                   help="PageRank: stop when the L1 change is below this (1e-6)")
+    a.add_argument("--max-iter", type=int, default=None, help="iteration cap")
+    a.add_argument("--repeat", type=int, default=10, help="SpMV: products to time (10)")
+    a.add_argument("--frontier-fraction", type=float, default=0.2,
+                   help="BFS/CC: co-run an iteration only if its frontier touches at least "
+                        "this share of the nonzeros (0.2, §4.2)")
+    a.add_argument("--static", action="store_true",
+                   help="BFS/CC: no dynamic adaptation; every iteration co-runs over all rows")
+    p.add_argument("--model", metavar="NAME",
+                   help="performance model for the tuner: a platform name or .json "
+                        "(default: the one matching the devices; see 'finepar models list')")
+    p.add_argument("--drop-zeros", action="store_true",
+                   help="drop explicit zeros stored in the input (default: keep them)")
+    p.add_argument("--no-warmup", action="store_true", help="time the first run too")
+
+
+def _app_params(app: str, args) -> dict:
+    from .apps.base import DynamicPolicy
+    params: dict = {}
+    if app == "pagerank":
+        params.update(damping=args.damping, tol=args.tol)
+        if args.max_iter:
+            params["max_iter"] = args.max_iter
+    elif app == "spmv":
+        params["repeat"] = args.repeat
+    elif app in ("bfs", "cc"):
+        params["policy"] = DynamicPolicy(enabled=not args.static,
+                                         frontier_fraction=args.frontier_fraction)
+        if app == "bfs":
+            params["root"] = args.root
+        if args.max_iter:
+            params["max_iter"] = args.max_iter
+    return params
+
+
+def cmd_devices(args) -> int:
+    from .config import load_config
+    from .runtime import list_devices, prepare_icd, select_pair
+    config = load_config(args.config)
+    icd = prepare_icd()
+    devices = list_devices(config.get("cache_overrides"))
+    sel = None
+    err = None
+    try:
+        sel = select_pair(args.cpu, args.gpu, config=config, devices=devices)
+    except FineParError as exc:
+        err = str(exc)
+    if args.json:
+        out = {"devices": [d.to_dict() for d in devices], "icd": {
+            "nvidia_library": icd.nvidia_library, "registered": icd.registered,
+            "vendors_dir": icd.vendors_dir, "fix": icd.fix_command, "notes": icd.notes},
+            "selection": sel.to_dict() if sel else None, "error": err,
+            "config": config.get("source")}
+        text = json.dumps(out, indent=2)
+        if args.json == "-":
+            print(text)
+        else:
+            from .files import atomic_write_text
+            atomic_write_text(args.json, text + "\n")
+    from .report import format_table
+    rows = []
+    for d in devices:
+        role = ""
+        if sel is not None:
+            roles = []
+            if d.address == sel.cpu.address:
+                roles.append("cpu")
+            if d.address == sel.gpu.address:
+                roles.append("gpu (emulated)" if sel.emulated else "gpu")
+            role = "+".join(roles)
+        cache = _human_bytes(d.cache_bytes)
+        if d.cache_source != "driver":
+            cache += f" ({d.cache_source}; driver says {_human_bytes(d.cache_bytes_reported)})"
+        rows.append([d.address, d.platform[:28], d.name[:34], d.kind, role, d.compute_units,
+                     _human_bytes(d.global_mem_bytes), _human_bytes(d.max_alloc_bytes), cache,
+                     "yes" if d.host_unified_memory else "no"])
+    if args.json != "-":
+        if rows:
+            print(format_table(["P:D", "platform", "device", "type", "role", "CUs", "memory",
+                                "max alloc", "L2 cache", "host-unified"], rows,
+                               align="lllllrrrll"))
+        else:
+            print("no OpenCL devices found")
+        for note in icd.notes:
+            print(f"note: {note}")
+        if icd.nvidia_library and not icd.registered and not any(
+                "nvidia" in d.platform.lower() for d in devices):
+            print(f"note: the NVIDIA driver library {icd.nvidia_library} is present but no NVIDIA "
+                  f"platform loaded; fix: {icd.fix_command}")
+        if config.get("source"):
+            print(f"config: {config['source']}")
+        if sel is not None:
+            print(f"selected: cpu = {sel.cpu.address} {sel.cpu.name} ({sel.how.get('cpu')}); "
+                  f"gpu = {sel.gpu.address} {sel.gpu.name} ({sel.how.get('gpu')})")
+            if sel.emulated:
+                print("EMULATED pair: no GPU in use; the gpu role is a second context on the "
+                      "CPU device. Every code path runs; timings say nothing about a GPU.")
+            mem = ("shared" if sel.emulated or (sel.same_platform and sel.gpu.host_unified_memory)
+                   else "split")
+            print(f"memory mode (auto): {mem}")
+    if err:
+        raise FineParError(err)
+    return 0
+
+
+def cmd_run(args) -> int:
+    import time
+    from .api import load_graph, make_pair, run
+    from .config import load_config
+    from .files import atomic_save_npy
+    config = load_config(args.config)
+    if args.output and not str(args.output).endswith(".npy"):
+        raise InputError(args.output, "--output must name a .npy file")
+    t0 = time.perf_counter()
+    graph = load_graph(args.graph, drop_zeros=args.drop_zeros)
+    load_s = time.perf_counter() - t0
+    pair = make_pair(cpu=args.cpu, gpu=args.gpu, memory=args.memory or "auto", config=config)
+    result, report = run(args.app, graph, pair=pair, threshold=args.threshold,
+                         devices=args.devices, grouping=args.grouping,
+                         warmup=not args.no_warmup, load_seconds=load_s, model=args.model,
+                         step=(config.get("tuner") or {}).get("step", 64),
+                         **_app_params(args.app, args))
+    if args.json:
+        report.write_json(args.json)
+    if args.output:
+        atomic_save_npy(args.output, result.values)
+        if graph.ids is not None:
+            atomic_save_npy(str(args.output)[:-4] + ".ids.npy", graph.ids)
+    if not args.quiet:
+        print(report.text())
+        if args.output:
+            extra = (f" (vertex i is input id ids[i], saved as "
+                     f"{str(args.output)[:-4]}.ids.npy)" if graph.ids is not None else "")
+            print(f"  output     {args.output}{extra}")
+        if args.json:
+            print(f"  report     {args.json}")
+    return 0
+
+
+def cmd_generate(args) -> int:
+    from .graph500 import diagonal_copy, kronecker
+    from .io import save
+    out = Path(args.output)
+    if not (out.name.endswith(".npz") or out.name.endswith(".mtx")):
+        raise InputError(out, "output must end in .npz or .mtx")
+    try:
+        g = kronecker(args.scale, args.edgefactor, args.a, args.b, args.c, args.d, seed=args.seed,
+                      symmetric=not args.directed)
+    except ValueError as exc:
+        raise InputError(f"graph500 scale {args.scale}", str(exc)) from None
+    if args.type1:
+        g = diagonal_copy(g)
+    save(g, out)
+    print(f"wrote {out}: {g.n:,} vertices, {g.nnz:,} stored entries ({g.name})")
+    for note in g.notes:
+        print(f"  {note}")
+    return 0
+
+
+def cmd_train(args) -> int:
+    from .api import make_pair
+    from .config import load_config
+    from .training import RECIPES, train
+    config = load_config(args.config)
+    pair = make_pair(cpu=args.cpu, gpu=args.gpu, memory=args.memory or "auto", config=config)
+    rec = RECIPES[args.recipe]
+    print(f"training on {pair.describe()}")
+    print(f"recipe {rec.name}: S={','.join(map(str, rec.scales))}, {rec.quadruplets} quadruplets "
+          f"per S, type 1 and 2, T_f in {{{', '.join(map(str, rec.thresholds))}}}: "
+          f"{rec.runs} runs")
+    out = train(pair, platform=args.platform or config.get("platform"), recipe=rec,
+                training_root=args.training_dir, models_dir=args.models_dir, kind=args.kind,
+                progress=not args.no_progress)
+    print(f"{out['measured']} runs measured, {out['skipped']} already recorded, "
+          f"{out['records']} records in {args.training_dir}/{out['platform']}/ "
+          f"({out['seconds']:.1f} s)")
+    if out.get("model") is not None:
+        print(f"model written to {out['model_path']}")
+        print(_model_tables(out["model"]))
+    return 0
+
+
+def _model_tables(model) -> str:
+    from .features import FEATURE_NAMES
+    from .report import format_table
+    rows, corr = [], []
+    for (g, t, r), dm in sorted(model.models.items()):
+        if dm.kind == "linear":
+            rows.append([g, f"Type {t}", r.upper(), *[f"{c:.4g}" for c in dm.coef],
+                         f"{dm.intercept:.4g}", f"{dm.r2:.2f}", dm.n_samples])
+        else:
+            rows.append([g, f"Type {t}", r.upper(), "mlp", "", "", "", "", f"{dm.r2:.2f}",
+                         dm.n_samples])
+        corr.append([g, f"Type {t}", r.upper(), *[f"{dm.correlations.get(f, 0):.2f}"
+                                                  for f in FEATURE_NAMES]])
+    head = (f"model {model.platform} ({'emulated pair' if model.emulated else 'two devices'}; "
+            f"trained {model.meta.get('trained') or model.meta.get('date', '?')}, "
+            f"{model.meta.get('records', '?')} measurements)\n"
+            f"  cpu: {model.devices.get('cpu')}\n  gpu: {model.devices.get('gpu')}\n")
+    t4 = format_table(["groups", "type", "device", "C1 (AW)", "C2 (VW)", "C3 (log NW)",
+                       "C4 (log SW)", "C5", "r2", "samples"], rows, align="lllrrrrrrr")
+    t5 = format_table(["groups", "type", "device", *FEATURE_NAMES], corr, align="lllrrrr")
+    tr = model.transfer
+    tail = (f"\ntransfer: latency {tr.latency_s * 1e6:.1f} us, bandwidth {tr.bandwidth / 1e9:.2f} "
+            f"GB/s" if tr else "\ntransfer: none (shared memory)")
+    return (head + "\nTable 4: throughput (nnz/s) = C1*AW + C2*VW + C3*log NW + C4*log SW + C5\n"
+            + t4 + "\n\nTable 5: correlation of each feature with throughput\n" + t5 + tail)
+
+
+def cmd_models_list(args) -> int:
+    from .perfmodel import available_models
+    from .report import format_table
+    models = available_models()
+    if not models:
+        print("no models found (run 'finepar train')")
+        return 0
+    rows = [[m.platform, m.meta.get("kind", "linear"), "yes" if m.emulated else "no",
+             m.devices.get("cpu", "")[:40], m.devices.get("gpu", "")[:40], m.path]
+            for m in models]
+    print(format_table(["platform", "kind", "emulated", "cpu", "gpu", "file"], rows))
+    return 0
+
+
+def cmd_models_show(args) -> int:
+    from .perfmodel import PlatformModel, available_models, match_model
+    if args.name:
+        p = Path(args.name)
+        if p.suffix == ".json" or p.exists():
+            model = PlatformModel.load(p)
+        else:
+            found = [m for m in available_models() if m.platform == args.name]
+            if not found:
+                raise FineParError(f"no model named {args.name!r} (see 'finepar models list')")
+            model = found[0]
+    else:
+        from .config import load_config
+        from .runtime import select_pair
+        sel = select_pair(args.cpu, args.gpu, config=load_config(args.config))
+        match = match_model(sel)
+        if match.model is None:
+            raise FineParError(match.message)
+        if not match.exact:
+            print(f"note: {match.message}")
+        model = match.model
+    if args.json:
+        print(json.dumps(model.to_dict(), indent=2))
+    else:
+        print(_model_tables(model))
+    return 0
+
+
+def cmd_models_fit(args) -> int:
+    from .training import refit
+    model = refit(args.name, training_root=args.training_dir, models_dir=args.models_dir,
+                  kind=args.kind)
+    print(_model_tables(model))
+    return 0
+
+
+def cmd_compare(args) -> int:
+    import time
+    from .api import load_graph, make_pair
+    from .baselines import METHODS, compare
+    from .config import load_config
+    config = load_config(args.config)
+    methods = METHODS if not args.methods else tuple(m.strip() for m in args.methods.split(","))
+    for path, ext in ((args.plot, ".png"), (args.json, ".json")):
+        if path and not str(path).endswith(ext):
+            raise InputError(path, f"must end in {ext}")
+    t0 = time.perf_counter()
+    graph = load_graph(args.graph, drop_zeros=args.drop_zeros)
+    load_s = time.perf_counter() - t0
+    pair = make_pair(cpu=args.cpu, gpu=args.gpu, memory=args.memory or "auto", config=config)
+    params = _app_params(args.app, args)
+    params.pop("policy", None)
+    if params.get("root", 0) is None:
+        params.pop("root")
+    cmp = compare(args.app, graph, pair=pair, methods=methods, repeats=args.repeats,
+                  oracle_step=args.oracle_step, model=args.model, params=params,
+                  progress=not args.quiet)
+    if args.json:
+        from .files import atomic_write_json
+        from .report import _clean, environment
+        atomic_write_json(args.json, _clean({**cmp.to_dict(), "load_seconds": load_s,
+                                             "environment": environment()}))
+    if args.plot:
+        cmp.plot(args.plot)
+    if not args.quiet:
+        print(cmp.table())
+        if args.plot:
+            print(f"plot: {args.plot}")
+        if args.json:
+            print(f"json: {args.json}")
+    return 0 if all(r.correct for r in cmp.results) else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="finepar",
+        description="Run irregular graph and sparse-matrix work on a CPU and a GPU at once, "
+                    "with a fine-grained row split (FinePar).")
+    p.add_argument("--version", action="version", version=f"finepar {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    d = sub.add_parser("devices", help="list OpenCL devices and the pair FinePar picks",
+                       description="List every OpenCL platform and device with its role, "
+                                   "compute units, memory, cache and host-unified memory, and "
+                                   "show which CPU and GPU FinePar picks.")
+    _add_device_options(d)
+    d.add_argument("--json", metavar="PATH", help="also write the listing as JSON ('-': stdout only)")
+    d.set_defaults(func=cmd_devices)
+
+    r = sub.add_parser("run", help="run an app on a graph, split across CPU and GPU",
+                       description="Run SpMV, PageRank, BFS or connected components on a graph "
+                                   "with a fine-grained split and print a short report.")
+    r.add_argument("app", choices=APP_NAMES)
+    r.add_argument("graph", nargs="?", default=DEFAULT_GRAPH,
+                   help=f"input: .mtx, .mtx.gz, SNAP .txt/.txt.gz, .npz, or graph500:SCALE[:SEED] "
+                        f"(default {DEFAULT_GRAPH})")
+    _add_run_options(r)
+    _add_device_options(r)
+    r.add_argument("--json", metavar="PATH", help="write the full report as JSON")
+    r.add_argument("--output", "-o", metavar="FILE.npy",
+                   help="save the result vector (scores, levels, labels, y)")
+    r.add_argument("--quiet", "-q", action="store_true", help="print nothing")
+    r.set_defaults(func=cmd_run)
+
+    gen = sub.add_parser("generate", help="write a Graph500 Kronecker graph",
+                         description="Generate a Graph500 Kronecker graph (2^SCALE vertices, "
+                                     "EDGEFACTOR*2^SCALE edges, random vertex relabelling, "
+                                     "seeded) and write it as .npz or .mtx.")
+    gen.add_argument("--scale", "-s", type=int, required=True, help="log2 of the vertex count")
+    gen.add_argument("--edgefactor", "-e", type=int, default=16, help="edges per vertex (16)")
+    gen.add_argument("-a", type=float, default=0.57, help="initiator A (0.57)")
+    gen.add_argument("-b", type=float, default=0.19, help="initiator B (0.19)")
+    gen.add_argument("-c", type=float, default=0.19, help="initiator C (0.19)")
+    gen.add_argument("-d", type=float, default=0.05, help="initiator D (0.05)")
+    gen.add_argument("--seed", type=int, default=0)
+    gen.add_argument("--directed", action="store_true",
+                     help="keep edge directions (default: undirected, as Graph500)")
+    gen.add_argument("--type1", action="store_true",
+                     help="write the quasi-diagonal (type 1) copy: each row's nonzeros placed "
+                          "around the diagonal")
+    gen.add_argument("--output", "-o", required=True, help="output .npz or .mtx")
+    gen.set_defaults(func=cmd_generate)
+
+    c = sub.add_parser("compare", help="FinePar against the partitioning baselines",
+                       description="Run every partitioning method of FinePar TKDE Table 2 on one "
+                                   "app and graph, check each answer against scipy, and print "
+                                   "one table (time, speedup over single-device, split, share "
+                                   "variances, space overhead); optionally a bar chart.")
+    c.add_argument("app", choices=APP_NAMES)
+    c.add_argument("graph", nargs="?", default=DEFAULT_GRAPH,
+                   help=f"input (as for 'run'; default {DEFAULT_GRAPH})")
+    c.add_argument("--methods", metavar="LIST",
+                   help="comma-separated subset of: cpu-only, gpu-only, adaptive, dynamic, "
+                        "coarse-oracle, finepar-original, finepar (default: all)")
+    c.add_argument("--repeats", type=int, default=3, help="timed runs per method (median; 3)")
+    c.add_argument("--oracle-step", type=float, default=5.0,
+                   help="coarse oracle: percent of rows between T_c points (<= 5)")
+    c.add_argument("--memory", choices=("auto", "shared", "split"), default=None)
+    c.add_argument("--model", metavar="NAME", help="performance model for the tuner")
+    a = c.add_argument_group("app parameters")
+    a.add_argument("--root", type=int, default=None,
+                   help="BFS source (default: the vertex of largest out-degree)")
+    a.add_argument("--damping", type=float, default=0.85)
+    a.add_argument("--tol", type=float, default=1e-6)
+    a.add_argument("--max-iter", type=int, default=None)
+    a.add_argument("--repeat", type=int, default=10, help="SpMV products per run (10)")
+    c.add_argument("--drop-zeros", action="store_true")
+    c.add_argument("--plot", metavar="PNG", help="write a bar chart of the speedups")
+    c.add_argument("--json", metavar="PATH", help="write every measurement as JSON")
+    c.add_argument("--quiet", "-q", action="store_true")
+    _add_device_options(c)
+    c.set_defaults(func=cmd_compare, static=False, frontier_fraction=0.2)
+
+    t = sub.add_parser("train", help="measure this platform and fit its performance models",
+                       description="Generate the training matrices (Graph500, type 1 and 2), "
+                                   "split each at every T_f of the recipe, co-run both shares, "
+                                   "record each device's throughput in training/NAME/ and fit "
+                                   "models/NAME.json (FinePar TKDE §3.3). A rerun resumes.")
+    t.add_argument("--platform", "-p", metavar="NAME",
+                   help="platform name (default: derived from the devices)")
+    t.add_argument("--recipe", choices=("full", "reduced", "quick"), default="quick",
+                   help="full: the paper's 1,280 runs (S=16..19); reduced: S=13..16; "
+                        "quick: minutes on 2 cores (default)")
+    t.add_argument("--kind", choices=("linear", "mlp"), default="linear",
+                   help="regression: linear (Eq. 1-2, default) or mlp (§4.4)")
+    t.add_argument("--memory", choices=("auto", "shared", "split"), default=None)
+    t.add_argument("--training-dir", default="training", help="measurements root (training/)")
+    t.add_argument("--models-dir", default=None, help="where NAME.json goes (models/)")
+    t.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_device_options(t)
+    t.set_defaults(func=cmd_train)
+
+    m = sub.add_parser("models", help="list, show or refit performance models",
+                       description="Inspect the fitted performance models.")
+    msub = m.add_subparsers(dest="models_command", metavar="ACTION")
+    msub.required = True
+    ml = msub.add_parser("list", help="every model found (./models, $FINEPAR_MODELS, shipped)")
+    ml.set_defaults(func=cmd_models_list)
+    ms = msub.add_parser("show", help="Table 4 (coefficients, r²) and Table 5 (correlations)")
+    ms.add_argument("name", nargs="?", help="platform name or .json path (default: the model "
+                                            "matching the devices in use)")
+    ms.add_argument("--json", action="store_true", help="print the model file's JSON")
+    _add_device_options(ms)
+    ms.set_defaults(func=cmd_models_show)
+    mf = msub.add_parser("fit", help="refit a model from recorded training measurements")
+    mf.add_argument("name", help="platform name (training/NAME/)")
+    mf.add_argument("--kind", choices=("linear", "mlp"), default="linear")
+    mf.add_argument("--training-dir", default="training")
+    mf.add_argument("--models-dir", default=None)
+    mf.set_defaults(func=cmd_models_fit)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``finepar`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (InputError, ConfigError) as exc:
+        print(f"finepar: error: {exc}", file=sys.stderr)
+        return 2
+    except BuildError as exc:
+        print(f"finepar: error: {exc}", file=sys.stderr)
+        if os.environ.get("FINEPAR_DEBUG") and exc.log:
+            print(exc.log, file=sys.stderr)
+        return 1
+    except FineParError as exc:
+        print(f"finepar: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("finepar: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

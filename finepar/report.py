@@ -1,0 +1,156 @@
+"""Per-run reports: what ran where, how long each part took, and the result's key numbers.
+
+A :class:`RunReport` is what ``finepar run`` prints and what ``--json PATH``
+writes (atomically). Times are seconds from a monotonic clock or OpenCL
+profiling events; throughput is nonzeros per second (SpMV, PageRank, CC) or
+traversed edges per second (BFS).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import platform as _platform
+from dataclasses import dataclass, field, asdict
+from typing import Any
+
+import numpy as np
+
+from . import __version__
+from .files import atomic_write_json
+
+
+def _clean(obj: Any) -> Any:
+    """Make an object JSON-safe: numpy scalars/arrays to Python, inf/nan to strings."""
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _clean(obj.tolist())
+    if isinstance(obj, np.generic):
+        return _clean(obj.item())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return str(obj)
+    return obj
+
+
+def environment() -> dict:
+    """Versions and host, recorded in every report."""
+    out = {"finepar": __version__, "python": _platform.python_version(),
+           "numpy": np.__version__, "host": _platform.node(), "machine": _platform.machine()}
+    try:
+        import pyopencl
+        out["pyopencl"] = pyopencl.VERSION_TEXT
+    except Exception:  # noqa: BLE001 - the report must not fail on a version query
+        pass
+    return out
+
+
+@dataclass
+class RunReport:
+    """Everything about one ``finepar run``.
+
+    Attributes
+    ----------
+    app : str
+    graph : dict
+        ``name``, ``source``, ``n``, ``nnz``, loader ``notes``.
+    devices : dict
+        The pair (``describe``), ``emulated``, ``memory`` mode and both devices.
+    plan : dict
+        ``label``, ``method``, ``threshold`` (T_f), ``grouping`` and Table 3 ``stats``.
+    threshold_source : str
+        ``flag``, ``tuner``, ``default`` or ``single-device``.
+    timings : dict
+        Seconds: ``load``, ``preprocess`` (building the app's matrix),
+        ``partition``, ``setup`` (buffers, halo), ``warmup``, ``run`` (wall),
+        ``per_iteration``, ``kernel`` / ``span`` per device, ``exchange``.
+    throughput : dict
+        ``nnz_per_s`` or ``teps``, and the edge count it is based on.
+    result : dict
+        ``iterations``, ``converged``, and the app's summary lines.
+    tuning : dict or None
+        The tuner's trajectory and predictions, when it chose T_f.
+    """
+
+    app: str
+    graph: dict
+    devices: dict
+    plan: dict
+    threshold_source: str
+    timings: dict
+    throughput: dict
+    result: dict
+    tuning: dict | None = None
+    date: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc)
+                      .isoformat(timespec="seconds"))
+    environment: dict = field(default_factory=environment)
+
+    def to_dict(self) -> dict:
+        return _clean(asdict(self))
+
+    def write_json(self, path) -> None:
+        """Write the report as JSON, atomically."""
+        atomic_write_json(path, self.to_dict())
+
+    def text(self) -> str:
+        """The short human summary ``finepar run`` prints."""
+        g, d, p, t = self.graph, self.devices, self.plan, self.timings
+        st = p.get("stats", {})
+        lines = [f"finepar run {self.app} on {g['name']}: {g['n']:,} rows, {g['nnz']:,} nnz"]
+        lines.append(f"  devices    {d['describe']}")
+        if d.get("emulated"):
+            lines.append("             (EMULATED pair: both roles are the same CPU device; "
+                         "timings say nothing about a real GPU)")
+        lines.append(f"  plan       {p['label']}  [T_f from {self.threshold_source}]")
+        if st:
+            ratio = st.get("gpu_cpu_workload_ratio")
+            ratio_s = "inf" if ratio in (None, "inf") or (isinstance(ratio, float)
+                                                        and not math.isfinite(ratio)) \
+                else f"{ratio:.2f}"
+            lines.append(
+                f"  shares     gpu {st['gpu_rows']:,} rows / {st['gpu_nnz']:,} nnz (var "
+                f"{st['gpu_variance']:.1f}); cpu {st['cpu_rows']:,} rows / {st['cpu_nnz']:,} nnz "
+                f"(var {st['cpu_variance']:.1f}); matrix var {st['matrix_variance']:.1f}; "
+                f"gpu/cpu workload {ratio_s}")
+        if self.tuning:
+            tr = self.tuning
+            lines.append(f"  tuner      {tr.get('summary', '')}")
+            if not tr.get("model_exact"):
+                lines.append(f"             note: {tr.get('message', '')}")
+        k, s = t.get("kernel", {}), t.get("span", {})
+        lines.append(
+            f"  time       run {t['run']:.4f} s ({t['per_iteration'] * 1e3:.3f} ms/iter); "
+            f"kernels cpu {k.get('cpu', 0):.4f} s, gpu {k.get('gpu', 0):.4f} s; "
+            f"exchange {t.get('exchange', 0):.4f} s")
+        lines.append(
+            f"             load {t.get('load', 0):.3f} s, preprocess {t.get('preprocess', 0):.3f} s, "
+            f"partition {t.get('partition', 0):.4f} s, setup {t.get('setup', 0):.3f} s, "
+            f"warm-up {t.get('warmup', 0):.3f} s")
+        thr = self.throughput
+        if "teps" in thr:
+            lines.append(f"  rate       {thr['teps'] / 1e9:.4f} GTEPS")
+        else:
+            lines.append(f"  rate       {thr['nnz_per_s'] / 1e9:.4f} Gnnz/s")
+        for label, value in self.result.get("summary", []):
+            lines.append(f"  {label:<10} {value}")
+        return "\n".join(lines)
+
+
+def format_table(headers: list[str], rows: list[list[Any]], *, align: str | None = None) -> str:
+    """A plain-text table with a header rule; ``align`` is one char per column
+    (``l`` or ``r``; default: right for numbers, left otherwise)."""
+    cells = [[str(h) for h in headers]] + [["" if c is None else str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    if align is None:
+        align = "".join("r" if rows and all(isinstance(r[i], (int, float, np.number))
+                                            for r in rows) else "l"
+                        for i in range(len(headers)))
+    out = []
+    for k, r in enumerate(cells):
+        out.append("  ".join(c.rjust(w) if a == "r" else c.ljust(w)
+                             for c, w, a in zip(r, widths, align)).rstrip())
+        if k == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out)

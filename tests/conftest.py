@@ -1,0 +1,48 @@
+"""Shared fixtures: the real inputs in ../shared/data, generated graphs, device pairs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+#: Every real input, by file name (the README of ../shared/data describes them).
+SHARED_GRAPHS = ("USPowerGrid.mtx", "adder_dcop_05.mtx", "ca-GrQc.mtx", "cnr-2000.mtx.gz",
+                 "luxembourg.mtx", "memplus.mtx", "rajat01.mtx", "soc-Slashdot0902.txt.gz",
+                 "wiki-Vote.txt")
+
+_GRAPH_CACHE: dict = {}
+
+
+def shared_graph(name: str):
+    """Load (once per session) a graph from ../shared/data; skip if the folder is absent."""
+    if not DATA.is_dir():
+        pytest.skip(f"{DATA} is not present")
+    if name not in _GRAPH_CACHE:
+        from finepar.io import load
+        _GRAPH_CACHE[name] = load(DATA / name)
+    return _GRAPH_CACHE[name]
+
+
+def generated_graph(scale: int, seed: int = 0):
+    key = ("graph500", scale, seed)
+    if key not in _GRAPH_CACHE:
+        from finepar.graph500 import kronecker
+        _GRAPH_CACHE[key] = kronecker(scale, seed=seed)
+    return _GRAPH_CACHE[key]
+
+
+@pytest.fixture(scope="session")
+def pairs():
+    """Emulated (or real) pairs in both memory modes: {'shared': pair, 'split': pair}."""
+    from finepar.api import make_pair
+    return {"shared": make_pair(memory="shared", gpu="emulate"),
+            "split": make_pair(memory="split", gpu="emulate")}
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(12345)

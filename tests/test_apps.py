@@ -1,0 +1,184 @@
+"""Every app against an independent reference, on every shared graph and on Graph500
+graphs, at several thresholds, in both memory modes: the split never changes the answer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import SHARED_GRAPHS, generated_graph, shared_graph
+from finepar import api, reference
+from finepar.apps.base import DynamicPolicy
+
+#: T_f values: everything on the CPU (0), a real split (4 and 32), everything on the GPU.
+THRESHOLDS = (0, 4, 32, 2**31 - 1)
+MODES = ("shared", "split")
+#: Plans per threshold: one launch per device, then §4.1's length groups.
+GROUPINGS = ("none", "pow4", "pow4")
+
+GRAPHS = [*SHARED_GRAPHS, "graph500:11", "graph500:12:7"]
+
+
+def get_graph(name):
+    if name.startswith("graph500:"):
+        parts = name.split(":")
+        return generated_graph(int(parts[1]), int(parts[2]) if len(parts) > 2 else 0)
+    return shared_graph(name)
+
+
+_REFS: dict = {}
+
+
+def ref(kind, name, g, *args):
+    key = (kind, name, args)
+    if key not in _REFS:
+        _REFS[key] = getattr(reference, kind)(g, *args)
+    return _REFS[key]
+
+
+def pick_root(g):
+    """The vertex of largest out-degree: reaches a large part of every test graph."""
+    return int(np.argmax(np.diff(g.indptr)))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", GRAPHS)
+def test_spmv(name, mode, pairs):
+    g = get_graph(name)
+    x = np.random.default_rng(1).uniform(-1, 1, g.n).astype(np.float32)
+    expect = reference.spmv(g, x)
+    bound = reference.spmv_error_bound(g, x)
+    for t, grouping in zip(THRESHOLDS[1:3] + (THRESHOLDS[0] if mode == "split"
+                                              else THRESHOLDS[3],), GROUPINGS):
+        y, rep = api.spmv(g, x=x, pair=pairs[mode], threshold=t, repeat=2, warmup=False,
+                          grouping=grouping)
+        assert y.dtype == np.float32
+        bad = np.flatnonzero(np.abs(y - expect) > bound)
+        assert bad.size == 0, f"T_f={t}: row {bad[:5]} off: {y[bad[:5]]} vs {expect[bad[:5]]}"
+        assert rep.plan["threshold"] == t
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", GRAPHS)
+def test_pagerank(name, mode, pairs):
+    g = get_graph(name)
+    expect = ref("pagerank", name, g)
+    for t, grouping in zip((4, 32, THRESHOLDS[0] if mode == "split" else THRESHOLDS[3]),
+                           GROUPINGS):
+        pr, rep = api.pagerank(g, pair=pairs[mode], threshold=t, max_iter=500,
+                               warmup=False, grouping=grouping)
+        assert rep.result["converged"]
+        l1 = float(np.abs(pr.astype(np.float64) - expect).sum())
+        assert l1 < 1e-4, f"T_f={t}: L1 error {l1:.2e}"
+        assert abs(pr.astype(np.float64).sum() - 1.0) < 1e-3
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", GRAPHS)
+def test_bfs(name, mode, pairs):
+    g = get_graph(name)
+    root = pick_root(g)
+    expect = ref("bfs_levels_fast", name, g, root)
+    policies = (DynamicPolicy(), DynamicPolicy(enabled=False), DynamicPolicy(frontier_fraction=0.0))
+    for t, policy, grouping in zip((4, 32, THRESHOLDS[0] if mode == "split" else THRESHOLDS[3]),
+                                   policies, GROUPINGS):
+        level, parent, rep = api.bfs(g, root=root, pair=pairs[mode], threshold=t, policy=policy,
+                                     warmup=False, grouping=grouping)
+        np.testing.assert_array_equal(level, expect, err_msg=f"T_f={t} {policy}")
+        errors = reference.validate_bfs(g, root, level, parent)
+        assert not errors, f"T_f={t} {policy}: {errors}"
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", GRAPHS)
+def test_cc(name, mode, pairs):
+    g = get_graph(name)
+    expect = ref("components", name, g)
+    policies = (DynamicPolicy(), DynamicPolicy(enabled=False), DynamicPolicy(frontier_fraction=0.6))
+    for t, policy, grouping in zip((4, 32, THRESHOLDS[0] if mode == "split" else THRESHOLDS[3]),
+                                   policies, GROUPINGS):
+        labels, rep = api.connected_components(g, pair=pairs[mode], threshold=t, policy=policy,
+                                               warmup=False, grouping=grouping)
+        np.testing.assert_array_equal(labels, expect, err_msg=f"T_f={t} {policy}")
+
+
+@pytest.mark.parametrize("app", ["spmv", "pagerank", "bfs", "cc"])
+@pytest.mark.parametrize("mode", MODES)
+def test_grouped_plans_and_single_devices(app, mode, pairs):
+    """§4.1 length groups (every thread mapping) and single-device runs give the same answer."""
+    g = shared_graph("soc-Slashdot0902.txt.gz")
+    root = pick_root(g)
+    x = np.random.default_rng(3).uniform(-1, 1, g.n).astype(np.float32)
+    outs = []
+    for kw in ({"threshold": 64, "grouping": "pow4"}, {"threshold": 2048, "grouping": "pow4"},
+               {"devices": "cpu", "grouping": "pow4"}, {"devices": "gpu", "grouping": "pow4"},
+               {"devices": "gpu", "grouping": "none"}):
+        params = {"x": x, "repeat": 1} if app == "spmv" else {"root": root} if app == "bfs" else {}
+        res, rep = api.run(app, g, pair=pairs[mode], warmup=False, **kw, **params)
+        if kw.get("grouping") == "pow4" and kw.get("devices") != "cpu":
+            mappings = {gr["mapping"] for gr in rep.plan["stats"]["groups"]["gpu"]}
+            assert {"item", "team"} <= mappings, mappings
+        outs.append(res)
+    if app == "spmv":
+        expect = reference.spmv(g, x)
+        bound = reference.spmv_error_bound(g, x)
+        for r in outs:
+            assert np.all(np.abs(r.values - expect) <= bound)
+    elif app == "pagerank":
+        expect = ref("pagerank", "soc-Slashdot0902.txt.gz", g)
+        for r in outs:
+            assert np.abs(r.values - expect).sum() < 1e-4
+    elif app == "bfs":
+        for r in outs:
+            assert not reference.validate_bfs(g, root, r.values, r.extra["parent"])
+            np.testing.assert_array_equal(r.values, outs[0].values)
+    else:
+        expect = ref("components", "soc-Slashdot0902.txt.gz", g)
+        for r in outs:
+            np.testing.assert_array_equal(r.values, expect)
+
+
+def test_group_mapping_on_long_rows(pairs):
+    """Rows of >= 1024 nonzeros on the GPU use the work-group-per-row mapping."""
+    g = shared_graph("cnr-2000.mtx.gz")
+    res, rep = api.run("pagerank", g, pair=pairs["split"], threshold=10**6, grouping="pow4",
+                       warmup=False)
+    mappings = {gr["mapping"] for gr in rep.plan["stats"]["groups"]["gpu"]}
+    assert mappings == {"item", "team", "group"}
+    expect = ref("pagerank", "cnr-2000.mtx.gz", g)
+    assert np.abs(res.values - expect).sum() < 1e-4
+
+
+def test_split_mode_moves_only_the_halo(pairs):
+    """In split memory the halo is what the other side's rows read, not whole vectors."""
+    g = shared_graph("wiki-Vote.txt")
+    res, rep = api.run("pagerank", g, pair=pairs["split"], threshold=16, warmup=False)
+    m = g.transpose()
+    own_gpu = np.diff(m.indptr) <= 16
+    halo = rep.timings["halo_entries"]
+    rows = np.repeat(np.arange(m.n), np.diff(m.indptr))
+    gpu_reads = np.unique(m.indices[own_gpu[rows]])
+    cpu_reads = np.unique(m.indices[~own_gpu[rows]])
+    assert halo["gpu"] == int(np.sum(~own_gpu[gpu_reads]))
+    assert halo["cpu"] == int(np.sum(own_gpu[cpu_reads]))
+    assert 0 < halo["gpu"] + halo["cpu"] < 2 * g.n
+    assert rep.timings["exchange"] > 0
+
+
+def test_reference_pagerank_matches_networkx():
+    nx = pytest.importorskip("networkx")
+    g = shared_graph("wiki-Vote.txt")
+    G = nx.from_scipy_sparse_array(g.to_scipy(), create_using=nx.DiGraph)
+    p = nx.pagerank(G, tol=1e-13, max_iter=1000, weight=None)
+    expect = np.array([p[i] for i in range(g.n)])
+    assert np.abs(reference.pagerank(g) - expect).sum() < 1e-8
+
+
+def test_reference_components_match_networkx():
+    nx = pytest.importorskip("networkx")
+    g = shared_graph("ca-GrQc.mtx")
+    G = nx.from_scipy_sparse_array(g.to_scipy())
+    lab = reference.components(g)
+    for comp in nx.connected_components(G):
+        comp = np.fromiter(comp, dtype=np.int64)
+        assert np.all(lab[comp] == comp.min())

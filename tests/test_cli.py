@@ -1,0 +1,144 @@
+"""The command line, end to end: devices, run, generate, compare, train, models."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import DATA, shared_graph
+from finepar import reference
+from finepar.cli import main
+
+
+def run_cli(capsys, *argv):
+    rc = main(list(map(str, argv)))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_devices_lists_and_selects(capsys):
+    rc, out, err = run_cli(capsys, "devices")
+    assert rc == 0
+    assert "platform" in out and "selected: cpu =" in out and "memory mode (auto)" in out
+    rc, out, _ = run_cli(capsys, "devices", "--json", "-")
+    d = json.loads(out)
+    assert d["devices"] and d["selection"]["cpu"]["kind"] == "cpu"
+
+
+def test_run_pagerank_on_cnr_matches_reference(capsys, tmp_path):
+    g = shared_graph("cnr-2000.mtx.gz")
+    out_npy, out_json = tmp_path / "pr.npy", tmp_path / "pr.json"
+    rc, out, err = run_cli(capsys, "run", "pagerank", DATA / "cnr-2000.mtx.gz", "--output",
+                           out_npy, "--json", out_json)
+    assert rc == 0, err
+    pr = np.load(out_npy)
+    assert np.abs(pr - reference.pagerank(g)).sum() < 1e-4
+    rep = json.loads(out_json.read_text())
+    assert rep["app"] == "pagerank" and rep["result"]["converged"]
+    assert rep["plan"]["stats"]["gpu_cpu_workload_ratio"]
+    assert {"gpu_variance", "cpu_variance", "matrix_variance"} <= set(rep["plan"]["stats"])
+    assert rep["timings"]["kernel"]["gpu"] >= 0 and rep["throughput"]["nnz_per_s"] > 0
+    assert "top vertices" in out and "EMULATED" in out
+
+
+def test_run_bfs_cc_spmv_outputs(capsys, tmp_path):
+    g = shared_graph("wiki-Vote.txt")
+    src = DATA / "wiki-Vote.txt"
+    rc, out, _ = run_cli(capsys, "run", "bfs", src, "--root", 3, "-o", tmp_path / "lv.npy",
+                         "--memory", "split", "-T", 8)
+    assert rc == 0 and "reached" in out and "depth" in out
+    np.testing.assert_array_equal(np.load(tmp_path / "lv.npy"), reference.bfs_levels(g, 3))
+    assert np.array_equal(np.load(tmp_path / "lv.ids.npy"), g.ids)  # compacted SNAP ids
+    rc, out, _ = run_cli(capsys, "run", "cc", src, "-o", tmp_path / "cc.npy", "--devices", "cpu")
+    assert rc == 0 and "components" in out
+    np.testing.assert_array_equal(np.load(tmp_path / "cc.npy"), reference.components(g))
+    rc, out, _ = run_cli(capsys, "run", "spmv", src, "-o", tmp_path / "y.npy", "--repeat", 3,
+                         "--grouping", "none", "--static")
+    assert rc == 0 and "|y|_2" in out
+
+
+@pytest.mark.parametrize("content,phrase", [
+    ("%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1.0\n", "malformed Matrix Market"),
+    ("%%MatrixMarket matrix coordinate real general\n2 3 1\n1 1 1.0\n", "not square"),
+    ("%%MatrixMarket matrix coordinate real general\n3 3 1\n1 1 nan\n", "NaN"),
+    ("%%MatrixMarket matrix coordinate real general\n3 3 0\n", "empty"),
+])
+def test_bad_input_is_one_line_and_writes_nothing(capsys, tmp_path, content, phrase):
+    bad = tmp_path / "bad.mtx"
+    bad.write_text(content)
+    out_npy, out_json = tmp_path / "o.npy", tmp_path / "o.json"
+    rc, out, err = run_cli(capsys, "run", "pagerank", bad, "-o", out_npy, "--json", out_json)
+    assert rc == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("finepar: error: ")
+    assert "bad.mtx" in lines[0] and phrase in lines[0]
+    assert not out_npy.exists() and not out_json.exists()
+    assert list(tmp_path.iterdir()) == [bad]
+
+
+def test_console_script_reports_errors_without_traceback(tmp_path):
+    bad = tmp_path / "broken.mtx"
+    bad.write_text("%%MatrixMarket matrix coordinate real general\nthis is not a size line\n")
+    r = subprocess.run([sys.executable, "-m", "finepar", "run", "cc", str(bad)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert "broken.mtx" in r.stderr
+
+
+def test_generate_then_run(capsys, tmp_path):
+    out = tmp_path / "g.npz"
+    rc, text, _ = run_cli(capsys, "generate", "--scale", 9, "--seed", 4, "-o", out)
+    assert rc == 0 and out.exists() and "512 vertices" in text
+    rc, text, _ = run_cli(capsys, "run", "cc", out, "-T", 16)
+    assert rc == 0
+    rc, _, err = run_cli(capsys, "generate", "--scale", 9, "-o", tmp_path / "g.txt")
+    assert rc == 2 and "npz" in err
+
+
+def test_compare_table_plot_and_json(capsys, tmp_path):
+    png, js = tmp_path / "c.png", tmp_path / "c.json"
+    rc, out, err = run_cli(capsys, "compare", "pagerank", DATA / "ca-GrQc.mtx", "--plot", png,
+                           "--json", js, "--repeats", 1, "--oracle-step", 5, "-q")
+    assert rc == 0, err
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    d = json.loads(js.read_text())
+    methods = [r["method"] for r in d["results"]]
+    assert methods == ["cpu-only", "gpu-only", "adaptive", "dynamic", "coarse-oracle",
+                       "finepar-original", "finepar"]
+    assert all(r["correct"] for r in d["results"])
+    sweep = next(r for r in d["results"] if r["method"] == "coarse-oracle")["detail"]["sweep"]
+    assert len(sweep) == 21 and sweep[0]["T_c"] == 0 and sweep[-1]["percent"] == 100
+    assert d["single_device"] in ("cpu-only", "gpu-only")
+
+
+@pytest.mark.parametrize("app", ["spmv", "bfs", "cc"])
+def test_compare_other_apps_check_every_answer(capsys, app):
+    rc, out, err = run_cli(capsys, "compare", app, DATA / "rajat01.mtx", "--repeats", 1,
+                           "--methods", "cpu-only,gpu-only,dynamic,finepar", "--memory", "split")
+    assert rc == 0, err
+    assert "WRONG" not in out and "speedup" in out and "dynamic" in out
+
+
+def test_train_and_models_commands(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = run_cli(capsys, "train", "--recipe", "quick", "--platform", "here",
+                           "--no-progress")
+    assert rc == 0, err
+    assert (tmp_path / "models" / "here.json").exists()
+    assert (tmp_path / "training" / "here" / "measurements.json").exists()
+    assert "Table 4" in out and "r2" in out
+    rc, out, _ = run_cli(capsys, "models", "list")
+    assert rc == 0 and "here" in out
+    rc, out, _ = run_cli(capsys, "models", "show", "here")
+    assert rc == 0 and "Type 1" in out and "Type 2" in out and "Table 5" in out
+    rc, out, _ = run_cli(capsys, "models", "show")  # the one matching the devices
+    assert rc == 0 and "here" in out
+    rc, out, _ = run_cli(capsys, "run", "spmv", "graph500:10", "--repeat", 2)
+    assert rc == 0 and "T_f from tuner" in out and "model here" in out
+    rc, _, err = run_cli(capsys, "models", "show", "nope")
+    assert rc == 1 and "no model named" in err
