@@ -1,0 +1,119 @@
+"""What the benchmark scripts share: inputs, device naming, and RESULTS.md sections.
+
+Benchmarks are measured side by side in one run and written as Markdown
+sections of ``benchmarks/RESULTS.md``, each between
+``<!-- BEGIN name -->`` and ``<!-- END name -->`` markers, replaced whole
+(atomically) when the benchmark runs again.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+from finepar.files import atomic_write_json, atomic_write_text  # noqa: E402
+
+#: The real inputs (../shared/data), smallest first.
+REAL_GRAPHS = ("USPowerGrid.mtx", "adder_dcop_05.mtx", "ca-GrQc.mtx", "rajat01.mtx",
+               "wiki-Vote.txt", "memplus.mtx", "luxembourg.mtx", "soc-Slashdot0902.txt.gz",
+               "cnr-2000.mtx.gz")
+
+
+def data_dir() -> Path:
+    """Where the real inputs are: ``$FINEPAR_DATA``, ``../shared/data`` or ``.data``."""
+    for cand in (os.environ.get("FINEPAR_DATA"), ROOT.parent / "shared" / "data",
+                 ROOT / ".data"):
+        if cand and Path(cand).is_dir():
+            return Path(cand)
+    raise SystemExit("no input folder: set FINEPAR_DATA, or provide ../shared/data or .data")
+
+
+def graph_specs(real: str, scales: str) -> list[str]:
+    """Input specs from ``--real`` (``all``, ``none`` or a comma list) and ``--scales``."""
+    out = []
+    if real and real != "none":
+        names = REAL_GRAPHS if real == "all" else tuple(x.strip() for x in real.split(","))
+        out += [str(data_dir() / n) for n in names]
+    if scales:
+        out += [f"graph500:{int(s)}" for s in scales.split(",") if s.strip()]
+    return out
+
+
+def load(spec: str):
+    from finepar.api import load_graph
+    t0 = time.perf_counter()
+    g = load_graph(spec)
+    return g, time.perf_counter() - t0
+
+
+def today() -> str:
+    return _dt.date.today().isoformat()
+
+
+def device_line(pair) -> str:
+    """``cpu: ...; gpu: ...`` naming both devices (and the emulation)."""
+    return pair.describe()
+
+
+def geomean(values) -> float:
+    v = [x for x in values if x is not None and math.isfinite(x) and x > 0]
+    return float(np.exp(np.mean(np.log(v)))) if v else float("nan")
+
+
+def fmt(x: float, digits: int = 2) -> str:
+    return "-" if x is None or not math.isfinite(x) else f"{x:.{digits}f}"
+
+
+def write_section(md_path: str | Path, name: str, body: str) -> None:
+    """Replace (or append) section ``name`` of a Markdown file, atomically."""
+    p = Path(md_path)
+    text = p.read_text(encoding="utf-8") if p.exists() else "# Benchmark results\n"
+    begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
+    block = f"{begin}\n{body.rstrip()}\n{end}"
+    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.S)
+    if pattern.search(text):
+        text = pattern.sub(lambda _: block, text)
+    else:
+        text = text.rstrip() + "\n\n" + block + "\n"
+    atomic_write_text(p, text if text.endswith("\n") else text + "\n")
+
+
+def write_json(path: str | Path, obj) -> None:
+    from finepar.report import _clean
+    atomic_write_json(path, _clean(obj))
+
+
+def log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+class Budget:
+    """A wall-clock budget: scripts stop starting new work once it is spent."""
+
+    def __init__(self, seconds: float | None):
+        self.t0 = time.perf_counter()
+        self.seconds = seconds
+
+    def left(self) -> float:
+        if not self.seconds:
+            return float("inf")
+        return self.seconds - (time.perf_counter() - self.t0)
+
+    def spent(self) -> bool:
+        return self.left() <= 0
+
+
+def load_json(path) -> dict:
+    return json.loads(Path(path).read_text(encoding="utf-8"))

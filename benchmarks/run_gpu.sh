@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# One stage of the measurements on the lent GPU machine (no network; see DEVELOPERS.md).
+# Run from the repo root with the wheels in .whl/ and the real inputs in .data/ carried:
+#   bash benchmarks/run_gpu.sh check|train|sweep|suite|peers [extra args for the script]
+# Everything it writes goes to $OUT (RESULTS.md with the new section, JSON, models,
+# training measurements), incrementally, so a stage cut off by its time limit still
+# returns what it finished. Training resumes from training/ in the checkout.
+set -u
+stage=${1:?stage: check, train, sweep, suite or peers}; shift
+out=${OUT:-/tmp/finepar-out}
+mkdir -p "$out"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+  --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 FINEPAR_DATA=$PWD/.data
+# PoCL caps one buffer at a quarter of its (small, start-up) memory figure; scale 24 needs more
+export POCL_MEMORY_LIMIT=${POCL_MEMORY_LIMIT:-96}
+[ -f benchmarks/RESULTS.md ] && cp benchmarks/RESULTS.md "$out/RESULTS.md"
+platform=$(python3 -c "from finepar.api import make_pair; from finepar.perfmodel import platform_name; print(platform_name(make_pair().selection))")
+echo "platform: $platform"
+case $stage in
+  check)
+    nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+    python3 -m finepar devices | tee "$out/devices.txt"
+    python3 benchmarks/check_apps.py --scale "${1:-20}" | tee "$out/check.txt" ;;
+  train)
+    mkdir -p "$out/training" "$out/models"
+    [ -d "training/$platform" ] && cp -r "training/$platform" "$out/training/"
+    python3 -m finepar train --recipe "${1:-full}" --platform "$platform" \
+      --training-dir "$out/training" --models-dir "$out/models" --no-progress ;;
+  sweep) python3 benchmarks/sweep.py --md "$out/RESULTS.md" --json "$out/sweep.json" "$@" ;;
+  suite) python3 benchmarks/suite.py --md "$out/RESULTS.md" --json "$out/compare.json" "$@" ;;
+  peers) python3 benchmarks/peers.py --md "$out/RESULTS.md" --json "$out/peers.json" "$@" ;;
+  *) echo "unknown stage $stage"; exit 2 ;;
+esac

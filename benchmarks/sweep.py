@@ -1,0 +1,160 @@
+"""How close the tuned T_f comes to the best T_f of a sweep (FinePar TKDE Fig. 16).
+
+For each graph and app: the time of every-row-on-one-device (the better one is
+the baseline), the time at every T_f of a sweep (a factor-2 grid from 0 to the
+longest row, refined by factors of 2^(1/4) around the best point), and the
+time at the T_f the tuner picks from the platform's model. Reports, per
+graph and app, the best sweep speedup, the tuned speedup, their ratio (the
+target is >= 95% on average) and the tuning time as a share of the
+preprocessing (load + building the app's matrix + partitioning; the bound is
+3%).
+
+    python benchmarks/sweep.py --apps pagerank,spmv --real all --scales 20,21,22 \
+        --md benchmarks/RESULTS.md --json sweep.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from common import (Budget, device_line, fmt, geomean, graph_specs, load, log, today,
+                    write_json, write_section)
+
+
+def measure(wl, pair, plan, params, repeats):
+    """Median seconds per iteration of ``repeats`` runs after one warm-up."""
+    eng = wl.engine(pair, plan)
+    wl.app.warmup(eng, wl.graph, **params)
+    times = []
+    for _ in range(repeats):
+        eng.reset_records()
+        t0 = time.perf_counter()
+        res = wl.app.run(eng, wl.graph, **params)
+        times.append((time.perf_counter() - t0) / max(res.iterations, 1))
+    return float(np.median(times))
+
+
+def sweep_one(wl, pair, *, grouping, repeats, params, model, load_s):
+    from finepar.partition import fine_grained, single_device
+    from finepar.tuner import tune
+    lengths = wl.matrix.row_lengths()
+    hi = int(lengths.max())
+    single = {r: measure(wl, pair, single_device(lengths, r, grouping=grouping), params, repeats)
+              for r in ("cpu", "gpu")}
+    base_role = min(single, key=single.get)
+    base = single[base_role]
+    times = {}
+
+    def at(t):
+        t = int(min(max(t, 0), hi))
+        if t not in times:
+            times[t] = measure(wl, pair, fine_grained(lengths, t, grouping=grouping), params,
+                               repeats)
+        return times[t]
+
+    grid = [0] + [2 ** k for k in range(int(np.log2(max(hi, 1))) + 1)] + [hi]
+    for t in grid:
+        at(t)
+    best = min(times, key=times.get)
+    for k in (-3, -2, -1, 1, 2, 3):
+        at(round(best * 2 ** (k / 4)))
+    best = min(times, key=times.get)
+    t0 = time.perf_counter()
+    tr = tune(wl, pair, model=model, grouping=grouping)
+    tune_s = time.perf_counter() - t0
+    tuned = at(tr.threshold)
+    t0 = time.perf_counter()
+    fine_grained(lengths, tr.threshold, grouping=grouping)
+    part_s = time.perf_counter() - t0
+    prep = load_s + wl.preprocess_seconds + part_s
+    return {"single": single, "baseline": base_role, "sweep": {str(k): v for k, v in
+                                                               sorted(times.items())},
+            "best_T_f": best, "best_speedup": base / times[best],
+            "tuned_T_f": tr.threshold, "tuned_speedup": base / tuned,
+            "tuned_over_best": times[best] / tuned, "tuning_s": tune_s,
+            "preprocess_s": prep, "tuning_fraction": tune_s / prep if prep > 0 else float("nan"),
+            "tuner": tr.to_dict()}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--apps", default="pagerank,spmv")
+    p.add_argument("--real", default="all", help="real inputs: all, none, or a comma list")
+    p.add_argument("--scales", default="", help="Graph500 scales, e.g. 20,21,22")
+    p.add_argument("--grouping", default="pow4", choices=("none", "pow4"))
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--iterations", type=int, default=20,
+                   help="PageRank iterations per run (fixed, so runs compare per iteration)")
+    p.add_argument("--model", default=None, help="platform model (default: matching)")
+    p.add_argument("--memory", default="auto")
+    p.add_argument("--md", default=None, help="RESULTS.md to update (section 'sweep')")
+    p.add_argument("--json", default=None)
+    p.add_argument("--budget-s", type=float, default=None, help="stop starting graphs after this")
+    args = p.parse_args()
+    from finepar.api import Workload, make_pair
+    pair = make_pair(memory=args.memory)
+    log(device_line(pair))
+    budget = Budget(args.budget_s)
+    apps = [a.strip() for a in args.apps.split(",")]
+    rows = []
+    for spec in graph_specs(args.real, args.scales):
+        if budget.spent():
+            log(f"budget spent; skipping {spec} and after")
+            break
+        g, load_s = load(spec)
+        for app in apps:
+            params = ({"max_iter": args.iterations, "tol": 0.0} if app == "pagerank"
+                      else {"repeat": 10} if app == "spmv" else {})
+            wl = Workload(app, g)
+            t0 = time.perf_counter()
+            r = sweep_one(wl, pair, grouping=args.grouping, repeats=args.repeats, params=params,
+                          model=args.model, load_s=load_s)
+            r.update(graph=g.name, app=app, n=g.n, nnz=g.nnz, seconds=time.perf_counter() - t0)
+            rows.append(r)
+            log(f"{g.name:28s} {app:9s} single {r['baseline']} {r['single'][r['baseline']] * 1e3:8.3f}"
+                f" ms/it | best T_f={r['best_T_f']:<7d} x{r['best_speedup']:.3f} | tuned "
+                f"T_f={r['tuned_T_f']:<7d} x{r['tuned_speedup']:.3f} | {100 * r['tuned_over_best']:5.1f}%"
+                f" of best | tuning {100 * r['tuning_fraction']:.2f}% of prep "
+                f"({r['seconds']:.0f} s)")
+            if args.json:
+                write_json(args.json, {"device": device_line(pair), "date": today(),
+                                       "grouping": args.grouping, "rows": rows})
+            if args.md:
+                write_section(args.md, "sweep", render(rows, pair, args))
+    log(f"mean tuned/best: {100 * np.mean([r['tuned_over_best'] for r in rows]):.1f}%  "
+        f"(geomean {100 * geomean([r['tuned_over_best'] for r in rows]):.1f}%)")
+    return 0
+
+
+def render(rows, pair, args) -> str:
+    lines = [f"## Tuned T_f against the best T_f of a sweep (Fig. 16)", "",
+             f"Device: {device_line(pair)}. Date: {today()}. Grouping: {args.grouping}. "
+             f"Times per iteration (PageRank: {args.iterations} fixed iterations; SpMV: 10 "
+             f"products), median of {args.repeats} runs after a warm-up, all in one run of "
+             f"`benchmarks/sweep.py`. Speedups are over the better single device.", "",
+             "| graph | app | single best | sweep best T_f | sweep speedup | tuned T_f | "
+             "tuned speedup | tuned / best | tuning / preprocessing |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(
+            f"| {r['graph']} | {r['app']} | {r['baseline']} {r['single'][r['baseline']] * 1e3:.3f}"
+            f" ms | {r['best_T_f']} | {fmt(r['best_speedup'])} | {r['tuned_T_f']} | "
+            f"{fmt(r['tuned_speedup'])} | {100 * r['tuned_over_best']:.1f}% | "
+            f"{100 * r['tuning_fraction']:.2f}% |")
+    if rows:
+        mean = 100 * float(np.mean([r["tuned_over_best"] for r in rows]))
+        worst = min(rows, key=lambda r: r["tuned_over_best"])
+        over = [r for r in rows if r["tuning_fraction"] >= 0.03]
+        lines += ["", f"Mean tuned / best: **{mean:.1f}%** over {len(rows)} cases (target "
+                      f">= 95%); worst {100 * worst['tuned_over_best']:.1f}% "
+                      f"({worst['graph']}, {worst['app']}). Tuning above 3% of preprocessing in "
+                      f"{len(over)} case(s)."]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
