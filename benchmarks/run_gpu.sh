@@ -14,14 +14,30 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 FINEPAR_DATA=$PWD/.data
 # PoCL caps one buffer at a quarter of its (small, start-up) memory figure; scale 24 needs more
 export POCL_MEMORY_LIMIT=${POCL_MEMORY_LIMIT:-96}
-[ -f benchmarks/RESULTS.md ] && cp benchmarks/RESULTS.md "$out/RESULTS.md"
+case $stage in sweep|suite|peers) cp benchmarks/RESULTS.md "$out/RESULTS.md" ;; esac
 platform=$(python3 -c "from finepar.api import make_pair; from finepar.perfmodel import platform_name; print(platform_name(make_pair().selection))")
 echo "platform: $platform"
 case $stage in
   check)
     nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --format=csv,noheader
     python3 -m finepar devices | tee "$out/devices.txt"
-    python3 benchmarks/check_apps.py --scale "${1:-20}" | tee "$out/check.txt" ;;
+    python3 benchmarks/check_apps.py --scale "${1:-20}" | tee "$out/check.txt"
+    for devices in both gpu; do
+      python3 -m finepar run pagerank graph500:22 --devices "$devices" \
+        --json "$out/pagerank-s22-$devices.json" -o "/tmp/pagerank-s22-$devices.npy" \
+        | tee -a "$out/check.txt"
+    done
+    python3 -c "
+import numpy as np, sys
+sys.path.insert(0, '.')
+from finepar.graph500 import kronecker
+from finepar import reference
+g = kronecker(22)
+ref = reference.pagerank(g)
+for d in ('both', 'gpu'):
+    pr = np.load('/tmp/pagerank-s22-%s.npy' % d)
+    print('pagerank graph500:22 --devices %s: L1 to the float64 reference %.2e' % (d, np.abs(pr - ref).sum()))
+" | tee -a "$out/check.txt" ;;
   train)
     mkdir -p "$out/training" "$out/models"
     [ -d "training/$platform" ] && cp -r "training/$platform" "$out/training/"
