@@ -1,8 +1,8 @@
 """How close the tuned T_f comes to the best T_f of a sweep (FinePar TKDE Fig. 16).
 
 For each graph and app: the time of every-row-on-one-device (the better one is
-the baseline), the time at every T_f of a sweep (a factor-2 grid from 0 to the
-longest row, refined by factors of 2^(1/4) around the best point), and the
+the baseline), the time at every T_f of a sweep (a factor-4 grid from 0 to the
+longest row, refined by factors of 2^(1/2) around the best point), and the
 time at the T_f the tuner picks from the platform's model. Reports, per
 graph and app, the best sweep speedup, the tuned speedup, their ratio (the
 target is >= 95% on average) and the tuning time as a share of the
@@ -55,12 +55,12 @@ def sweep_one(wl, pair, *, grouping, repeats, params, model, load_s):
                                repeats)
         return times[t]
 
-    grid = [0] + [2 ** k for k in range(int(np.log2(max(hi, 1))) + 1)] + [hi]
+    grid = [0] + [4 ** k for k in range(int(np.log2(max(hi, 1)) / 2) + 1)] + [hi]
     for t in grid:
         at(t)
     best = min(times, key=times.get)
     for k in (-3, -2, -1, 1, 2, 3):
-        at(round(best * 2 ** (k / 4)))
+        at(round(best * 2 ** (k / 2)))
     best = min(times, key=times.get)
     t0 = time.perf_counter()
     tr = tune(wl, pair, model=model, grouping=grouping)

@@ -298,11 +298,12 @@ def single_device(row_lengths: np.ndarray, role: str, *, grouping: str = "none",
     return plan
 
 
-def subset_plan(row_lengths: np.ndarray, rows: np.ndarray, role: str) -> Plan:
+def subset_plan(row_lengths: np.ndarray, rows: np.ndarray, role: str, *,
+                grouping: str = "none") -> Plan:
     """A plan that runs only ``rows`` (on ``role``): for profiling a sample."""
     t0 = time.perf_counter()
     lengths = np.asarray(row_lengths)
     rows = np.asarray(rows, dtype=np.int64)
     none = np.zeros(0, dtype=np.int64)
     cpu, gpu = (rows, none) if role == "cpu" else (none, rows)
-    return _make("sample", None, "none", lengths, cpu, gpu, None, t0)
+    return _make("sample", None, grouping, lengths, cpu, gpu, None, t0)

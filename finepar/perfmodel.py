@@ -368,7 +368,8 @@ def _versions() -> dict:
 
 
 def platform_name(selection) -> str:
-    """A default platform name from a device selection, e.g. ``nvidia-h200+xeon``."""
+    """A default platform name from a device selection, e.g. ``nvidia-h200-xeon``
+    (letters, digits and '-' only, so it is safe as a file name anywhere)."""
     import re
 
     def slug(name: str) -> str:
@@ -379,7 +380,7 @@ def platform_name(selection) -> str:
     cpu = slug(selection.cpu.name)
     if selection.emulated:
         return f"pocl-{cpu}-emulated"
-    return f"{slug(selection.gpu.name)}+{cpu}"
+    return f"{slug(selection.gpu.name)}-{cpu}"
 
 
 def available_models(dirs: list[Path] | None = None) -> list[PlatformModel]:

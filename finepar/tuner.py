@@ -219,7 +219,7 @@ def hill_climb(predict, start: int, *, step: int = DEFAULT_STEP, lo: int = 0,
 
 
 def profile_throughput(workload, pair, *, fraction: float = 0.1, repeats: int = 3,
-                       seed: int = 0) -> dict:
+                       seed: int = 0, grouping: str = "none") -> dict:
     """Measured throughput (nnz/s) of each device on a sample of rows.
 
     Runs the app's representative row operation (``App.profile_step``) on an
@@ -240,7 +240,7 @@ def profile_throughput(workload, pair, *, fraction: float = 0.1, repeats: int = 
     nnz = int(lengths[rows].sum(dtype=np.int64))
     out = {"rows": int(rows.size), "nnz": nnz}
     for role in ("cpu", "gpu"):
-        eng = workload.engine(pair, subset_plan(lengths, rows, role))
+        eng = workload.engine(pair, subset_plan(lengths, rows, role, grouping=grouping))
         workload.app.profile_step(eng)
         eng.reset_records()
         times = []
@@ -289,7 +289,7 @@ def tune(workload, pair, *, model: str | PlatformModel | ModelMatch | None = Non
         pred = Predictor(stats, det.matrix_type, model=match.model, transfer=exchanges,
                          grouping=grouping)
     else:
-        thr = profile_throughput(workload, pair)
+        thr = profile_throughput(workload, pair, grouping=grouping)
         pred = Predictor(stats, det.matrix_type, throughput=thr)
     start = initial_threshold(stats, pred.peak_ratio())
     hi = stats.max_length()
