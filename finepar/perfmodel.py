@@ -71,6 +71,11 @@ class DeviceModel:
     n_samples : int
     median_throughput : float
         nnz/s, for the prediction floor.
+    x_min, x_max : list of float
+        Range of each feature in the training data; inputs are clamped to it,
+        so a share larger or more irregular than any trained on is predicted
+        like the nearest trained one instead of by a line extended past its
+        data (a linear model extrapolated that far can go negative).
     """
 
     kind: str
@@ -83,10 +88,14 @@ class DeviceModel:
     correlations: dict = field(default_factory=dict)
     n_samples: int = 0
     median_throughput: float = 0.0
+    x_min: list = field(default_factory=list)
+    x_max: list = field(default_factory=list)
 
     def predict_many(self, X: np.ndarray) -> np.ndarray:
         """Throughput (nnz/s) for feature rows ``X`` of shape (k, 4); floored above 0."""
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        if self.x_min and self.x_max:
+            X = np.clip(X, self.x_min, self.x_max)
         if self.kind == "linear":
             y = X @ np.asarray(self.coef) + self.intercept
         else:
@@ -103,7 +112,8 @@ class DeviceModel:
 
     def to_dict(self) -> dict:
         d = {"kind": self.kind, "r2": self.r2, "correlations": self.correlations,
-             "n_samples": self.n_samples, "median_throughput": self.median_throughput}
+             "n_samples": self.n_samples, "median_throughput": self.median_throughput,
+             "x_min": self.x_min, "x_max": self.x_max}
         if self.kind == "linear":
             d.update(coef=self.coef, intercept=self.intercept)
         else:
@@ -113,7 +123,8 @@ class DeviceModel:
     @classmethod
     def from_dict(cls, d: dict) -> "DeviceModel":
         return cls(**{k: d[k] for k in ("kind", "coef", "intercept", "layers", "mean", "scale",
-                                        "r2", "correlations", "n_samples", "median_throughput")
+                                        "r2", "correlations", "n_samples", "median_throughput",
+                                        "x_min", "x_max")
                       if k in d})
 
 
@@ -279,6 +290,7 @@ def fit_device_model(X: np.ndarray, y: np.ndarray, kind: str = "linear",
         corr[name] = (float(np.corrcoef(col, y)[0, 1])
                       if np.std(col) > 0 and np.std(y) > 0 else 0.0)
     median = float(np.median(y))
+    bounds = {"x_min": X.min(axis=0).tolist(), "x_max": X.max(axis=0).tolist()}
     if kind == "linear":
         # Fit on standardised features (VW spans 0..1e9, which leaves the raw
         # least-squares problem ill-conditioned), then map the coefficients back
@@ -289,7 +301,8 @@ def fit_device_model(X: np.ndarray, y: np.ndarray, kind: str = "linear",
         coef = reg.coef_ / scale
         intercept = float(reg.intercept_ - np.dot(coef, mean))
         m = DeviceModel(kind="linear", coef=[float(c) for c in coef], intercept=intercept,
-                        correlations=corr, n_samples=int(X.shape[0]), median_throughput=median)
+                        correlations=corr, n_samples=int(X.shape[0]), median_throughput=median,
+                        **bounds)
         m.r2 = float(r2_score(y, X @ coef + intercept))
         return m
     if kind == "mlp":
@@ -302,7 +315,8 @@ def fit_device_model(X: np.ndarray, y: np.ndarray, kind: str = "linear",
                            n_iter_no_change=50, tol=1e-6).fit(Z, y / median)
         layers = [(W.tolist(), b.tolist()) for W, b in zip(reg.coefs_, reg.intercepts_)]
         m = DeviceModel(kind="mlp", layers=layers, mean=mean.tolist(), scale=scale.tolist(),
-                        correlations=corr, n_samples=int(X.shape[0]), median_throughput=median)
+                        correlations=corr, n_samples=int(X.shape[0]), median_throughput=median,
+                        **bounds)
         m.r2 = float(r2_score(y, m.predict_many(X)))
         return m
     raise ModelError(f"unknown model kind {kind!r} (use linear or mlp)")
