@@ -14,7 +14,8 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 FINEPAR_DATA=$PWD/.data
 # PoCL caps one buffer at a quarter of its (small, start-up) memory figure; scale 24 needs more
 export POCL_MEMORY_LIMIT=${POCL_MEMORY_LIMIT:-96}
-case $stage in sweep|suite|peers) cp benchmarks/RESULTS.md "$out/RESULTS.md" ;; esac
+# stages of one command share $out/RESULTS.md: start from the checkout's only once
+case $stage in sweep|suite|peers) [ -f "$out/RESULTS.md" ] || cp benchmarks/RESULTS.md "$out/RESULTS.md" ;; esac
 platform=$(python3 -c "from finepar.api import make_pair; from finepar.perfmodel import platform_name; print(platform_name(make_pair().selection))")
 echo "platform: $platform"
 case $stage in
