@@ -232,14 +232,23 @@ class Engine:
             defines = {f"APP_{self.app}": True, "MAPPING": mapping, "WG": wg,
                        "LANES": lanes if mapping == 1 else None,
                        "COMPACT": int(compact), "HAS_DATA": int(self.has_data)}
-            kern = self.pair.kernel(side, ("rowop.cl",), defines, "rowop")
+            # one kernel object per launch: its constant arguments are set once here,
+            # so a step sets only what changed (see _enqueue_rowop)
+            prg = self.pair.program(side, ("rowop.cl",), defines)
+            kern = cl().Kernel(prg, "rowop")
             sd.launches.append({"kernel": kern, "nrows": len(g), "base": base,
                                 "global": nwg * wg, "local": wg, "part_offset": part,
-                                "mapping": g.mapping})
+                                "mapping": g.mapping, "args": None})
             base += len(g)
             part += nwg
         sd.n_partials = part
         sd.partials = alloc(side, nbytes=2 * max(part, 1) * 4)
+        for L in sd.launches:
+            k = L["kernel"]
+            for i, v in ((0, np.int32(L["nrows"])), (1, np.int32(L["base"])), (2, sd.row_ids),
+                         (3, sd.indptr), (4, sd.indices), (5, sd.data), (14, sd.partials),
+                         (15, np.int32(L["part_offset"]))):
+                k.set_arg(i, v)
         sd.reduced = alloc(side, nbytes=8)
         wg = 1
         while wg * 2 <= min(256, side.info.max_work_group_size):
@@ -406,13 +415,10 @@ class Engine:
 
             def vb(name):
                 return self.buffer(name, role) if name else self.dummy(role)
-            args_tail = (vb(x), vb(y), vb(s0), vb(s1), vb(aux), np.float32(fa), np.float32(fb),
-                         np.int32(ia), sd.partials)
+            step_args = (vb(x), vb(y), vb(s0), vb(s1), vb(aux), np.float32(fa),
+                         np.float32(fb), np.int32(ia))
             for L in sd.launches:
-                ev = L["kernel"](q, (L["global"],), (L["local"],), np.int32(L["nrows"]),
-                                 np.int32(L["base"]), sd.row_ids, sd.indptr, sd.indices, sd.data,
-                                 *args_tail, np.int32(L["part_offset"]))
-                events[role].append(ev)
+                events[role].append(_enqueue_rowop(q, L, step_args))
             if self.part_dtype is not None and sd.launches and wait:
                 sd.reduce_kernel(q, (sd.reduce_wg,), (sd.reduce_wg,), np.int32(sd.n_partials),
                                  sd.partials, sd.reduced)
@@ -574,6 +580,22 @@ class Engine:
     def reset_records(self) -> None:
         self.drain()
         self.records.clear()
+
+
+def _enqueue_rowop(queue, launch: dict, step_args: tuple):
+    """Enqueue one launch of ``rowop``, setting only the arguments (6..13) that
+    differ from its previous step: buffers compared by identity, scalars by value.
+
+    pyopencl's keyword-free kernel call sets and checks all 16 arguments on
+    every launch, tens of microseconds each time; a step of many length groups
+    then spends longer in the host than the GPU spends in the kernels."""
+    k, last = launch["kernel"], launch["args"]
+    for i, v in enumerate(step_args):
+        if last is None or (v is not last[i] if not isinstance(v, np.generic)
+                            else v != last[i]):
+            k.set_arg(6 + i, v)
+    launch["args"] = step_args
+    return cl().enqueue_nd_range_kernel(queue, k, (launch["global"],), (launch["local"],))
 
 
 def _round_up(x: int, m: int) -> int:

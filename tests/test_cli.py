@@ -39,7 +39,9 @@ def test_run_pagerank_on_cnr_matches_reference(capsys, tmp_path):
     assert np.abs(pr - reference.pagerank(g)).sum() < 1e-4
     rep = json.loads(out_json.read_text())
     assert rep["app"] == "pagerank" and rep["result"]["converged"]
-    assert rep["plan"]["stats"]["gpu_cpu_workload_ratio"]
+    st = rep["plan"]["stats"]
+    assert st["gpu_nnz"] + st["cpu_nnz"] == g.transpose().nnz
+    assert rep["threshold_source"] == "tuner" and rep["tuning"]["trajectory"]
     assert {"gpu_variance", "cpu_variance", "matrix_variance"} <= set(rep["plan"]["stats"])
     assert rep["timings"]["kernel"]["gpu"] >= 0 and rep["throughput"]["nnz_per_s"] > 0
     assert "top vertices" in out and "EMULATED" in out
