@@ -295,6 +295,8 @@ def check(app, g, values, refs, extra=None, root=None):
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--render", metavar="JSON",
+                   help="only re-render the table of an earlier run's JSON into --md")
     p.add_argument("--real", default="soc-Slashdot0902.txt.gz,cnr-2000.mtx.gz")
     p.add_argument("--scales", default="20,22")
     p.add_argument("--repeats", type=int, default=3)
@@ -304,8 +306,14 @@ def main() -> int:
     p.add_argument("--memory", default="auto")
     p.add_argument("--md", default=None)
     p.add_argument("--json", default=None)
+    p.add_argument("--section", default="peers", help="RESULTS.md section name")
     p.add_argument("--budget-s", type=float, default=None)
     args = p.parse_args()
+    if args.render:
+        from common import load_json
+        d = load_json(args.render)
+        write_section(args.md, args.section, render(d["rows"], d["device"], args, d["date"]))
+        return 0
     from finepar import reference
     from finepar.api import make_pair
     pair = make_pair(memory=args.memory)
@@ -379,14 +387,15 @@ def main() -> int:
         if args.json:
             write_json(args.json, {"device": device_line(pair), "date": today(), "rows": rows})
         if args.md:
-            write_section(args.md, "peers", render(rows, pair, args))
+            write_section(args.md, args.section, render(rows, pair, args))
     return 0
 
 
-def render(rows, pair, args) -> str:
+def render(rows, pair, args, date=None) -> str:
     peers = ("cusparse", "scipy", "graphblas")
+    device = pair if isinstance(pair, str) else device_line(pair)
     lines = ["## FinePar against cuSPARSE, scipy and GraphBLAS (roofline)", "",
-             f"Device: {device_line(pair)}. Date: {today()}. `benchmarks/peers.py`, one run. "
+             f"Device: {device}. Date: {date or today()}. `benchmarks/peers.py`, one run. "
              f"Times: SpMV per product (20 products), PageRank to convergence (L1 change < "
              f"{TOL:g}, damping {DAMPING}), BFS from the vertex of largest out-degree, CC "
              f"(weak components); median of {args.repeats}. `tuned`: FinePar's default "
@@ -419,7 +428,7 @@ def render(rows, pair, args) -> str:
                 ratios.append(fmt(best / v["seconds"]) if best and v and v["correct"] else "-")
             roof = ""
             if app == "spmv" and r.get("spmv_roofline_s") and best:
-                roof = f"{100 * r['spmv_roofline_s'] / best:.0f}%"
+                roof = f"{100 * r['spmv_roofline_s'] / best:.1f}%"
             lines.append(f"| {r['graph']} | {app} | {cell('finepar tuned')} | "
                          f"{cell('finepar gpu-only')} | " + " | ".join(cell(p_) for p_ in peers)
                          + " | " + " / ".join(ratios) + f" | {roof} |")

@@ -40,6 +40,7 @@ def main() -> int:
     p.add_argument("--memory", default="auto")
     p.add_argument("--md", default=None)
     p.add_argument("--json", default=None)
+    p.add_argument("--section", default="compare", help="RESULTS.md section name")
     p.add_argument("--budget-s", type=float, default=None)
     args = p.parse_args()
     from finepar.api import make_pair
@@ -72,7 +73,7 @@ def main() -> int:
             if args.json:
                 write_json(args.json, {"device": device_line(pair), "date": today(), "rows": out})
             if args.md:
-                write_section(args.md, "compare", render(out, pair, args))
+                write_section(args.md, args.section, render(out, pair, args))
     return 0 if all(r["correct"] for d in out for r in d["results"]) else 1
 
 

@@ -93,6 +93,7 @@ def main() -> int:
     p.add_argument("--memory", default="auto")
     p.add_argument("--md", default=None, help="RESULTS.md to update (section 'sweep')")
     p.add_argument("--json", default=None)
+    p.add_argument("--section", default="sweep", help="RESULTS.md section name")
     p.add_argument("--budget-s", type=float, default=None, help="stop starting graphs after this")
     args = p.parse_args()
     from finepar.api import Workload, make_pair
@@ -124,7 +125,7 @@ def main() -> int:
                 write_json(args.json, {"device": device_line(pair), "date": today(),
                                        "grouping": args.grouping, "rows": rows})
             if args.md:
-                write_section(args.md, "sweep", render(rows, pair, args))
+                write_section(args.md, args.section, render(rows, pair, args))
     log(f"mean tuned/best: {100 * np.mean([r['tuned_over_best'] for r in rows]):.1f}%  "
         f"(geomean {100 * geomean([r['tuned_over_best'] for r in rows]):.1f}%)")
     return 0
