@@ -91,8 +91,8 @@ def write_section(md_path: str | Path, name: str, body: str) -> None:
 
 
 def write_json(path: str | Path, obj) -> None:
-    from finepar.report import _clean
-    atomic_write_json(path, _clean(obj))
+    from finepar.files import jsonable
+    atomic_write_json(path, jsonable(obj))
 
 
 def log(msg: str) -> None:

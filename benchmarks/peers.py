@@ -276,8 +276,8 @@ def finepar_runs(g, pair, x, root, repeats, model):
     return out
 
 
-def check(app, g, values, refs, extra=None, root=None):
-    from finepar import reference
+def check(app, g, values, refs) -> bool:
+    """Whether one system's answer equals the reference (same rules as ``finepar compare``)."""
     if app == "spmv":
         exp, bound = refs["spmv"]
         return bool(np.all(np.abs(np.asarray(values, dtype=np.float64) - exp) <= bound))

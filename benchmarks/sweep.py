@@ -132,7 +132,7 @@ def main() -> int:
 
 
 def render(rows, pair, args) -> str:
-    lines = [f"## Tuned T_f against the best T_f of a sweep (Fig. 16)", "",
+    lines = ["## Tuned T_f against the best T_f of a sweep (Fig. 16)", "",
              f"Device: {device_line(pair)}. Date: {today()}. Grouping: {args.grouping}. "
              f"Times per iteration (PageRank: {args.iterations} fixed iterations; SpMV: 10 "
              f"products), median of {args.repeats} runs after a warm-up, all in one run of "

@@ -340,8 +340,9 @@ def cmd_compare(args) -> int:
                   progress=not args.quiet)
     if args.json:
         from .files import atomic_write_json
-        from .report import _clean, environment
-        atomic_write_json(args.json, _clean({**cmp.to_dict(), "load_seconds": load_s,
+        from .files import jsonable
+        from .report import environment
+        atomic_write_json(args.json, jsonable({**cmp.to_dict(), "load_seconds": load_s,
                                              "environment": environment()}))
     if args.plot:
         cmp.plot(args.plot)

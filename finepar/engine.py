@@ -716,38 +716,31 @@ class DynamicEngine(Engine):
             if self.part_dtype is not None:
                 mod.enqueue_fill_buffer(sd.side.queue, sd.partials, np.zeros(1, np.int32), 0,
                                         2 * max(sd.n_partials, 1) * 4)
-        k = len(self.bounds) - 1
-        front, back = 0, k - 1
+        span = [0, len(self.bounds) - 2]  # next chunk from the front (GPU), from the back (CPU)
         events: dict[str, list] = {"cpu": [], "gpu": []}
         running: dict[str, Any] = {}
-        for role in ("gpu", "cpu"):
-            if front > back:
-                break
-            c = front if role == "gpu" else back
-            if role == "gpu":
-                front += 1
-            else:
-                back -= 1
+
+        def hand_out(role: str) -> None:
+            """Give ``role`` its next chunk, or retire it once the two ends have met."""
+            if span[0] > span[1]:
+                running.pop(role, None)
+                return
+            end = 0 if role == "gpu" else 1
+            c = span[end]
+            span[end] += 1 if role == "gpu" else -1
             running[role] = self._launch_chunk(role, c, tails[role])
             events[role].append(running[role])
+
+        for role in ("gpu", "cpu"):
+            hand_out(role)
         done_status = mod.command_execution_status.COMPLETE
         while running:
             for role in list(running):
-                if running[role].command_execution_status != done_status:
-                    continue
-                if front <= back:
-                    c = front if role == "gpu" else back
-                    if role == "gpu":
-                        front += 1
-                    else:
-                        back -= 1
-                    running[role] = self._launch_chunk(role, c, tails[role])
-                    events[role].append(running[role])
-                else:
-                    del running[role]
+                if running[role].command_execution_status == done_status:
+                    hand_out(role)
             if running:
                 time.sleep(20e-6)
-        self.split_row = int(self.bounds[front])
+        self.split_row = int(self.bounds[span[0]])
         total = np.zeros(2, dtype=np.float64 if self.part_dtype == np.float32 else np.int64)
         if self.part_dtype is not None:
             for role in self.roles:

@@ -243,3 +243,20 @@ def atomic_save_npz(path: str | os.PathLike, **arrays: np.ndarray) -> None:
     """
     with atomic_open(path, "wb") as f:
         np.savez_compressed(f, allow_pickle=False, **arrays)
+
+
+def jsonable(obj: Any) -> Any:
+    """``obj`` with numpy scalars and arrays turned into Python values and non-finite
+    floats into the strings ``"inf"``, ``"-inf"`` and ``"nan"`` (JSON has no such numbers)."""
+    import math
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        return jsonable(obj.item())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return str(obj)
+    return obj

@@ -19,17 +19,15 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from .errors import ModelError
 from .features import FEATURE_NAMES, Features
-from .files import atomic_write_json
+from .files import atomic_write_json, jsonable
 
 FORMAT = "finepar-model/1"
 ROLES = ("cpu", "gpu")
@@ -209,7 +207,7 @@ class PlatformModel:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the model as JSON, atomically."""
-        atomic_write_json(path, _json_safe(self.to_dict()))
+        atomic_write_json(path, jsonable(self.to_dict()))
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "PlatformModel":
@@ -243,18 +241,6 @@ class PlatformModel:
                        meta=d.get("meta", {}), path=str(p))
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"{p}: malformed model file ({exc!r})") from None
-
-
-def _json_safe(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_json_safe(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return _json_safe(obj.item())
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
 
 
 # --------------------------------------------------------------------------------------

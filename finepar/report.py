@@ -17,22 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import __version__
-from .files import atomic_write_json
-
-
-def _clean(obj: Any) -> Any:
-    """Make an object JSON-safe: numpy scalars/arrays to Python, inf/nan to strings."""
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _clean(obj.tolist())
-    if isinstance(obj, np.generic):
-        return _clean(obj.item())
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return str(obj)
-    return obj
+from .files import atomic_write_json, jsonable
 
 
 def environment() -> dict:
@@ -88,7 +73,7 @@ class RunReport:
     environment: dict = field(default_factory=environment)
 
     def to_dict(self) -> dict:
-        return _clean(asdict(self))
+        return jsonable(asdict(self))
 
     def write_json(self, path) -> None:
         """Write the report as JSON, atomically."""
@@ -119,7 +104,7 @@ class RunReport:
             lines.append(f"  tuner      {tr.get('summary', '')}")
             if not tr.get("model_exact"):
                 lines.append(f"             note: {tr.get('message', '')}")
-        k, s = t.get("kernel", {}), t.get("span", {})
+        k = t.get("kernel", {})
         lines.append(
             f"  time       run {t['run']:.4f} s ({t['per_iteration'] * 1e3:.3f} ms/iter); "
             f"kernels cpu {k.get('cpu', 0):.4f} s, gpu {k.get('gpu', 0):.4f} s; "
