@@ -27,6 +27,13 @@ def shared_graph(name: str):
     return _GRAPH_CACHE[name]
 
 
+def data_file(name: str):
+    """Path of a file in ../shared/data; skip the test if the folder is absent."""
+    if not DATA.is_dir():
+        pytest.skip(f"{DATA} is not present")
+    return DATA / name
+
+
 def generated_graph(scale: int, seed: int = 0):
     key = ("graph500", scale, seed)
     if key not in _GRAPH_CACHE:

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import DATA, shared_graph
+from conftest import data_file, shared_graph
 from finepar import reference
 from finepar.cli import main
 
@@ -32,7 +32,7 @@ def test_devices_lists_and_selects(capsys):
 def test_run_pagerank_on_cnr_matches_reference(capsys, tmp_path):
     g = shared_graph("cnr-2000.mtx.gz")
     out_npy, out_json = tmp_path / "pr.npy", tmp_path / "pr.json"
-    rc, out, err = run_cli(capsys, "run", "pagerank", DATA / "cnr-2000.mtx.gz", "--output",
+    rc, out, err = run_cli(capsys, "run", "pagerank", data_file("cnr-2000.mtx.gz"), "--output",
                            out_npy, "--json", out_json)
     assert rc == 0, err
     pr = np.load(out_npy)
@@ -49,7 +49,7 @@ def test_run_pagerank_on_cnr_matches_reference(capsys, tmp_path):
 
 def test_run_bfs_cc_spmv_outputs(capsys, tmp_path):
     g = shared_graph("wiki-Vote.txt")
-    src = DATA / "wiki-Vote.txt"
+    src = data_file("wiki-Vote.txt")
     rc, out, _ = run_cli(capsys, "run", "bfs", src, "--root", 3, "-o", tmp_path / "lv.npy",
                          "--memory", "split", "-T", 8)
     assert rc == 0 and "reached" in out and "depth" in out
@@ -104,7 +104,7 @@ def test_generate_then_run(capsys, tmp_path):
 
 def test_compare_table_plot_and_json(capsys, tmp_path):
     png, js = tmp_path / "c.png", tmp_path / "c.json"
-    rc, out, err = run_cli(capsys, "compare", "pagerank", DATA / "ca-GrQc.mtx", "--plot", png,
+    rc, out, err = run_cli(capsys, "compare", "pagerank", data_file("ca-GrQc.mtx"), "--plot", png,
                            "--json", js, "--repeats", 1, "--oracle-step", 5, "-q")
     assert rc == 0, err
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -120,7 +120,7 @@ def test_compare_table_plot_and_json(capsys, tmp_path):
 
 @pytest.mark.parametrize("app", ["spmv", "bfs", "cc"])
 def test_compare_other_apps_check_every_answer(capsys, app):
-    rc, out, err = run_cli(capsys, "compare", app, DATA / "rajat01.mtx", "--repeats", 1,
+    rc, out, err = run_cli(capsys, "compare", app, data_file("rajat01.mtx"), "--repeats", 1,
                            "--methods", "cpu-only,gpu-only,dynamic,finepar", "--memory", "split")
     assert rc == 0, err
     assert "WRONG" not in out and "speedup" in out and "dynamic" in out
