@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,7 +107,16 @@ class DeviceModel:
         return np.maximum(y, MIN_FRACTION * max(self.median_throughput, 1.0))
 
     def predict(self, f: Features) -> float:
-        return float(self.predict_many(f.vector()[None, :])[0])
+        """Throughput (nnz/s) of one share. The tuner calls this thousands of times,
+        so a linear model is evaluated in plain Python (same result as
+        :meth:`predict_many`)."""
+        if self.kind != "linear":
+            return float(self.predict_many(f.vector()[None, :])[0])
+        x = (f.AW, f.VW, math.log(max(f.NW, 1)), math.log(max(f.SW, 1)))
+        if self.x_min and self.x_max:
+            x = tuple(min(max(v, lo), hi) for v, lo, hi in zip(x, self.x_min, self.x_max))
+        y = self.intercept + sum(c * v for c, v in zip(self.coef, x))
+        return max(y, MIN_FRACTION * max(self.median_throughput, 1.0))
 
     def to_dict(self) -> dict:
         d = {"kind": self.kind, "r2": self.r2, "correlations": self.correlations,

@@ -119,6 +119,10 @@ def test_linear_and_mlp_models_fit_and_round_trip(tmp_path, rng):
     assert back.predict_seconds(f, 2, "cpu", "pow4") == pytest.approx(
         lin.predict_seconds(f, 2, "cpu", "pow4"))
     assert back.transfer.seconds(1e6) == pytest.approx(2e-5 + 1e-4)
+    # the scalar path equals the vectorised one, clamping included
+    for f2 in (f, features.Features(1e4, 1e12, 10**9, 10**12), features.Features(0.0, 0.0, 1, 1)):
+        dm = back.device_model(1, "gpu")
+        assert dm.predict(f2) == pytest.approx(float(dm.predict_many(f2.vector()[None, :])[0]))
     d = json.loads(path.read_text())
     assert d["format"] == perfmodel.FORMAT and "versions" in d["meta"]
     mlp = perfmodel.fit_platform(recs, platform="synthetic-mlp", devices=devs, emulated=True,
