@@ -123,30 +123,16 @@ class Engine:
     def __init__(self, pair: DevicePair, matrix: Graph, plan: Plan, app: str, *,
                  has_data: bool = False):
         t0 = time.perf_counter()
-        self.pair = pair
-        self.matrix = matrix
+        self._init_common(pair, matrix, app, has_data)
         self.plan = plan
-        self.app = app
-        self.has_data = has_data
-        self.n = matrix.n
-        self.part_dtype = {"SPMV": None, "PAGERANK": np.float32}.get(app, np.int32)
-        self.records: list[StepRecord] = []
-        self._pending: list = []
         self.roles = tuple(plan.active_roles())
         if not self.roles:
             raise DeviceError("the plan assigns no rows to any device")
-        self.state: dict[str, Any] = {}  # per-app prepared state (App.prepare)
-        self._vectors: dict[str, dict[str, Any]] = {}
-        self._vec_dtype: dict[str, np.dtype] = {}
-        self._global_csr: dict[tuple[str, int], tuple] = {}
         self._sides: dict[str, _SideData] = {}
-        self._dummy: dict[str, Any] = {}
         for role in self.roles:
             side = pair.side(role)
             compact = (not pair.shared) and role == "gpu"
             self._sides[role] = self._build_side(role, side, compact)
-        self.halo: dict[str, np.ndarray] = {}
-        self._halo_bufs: dict[str, dict] = {}
         self._needs_halo = not pair.shared and len(self.roles) == 2
         self.setup_seconds = time.perf_counter() - t0
 
@@ -159,6 +145,25 @@ class Engine:
             self.setup_seconds += time.perf_counter() - t0
 
     # ------------------------------------------------------------------ setup
+    def _init_common(self, pair: DevicePair, matrix: Graph, app: str, has_data: bool) -> None:
+        """State every engine has before its sides are built."""
+        self.pair = pair
+        self.matrix = matrix
+        self.app = app
+        self.has_data = has_data
+        self.n = matrix.n
+        self.part_dtype = {"SPMV": None, "PAGERANK": np.float32}.get(app, np.int32)
+        self.records: list[StepRecord] = []
+        self._pending: list = []
+        self.state: dict[str, Any] = {}  # per-app prepared state (App.prepare)
+        self._vectors: dict[str, dict[str, Any]] = {}
+        self._vec_dtype: dict[str, np.dtype] = {}
+        self._global_csr: dict[tuple[str, int], tuple] = {}
+        self._dummy: dict[str, Any] = {}
+        self.halo: dict[str, np.ndarray] = {}
+        self._halo_bufs: dict[str, dict] = {}
+        self._needs_halo = False
+
     def _check_fits(self, side: Side, nbytes: int, what: str) -> None:
         if nbytes > side.info.max_alloc_bytes:
             raise DeviceError(
@@ -629,19 +634,7 @@ class DynamicEngine(Engine):
                  writes: tuple = ("y",), chunks: int = 32):
         from .partition import Group, Share
         t0 = time.perf_counter()
-        self.pair = pair
-        self.matrix = matrix
-        self.app = app
-        self.has_data = has_data
-        self.n = matrix.n
-        self.part_dtype = {"SPMV": None, "PAGERANK": np.float32}.get(app, np.int32)
-        self.records = []
-        self._pending = []
-        self.state = {}
-        self._vectors, self._vec_dtype = {}, {}
-        self._global_csr, self._dummy = {}, {}
-        self.halo, self._halo_bufs = {}, {}
-        self._needs_halo = False
+        self._init_common(pair, matrix, app, has_data)
         self.writes = tuple(writes)
         lengths = matrix.row_lengths().astype(np.int64)
         csum = np.concatenate(([0], np.cumsum(lengths)))
