@@ -282,16 +282,9 @@ def cmd_models_list(args) -> int:
 
 
 def cmd_models_show(args) -> int:
-    from .perfmodel import PlatformModel, available_models, match_model
+    from .perfmodel import find_model, match_model
     if args.name:
-        p = Path(args.name)
-        if p.suffix == ".json" or p.exists():
-            model = PlatformModel.load(p)
-        else:
-            found = [m for m in available_models() if m.platform == args.name]
-            if not found:
-                raise FineParError(f"no model named {args.name!r} (see 'finepar models list')")
-            model = found[0]
+        model = find_model(args.name)
     else:
         from .config import load_config
         from .runtime import select_pair

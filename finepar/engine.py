@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from .errors import DeviceError
-from .io import Graph
+from .io import Graph, row_positions
 from .partition import Plan
 from .runtime import DevicePair, Side, alloc, cl
 
@@ -208,8 +208,7 @@ class Engine:
             total = int(local_ptr[-1])
             if total >= 2**31:
                 raise DeviceError(f"the {role} share holds {total} nonzeros, past int32")
-            starts = m.indptr[rows].astype(np.int64)
-            pos = np.repeat(starts - local_ptr[:-1], lengths) + np.arange(total, dtype=np.int64)
+            pos = row_positions(m.indptr, rows)
             indices = m.indices[pos]
             self._check_fits(side, indices.nbytes, f"the {role} share's column indices")
             sd.indptr = alloc(side, local_ptr.astype(np.int32), read_only=True)
@@ -274,11 +273,7 @@ class Engine:
         cpu_rows = self.plan.shares["cpu"].rows
         mask = np.zeros(self.n, dtype=bool)
         if cpu_rows.size:
-            lengths = np.diff(m.indptr)[cpu_rows].astype(np.int64)
-            starts = m.indptr[cpu_rows].astype(np.int64)
-            csum = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-            pos = np.repeat(starts - csum, lengths) + np.arange(int(lengths.sum()))
-            mask[m.indices[pos]] = True
+            mask[m.indices[row_positions(m.indptr, cpu_rows)]] = True
         needs["cpu"] = np.flatnonzero(mask & (owner == 1)).astype(np.int32)
         mask[:] = False
         gi = self._sides["gpu"].share_indices

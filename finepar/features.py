@@ -150,14 +150,10 @@ def diagonal_fraction(indptr: np.ndarray, indices: np.ndarray, n: int,
         row_of = np.repeat(np.arange(n, dtype=np.int64), lengths)
         cols = np.asarray(indices, dtype=np.int64)
     else:
+        from .io import row_positions
         rows = np.asarray(rows, dtype=np.int64)
-        starts, ends = indptr[rows], indptr[rows + 1]
-        lengths = ends - starts
-        total = int(lengths.sum())
-        if total == 0:
-            return 0.0
-        offs = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
-        cols = np.asarray(indices)[np.arange(total) + offs].astype(np.int64)
+        lengths = indptr[rows + 1] - indptr[rows]
+        cols = np.asarray(indices)[row_positions(indptr, rows)].astype(np.int64)
         row_of = np.repeat(rows, lengths)
     if cols.size == 0:
         return 0.0

@@ -263,6 +263,27 @@ class Graph:
                      self.source, True, self.ids, [*self.notes, note])
 
 
+def row_positions(indptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Positions in ``indices`` / ``data`` of every nonzero of ``rows``, row by row.
+
+    Parameters
+    ----------
+    indptr : ndarray of int, shape (n+1,)
+    rows : ndarray of int, shape (k,)
+
+    Returns
+    -------
+    ndarray of int64, shape (sum of the rows' lengths,)
+        ``indices[row_positions(indptr, rows)]`` are the rows' column ids in order.
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    starts = np.asarray(indptr)[rows].astype(np.int64)
+    lengths = np.asarray(indptr)[rows + 1].astype(np.int64) - starts
+    before = np.zeros(rows.size, dtype=np.int64)
+    np.cumsum(lengths[:-1], out=before[1:])
+    return np.repeat(starts - before, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
+
+
 def _as_index(a: np.ndarray) -> np.ndarray:
     """Cast an index array whose values are known to fit into int32."""
     return np.ascontiguousarray(a, dtype=np.int32)

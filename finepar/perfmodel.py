@@ -432,6 +432,23 @@ class ModelMatch:
     message: str
 
 
+def find_model(name: str, dirs: list[Path] | None = None) -> PlatformModel:
+    """A model by platform name (see :func:`available_models`) or by ``.json`` path.
+
+    Raises
+    ------
+    ModelError
+        If no such model exists or the file is unreadable.
+    """
+    p = Path(name)
+    if p.suffix == ".json" or p.exists():
+        return PlatformModel.load(p)
+    found = [m for m in available_models(dirs) if m.platform == name]
+    if not found:
+        raise ModelError(f"no model named {name!r} (see 'finepar models list')")
+    return found[0]
+
+
 def match_model(selection, *, name: str | None = None,
                 dirs: list[Path] | None = None) -> ModelMatch:
     """Find the model for the devices in ``selection``.
@@ -443,14 +460,7 @@ def match_model(selection, *, name: str | None = None,
     """
     keys = {"cpu": selection.cpu.key, "gpu": selection.gpu.key}
     if name:
-        p = Path(name)
-        if p.suffix == ".json" or p.exists():
-            m = PlatformModel.load(p)
-        else:
-            found = [m for m in available_models(dirs) if m.platform == name]
-            if not found:
-                raise ModelError(f"no model named {name!r} (see 'finepar models list')")
-            m = found[0]
+        m = find_model(name, dirs)
         exact = m.devices == keys
         msg = (f"model {m.platform} matches the devices in use" if exact else
                f"model {m.platform} was trained on cpu={m.devices.get('cpu')!r}, "

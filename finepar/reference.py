@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-from .io import Graph
+from .io import Graph, row_positions
 
 
 def _pattern(graph: Graph) -> sp.csr_array:
@@ -80,11 +80,7 @@ def bfs_levels_fast(graph: Graph, root: int) -> np.ndarray:
     indptr, indices = graph.indptr, graph.indices
     d = 0
     while front.size:
-        starts, ends = indptr[front], indptr[front + 1]
-        lens = ends - starts
-        pos = np.repeat(starts - np.concatenate(([0], np.cumsum(lens)[:-1])), lens) \
-            + np.arange(int(lens.sum()))
-        nb = np.unique(indices[pos])
+        nb = np.unique(indices[row_positions(indptr, front)])
         nb = nb[level[nb] < 0]
         d += 1
         level[nb] = d

@@ -28,23 +28,8 @@ import numpy as np
 
 from .features import RowStats, detect_type
 from .perfmodel import ModelMatch, PlatformModel, match_model
-from .runtime import DeviceInfo
 
-#: Fp32 lanes per compute unit assumed for the flops estimate, by device kind.
-LANES_PER_CU = {"gpu": 64, "cpu": 8, "accelerator": 16, "other": 8}
 DEFAULT_STEP = 64
-
-
-def peak_flops(info: DeviceInfo) -> float:
-    """Rough fp32 peak of a device: compute units x clock x lanes (flop/s)."""
-    return info.compute_units * max(info.clock_mhz, 1) * 1e6 * LANES_PER_CU.get(info.kind, 8)
-
-
-def peak_ratio(pair) -> float:
-    """CPU over GPU peak from device figures (1.0 when the pair is emulated)."""
-    if pair.emulated:
-        return 1.0
-    return peak_flops(pair.selection.cpu) / peak_flops(pair.selection.gpu)
 
 
 def initial_threshold(stats: RowStats, cpu_to_gpu: float) -> int:
