@@ -6,7 +6,15 @@ The recipe generates Graph500 Kronecker matrices (scales ``S``, random
 ``T_f`` of the recipe, runs both shares together on their devices (so
 co-running effects are in the data) and records each device's throughput.
 The full recipe is the paper's: S = 16..19, 20 quadruplets per S, T_f in
-{16, 32, ..., 2048}: 4 x 20 x 2 x 8 = 1,280 runs.
+{16, 32, ..., 2048}: 4 x 20 x 2 x 8 = 1,280 runs per grouping.
+
+Beyond the paper, every recipe also measures the two ends (``T_f = 0``: every
+row on the CPU; :data:`ALL_GPU`: every row on the GPU) and hub-only CPU shares
+(``T_f`` = 8,192 and 32,768, skipped where no row is that long). The paper's
+T_f never give one device a whole matrix, or the CPU a handful of very long
+rows, so a model fitted on them alone is extrapolated exactly where a
+discrete pair's best split lies (the GPU alone, or the GPU with a few hubs on
+the CPU).
 
 Measurements go to ``training/NAME/measurements.json`` (rewritten atomically
 after every matrix, so an interrupted run resumes where it stopped), the
@@ -42,7 +50,9 @@ class Recipe:
     quadruplets : int
         Random (A, B, C, D) per scale.
     thresholds : tuple of int
-        T_f values each matrix is split at.
+        T_f values each matrix is split at (rows longer than ``T_f`` go to the
+        CPU); :data:`ALL_GPU` stands for the longest row (every row on the GPU).
+        A ``T_f`` at or past the longest row, other than ``ALL_GPU``, is skipped.
     groupings : tuple of str
         Plans measured per split: ``none`` (one launch per device) and
         ``pow4`` (§4.1's length groups); each gets its own models.
@@ -68,14 +78,18 @@ class Recipe:
 
 
 PAPER_THRESHOLDS = (16, 32, 64, 128, 256, 512, 1024, 2048)
+#: Recipe value standing for "T_f = the longest row": every row on the GPU.
+ALL_GPU = -1
+#: The two single-device ends and two hub-only CPU shares, added to the paper's T_f.
+EXTRA_THRESHOLDS = (0, 8192, 32768, ALL_GPU)
 
 RECIPES = {
     # the paper's recipe: 1,280 runs
-    "full": Recipe("full", (16, 17, 18, 19), 20, PAPER_THRESHOLDS),
+    "full": Recipe("full", (16, 17, 18, 19), 20, PAPER_THRESHOLDS + EXTRA_THRESHOLDS),
     # the paper's thresholds and quadruplets on smaller matrices (2-core machines)
-    "reduced": Recipe("reduced", (13, 14, 15, 16), 20, PAPER_THRESHOLDS),
+    "reduced": Recipe("reduced", (13, 14, 15, 16), 20, PAPER_THRESHOLDS + EXTRA_THRESHOLDS),
     # minutes on 2 cores, for tests and a first look
-    "quick": Recipe("quick", (12, 13), 4, PAPER_THRESHOLDS),
+    "quick": Recipe("quick", (12, 13), 4, PAPER_THRESHOLDS + EXTRA_THRESHOLDS),
 }
 
 
@@ -87,16 +101,23 @@ def _matrix_key(scale: int, q: int, mtype: int) -> str:
     return f"s{scale}-q{q:02d}-type{mtype}"
 
 
-def load_measurements(folder: Path) -> list[dict]:
-    """Measurements already recorded in ``folder`` (empty if none)."""
+def load_measurements(folder: Path, *, with_skipped: bool = False):
+    """Measurements already recorded in ``folder`` (empty if none).
+
+    With ``with_skipped``, also the ``(matrix, T_f, grouping)`` splits the
+    recipe named but that needed no run (a ``T_f`` past the longest row), as
+    ``(records, skipped)``.
+    """
     p = folder / "measurements.json"
-    if not p.exists():
-        return []
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-        return list(data["records"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ModelError(f"{p}: unreadable training measurements ({exc})") from None
+    records, skipped = [], []
+    if p.exists():
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+            records = list(data["records"])
+            skipped = [tuple(k) for k in data.get("skipped", [])]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ModelError(f"{p}: unreadable training measurements ({exc})") from None
+    return (records, skipped) if with_skipped else records
 
 
 def measure_transfer(pair, sizes=None, repeats: int = 5) -> TransferModel:
@@ -174,6 +195,7 @@ def train(pair, *, platform: str | None = None, recipe: str | Recipe = "quick",
     -------
     dict
         ``platform``, ``measured`` (new runs), ``skipped`` (resumed runs),
+        ``unneeded`` (splits at a ``T_f`` past the longest row, not run),
         ``records``, ``seconds``, ``model_path``.
 
     Raises
@@ -199,8 +221,9 @@ def train(pair, *, platform: str | None = None, recipe: str | Recipe = "quick",
             raise FineParError(
                 f"{folder}: measurements were taken on {info.get('devices')}, not on the devices "
                 f"in use ({devices}); choose another --platform name")
-    records = load_measurements(folder)
+    records, skipped_splits = load_measurements(folder, with_skipped=True)
     done = {(r["matrix"], r["T_f"], r.get("grouping", "none")) for r in records}
+    done.update(skipped_splits)
     atomic_write_json(info_path, {"platform": platform, "devices": devices,
                                   "emulated": pair.emulated, "memory": pair.mode,
                                   "recipe": asdict(rec),
@@ -208,7 +231,7 @@ def train(pair, *, platform: str | None = None, recipe: str | Recipe = "quick",
     t_start = time.perf_counter()
     rng = np.random.default_rng(rec.seed)
     quads = {s: [random_quadruplet(rng) for _ in range(rec.quadruplets)] for s in rec.scales}
-    measured = skipped = 0
+    measured = skipped = unneeded = 0
     bar = tqdm(total=rec.runs, disable=None if progress else True, unit="run",
                desc=f"training {platform}", dynamic_ncols=True)
     try:
@@ -233,10 +256,19 @@ def train(pair, *, platform: str | None = None, recipe: str | Recipe = "quick",
                     lengths = wl.matrix.row_lengths()
                     x = np.random.default_rng(s * 100 + q).uniform(-1, 1, wl.matrix.n) \
                         .astype(np.float32)
+                    longest = int(lengths.max())
                     for t, gr in ts:
+                        if t != ALL_GPU and t >= longest and t > 0:
+                            # the same split as every row on the GPU: measured once, as ALL_GPU
+                            skipped_splits.append((keys[m], t, gr))
+                            done.add((keys[m], t, gr))
+                            unneeded += 1
+                            bar.update(1)
+                            continue
                         bar.set_postfix_str(f"S={s} quad {q + 1}/{rec.quadruplets} type {m} "
-                                            f"T_f={t} {gr}")
-                        plan = fine_grained(lengths, t, grouping=gr)
+                                            f"T_f={'all-gpu' if t == ALL_GPU else t} {gr}")
+                        plan = fine_grained(lengths, longest if t == ALL_GPU else t,
+                                            grouping=gr)
                         eng = wl.engine(pair, plan)
                         eng.write("x", x)
                         times = _co_run(eng, rec.repeats)
@@ -256,13 +288,15 @@ def train(pair, *, platform: str | None = None, recipe: str | Recipe = "quick",
                         measured += 1
                         bar.update(1)
                     atomic_write_json(folder / "measurements.json",
-                                      {"platform": platform, "records": records})
+                                      {"platform": platform, "records": records,
+                                       "skipped": [list(k) for k in skipped_splits]})
     finally:
         bar.close()
     transfer = None
     if not pair.shared:
         transfer = measure_transfer(pair)
     out = {"platform": platform, "measured": measured, "skipped": skipped,
+           "unneeded": unneeded,
            "records": len(records), "seconds": time.perf_counter() - t_start,
            "model_path": None}
     if fit:

@@ -165,10 +165,13 @@ def test_model_matching_exact_nearest_and_none(tmp_path, pairs, rng):
 
 
 def test_training_quick_recipe_resumes_and_fits(tmp_path, pairs):
-    rec = training.Recipe("tiny", (9, 10), 2, (16, 64, 256), repeats=1)
+    rec = training.Recipe("tiny", (9, 10), 2, (0, 16, 64, 4096, training.ALL_GPU), repeats=1)
     out = training.train(pairs["split"], platform="tiny", recipe=rec, training_root=tmp_path / "t",
                          models_dir=tmp_path / "m", progress=False)
-    assert out["measured"] == rec.runs and out["skipped"] == 0
+    # T_f = 4096 (and 64 on some) is past every row of these matrices: the same split
+    # as ALL_GPU, not run
+    assert out["unneeded"] >= rec.runs // 5 and out["skipped"] == 0
+    assert out["measured"] == rec.runs - out["unneeded"]
     model = perfmodel.PlatformModel.load(out["model_path"])
     assert set(model.groupings()) == {"none", "pow4"}
     assert model.transfer is not None and model.transfer.bandwidth > 0  # split memory
@@ -178,6 +181,11 @@ def test_training_quick_recipe_resumes_and_fits(tmp_path, pairs):
     assert again["measured"] == 0 and again["skipped"] == rec.runs
     recs = training.load_measurements(tmp_path / "t" / "tiny")
     assert all(r["throughput"] > 0 and r["SW"] > 0 for r in recs)
+    # the ends: every row on one device, so only that device has a record
+    assert {r["role"] for r in recs if r["T_f"] == 0} == {"cpu"}
+    assert {r["role"] for r in recs if r["T_f"] == training.ALL_GPU} == {"gpu"}
+    whole = {r["matrix"]: r["SW"] for r in recs if r["T_f"] == training.ALL_GPU}
+    assert all(r["SW"] == whole[r["matrix"]] for r in recs if r["T_f"] == 0)
     assert {r["type"] for r in recs} == {1, 2}
     refit = training.refit("tiny", training_root=tmp_path / "t", models_dir=tmp_path / "m",
                            kind="linear")
