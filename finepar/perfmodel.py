@@ -408,10 +408,25 @@ def available_models(dirs: list[Path] | None = None) -> list[PlatformModel]:
                 continue
             seen.add(rp)
             try:
-                out.append(PlatformModel.load(p))
+                out.append(_load_cached(rp))
             except ModelError:
                 continue
     return out
+
+
+_LOADED: dict = {}
+
+
+def _load_cached(path: Path) -> PlatformModel:
+    """:meth:`PlatformModel.load`, memoised on (path, size, mtime): the tuner looks a
+    model up on every run, and parsing every model file each time costs more than
+    the search itself."""
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    m = _LOADED.get(key)
+    if m is None:
+        m = _LOADED[key] = PlatformModel.load(path)
+    return m
 
 
 @dataclass

@@ -36,6 +36,9 @@ def initial_threshold(stats: RowStats, cpu_to_gpu: float) -> int:
     """Smallest ``T_f`` whose CPU share (rows with nnz > T_f) holds at most the
     fraction ``r / (1 + r)`` of the nonzeros, ``r = cpu_to_gpu`` (§3.4).
 
+    The CPU share's nnz only falls as ``T_f`` grows, so this is a bisection
+    over ``[0, longest row]``: O(log(longest) log n), no pass over the rows.
+
     Returns
     -------
     int
@@ -44,10 +47,14 @@ def initial_threshold(stats: RowStats, cpu_to_gpu: float) -> int:
     if stats.n == 0 or stats.nnz == 0:
         return 0
     target = stats.nnz * cpu_to_gpu / (1.0 + cpu_to_gpu)
-    lengths = np.unique(stats.sorted)
-    cpu_nnz = stats.nnz - stats.nnz_below(lengths)
-    ok = np.flatnonzero(cpu_nnz <= target)
-    return int(lengths[ok[0]]) if ok.size else int(lengths[-1])
+    lo, hi = 0, stats.max_length()  # the CPU share is empty at hi
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if stats.nnz - stats.nnz_below(mid) <= target:
+            hi = mid
+        else:
+            lo = mid + 1
+    return int(lo)
 
 
 def halo_estimate(stats: RowStats, threshold: int) -> float:
