@@ -45,7 +45,9 @@ def graph_specs(real: str, scales: str) -> list[str]:
     out = []
     if real and real != "none":
         names = REAL_GRAPHS if real == "all" else tuple(x.strip() for x in real.split(","))
-        out += [str(data_dir() / n) for n in names]
+        for n in names:  # a bundled graph may be named without its extension
+            full = [f for f in REAL_GRAPHS if f == n or f.split(".")[0] == n]
+            out.append(str(data_dir() / (full[0] if full else n)))
     if scales:
         out += [f"graph500:{int(s)}" for s in scales.split(",") if s.strip()]
     return out

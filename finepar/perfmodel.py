@@ -398,6 +398,34 @@ def available_models(dirs: list[Path] | None = None) -> list[PlatformModel]:
     then the source checkout's models/). Unreadable files are skipped."""
     dirs = dirs if dirs is not None else [d for d in (default_models_dir(), shipped_models_dir())
                                           if d is not None]
+    key = []
+    for d in dirs:
+        try:
+            key.append((str(d), d.stat().st_mtime_ns))
+        except OSError:
+            key.append((str(d), None))
+    key = tuple(key)
+    hit = _LISTED.get(key)
+    if hit is not None and all(_unchanged(m) for m in hit):
+        return list(hit)
+    out = _scan_models(dirs)
+    _LISTED.clear()
+    _LISTED[key] = tuple(out)
+    return out
+
+
+_LISTED: dict = {}
+
+
+def _unchanged(m: PlatformModel) -> bool:
+    try:
+        st = os.stat(m.path)
+    except (OSError, TypeError):
+        return False
+    return (m.path, st.st_size, st.st_mtime_ns) in _LOADED
+
+
+def _scan_models(dirs: list[Path]) -> list[PlatformModel]:
     seen, out = set(), []
     for d in dirs:
         if not d.is_dir():
