@@ -263,6 +263,9 @@ def _model_tables(model) -> str:
     tr = model.transfer
     tail = (f"\ntransfer: latency {tr.latency_s * 1e6:.1f} us, bandwidth {tr.bandwidth / 1e9:.2f} "
             f"GB/s" if tr else "\ntransfer: none (shared memory)")
+    for role, o in sorted(model.overhead.items()):
+        tail += (f"\n{role} step overhead: {o.step_s * 1e6:.1f} us for one launch, "
+                 f"+{o.launch_s * 1e6:.1f} us per further launch")
     return (head + "\nTable 4: throughput (nnz/s) = C1*AW + C2*VW + C3*log NW + C4*log SW + C5\n"
             + t4 + "\n\nTable 5: correlation of each feature with throughput\n" + t5 + tail)
 

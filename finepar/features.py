@@ -88,6 +88,13 @@ class RowStats:
         self._c1 = np.concatenate(([0], np.cumsum(self._vals * cnt)))  # exact in int64
         self._c2 = np.concatenate(([0.0], np.cumsum(v * v * cnt)))
         self.nnz = int(self._c1[-1])
+        # §4.1's length groups among the distinct lengths: group 0 holds empty rows,
+        # group i >= 1 rows of 4**(i-1) <= nnz < 4**i; _new[j] = 1 where distinct
+        # length j opens a group, so a share's launch count is a difference of sums
+        gid = np.array([(int(x).bit_length() + 1) // 2 for x in self._vals], dtype=np.int64)
+        new = np.ones(gid.size, dtype=np.int64)
+        new[1:] = gid[1:] != gid[:-1]
+        self._new = np.concatenate(([0], np.cumsum(new)))
 
     def _range(self, lo: int, hi: int) -> Features:
         """Features of the rows whose length is among distinct lengths ``lo:hi``."""
@@ -114,6 +121,17 @@ class RowStats:
         if role == "cpu":
             return self._range(k, self._vals.size)
         raise ValueError(f"role must be 'cpu' or 'gpu', not {role!r}")
+
+    def launches(self, threshold: float, role: str, grouping: str = "pow4") -> int:
+        """Kernel launches of a share per step: its non-empty length groups
+        (``pow4``, §4.1), or 1 (``none``); 0 for an empty share."""
+        k = self._bin(threshold)
+        lo, hi = (0, k) if role == "gpu" else (k, self._vals.size)
+        if hi <= lo:
+            return 0
+        if grouping == "none":
+            return 1
+        return int(self._new[hi] - self._new[lo + 1]) + 1
 
     def whole(self) -> Features:
         """Features of the whole matrix."""

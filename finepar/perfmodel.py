@@ -158,6 +158,34 @@ class TransferModel:
 
 
 @dataclass
+class LaunchOverhead:
+    """Fixed host and launch cost of a device's share per step (measured).
+
+    A step on a device with ``k`` launches costs about ``step_s + (k - 1) *
+    launch_s`` before any nonzero is processed: enqueueing, the device's launch
+    latency and the host's wait. The throughput models of Eq. 1-2 are fitted on
+    kernel times and leave this out; on a discrete pair, where a step may take
+    well under a millisecond, it decides whether the slower device should get a
+    handful of rows at all.
+
+    Attributes
+    ----------
+    step_s : float
+        Seconds for a step of one launch of negligible work.
+    launch_s : float
+        Seconds per further launch in the same step.
+    """
+
+    step_s: float
+    launch_s: float
+
+    def seconds(self, launches: int) -> float:
+        if launches <= 0:
+            return 0.0
+        return self.step_s + (launches - 1) * self.launch_s
+
+
+@dataclass
 class PlatformModel:
     """The models of one platform (one CPU + GPU pair).
 
@@ -171,6 +199,9 @@ class PlatformModel:
         ``{(grouping, type, role): DeviceModel}``; ``grouping`` is ``none``
         (one launch per device, FinePar-original) or ``pow4`` (§4.1's groups).
     transfer : TransferModel or None
+    overhead : dict
+        ``{role: LaunchOverhead}`` measured per device (empty for models trained
+        before it was measured: then no fixed cost is added).
     meta : dict
         Date, recipe, library versions, sample counts.
     path : str or None
@@ -184,6 +215,7 @@ class PlatformModel:
     transfer: TransferModel | None = None
     meta: dict = field(default_factory=dict)
     path: str | None = None
+    overhead: dict = field(default_factory=dict)
 
     def groupings(self) -> list[str]:
         return sorted({k[0] for k in self.models})
@@ -212,6 +244,8 @@ class PlatformModel:
             "transfer": (None if self.transfer is None else
                          {"latency_s": self.transfer.latency_s,
                           "bandwidth_bytes_per_s": self.transfer.bandwidth}),
+            "overhead": {r: {"step_s": o.step_s, "launch_s": o.launch_s}
+                         for r, o in self.overhead.items()},
             "meta": self.meta,
         }
 
@@ -246,9 +280,11 @@ class PlatformModel:
             tr = d.get("transfer")
             transfer = (TransferModel(float(tr["latency_s"]), float(tr["bandwidth_bytes_per_s"]))
                         if tr else None)
+            overhead = {r: LaunchOverhead(float(o["step_s"]), float(o["launch_s"]))
+                        for r, o in (d.get("overhead") or {}).items()}
             return cls(platform=d["platform"], devices=d["devices"],
                        emulated=bool(d.get("emulated")), models=models, transfer=transfer,
-                       meta=d.get("meta", {}), path=str(p))
+                       meta=d.get("meta", {}), path=str(p), overhead=overhead)
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"{p}: malformed model file ({exc!r})") from None
 
@@ -320,7 +356,7 @@ def fit_device_model(X: np.ndarray, y: np.ndarray, kind: str = "linear",
 
 def fit_platform(records: list[dict], *, platform: str, devices: dict, emulated: bool,
                  kind: str = "linear", transfer: TransferModel | None = None,
-                 meta: dict | None = None) -> PlatformModel:
+                 meta: dict | None = None, overhead: dict | None = None) -> PlatformModel:
     """Fit the four models of a platform from training measurements.
 
     Parameters
@@ -354,7 +390,7 @@ def fit_platform(records: list[dict], *, platform: str, devices: dict, emulated:
     meta.setdefault("kind", kind)
     meta["versions"] = _versions()
     return PlatformModel(platform=platform, devices=devices, emulated=emulated, models=models,
-                         transfer=transfer, meta=meta)
+                         transfer=transfer, meta=meta, overhead=dict(overhead or {}))
 
 
 def _versions() -> dict:

@@ -158,6 +158,46 @@ def measure_transfer(pair, sizes=None, repeats: int = 5) -> TransferModel:
     return TransferModel(latency_s=float(max(intercept, 0.0)), bandwidth=float(bandwidth))
 
 
+def measure_overhead(pair, *, repeats: int = 30, scale: int = 10) -> dict:
+    """Measure each device's fixed cost per step: the wall time of a step of one
+    launch doing almost nothing, and what each further launch adds.
+
+    Runs SpMV on one short row (one launch), then on one row of each length group
+    of a small Graph500 matrix (one launch per group), on each device alone.
+
+    Returns
+    -------
+    dict
+        ``{role: LaunchOverhead}`` (seconds).
+    """
+    from .api import Workload
+    from .graph500 import kronecker
+    from .partition import subset_plan
+    from .perfmodel import LaunchOverhead
+    wl = Workload("spmv", kronecker(scale, seed=7))
+    lengths = wl.matrix.row_lengths().astype(np.int64)
+    gid = np.array([(int(x).bit_length() + 1) // 2 for x in lengths], dtype=np.int64)
+    firsts = np.unique(gid, return_index=True)[1]  # one row per length group
+    short = int(np.flatnonzero(lengths > 0)[0])
+    x = np.ones(wl.matrix.n, dtype=np.float32)
+    out = {}
+    for role in ("cpu", "gpu"):
+        walls = {}
+        for name, rows in (("one", np.array([short])), ("all", np.sort(firsts))):
+            eng = wl.engine(pair, subset_plan(lengths, rows, role, grouping="pow4"))
+            eng.write("x", x)
+            for _ in range(3):
+                eng.rowop(x="x", y="y")
+            eng.reset_records()
+            for _ in range(repeats):
+                eng.rowop(x="x", y="y")
+            walls[name] = float(np.median([r.wall for r in eng.records]))
+        k = firsts.size
+        per = max((walls["all"] - walls["one"]) / (k - 1), 0.0) if k > 1 else 0.0
+        out[role] = LaunchOverhead(step_s=walls["one"], launch_s=per)
+    return out
+
+
 def _co_run(engine, repeats: int) -> dict[str, float]:
     """Median per-device kernel time (seconds) of ``repeats`` co-running row operations."""
     engine.rowop(x="x", y="y")  # warm-up: compilation, first touch
@@ -295,6 +335,7 @@ def train(pair, *, platform: str | None = None, recipe: str | Recipe = "quick",
     transfer = None
     if not pair.shared:
         transfer = measure_transfer(pair)
+    overhead = measure_overhead(pair)
     out = {"platform": platform, "measured": measured, "skipped": skipped,
            "unneeded": unneeded,
            "records": len(records), "seconds": time.perf_counter() - t_start,
@@ -302,7 +343,7 @@ def train(pair, *, platform: str | None = None, recipe: str | Recipe = "quick",
     if fit:
         model = fit_platform(
             records, platform=platform, devices=devices, emulated=pair.emulated, kind=kind,
-            transfer=transfer,
+            transfer=transfer, overhead=overhead,
             meta={"recipe": asdict(rec), "memory": pair.mode, "records": len(records),
                   "trained": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                   "pair": pair.describe()})
@@ -323,9 +364,11 @@ def refit(platform: str, *, training_root: str | Path = "training",
     info = json.loads(info_path.read_text(encoding="utf-8"))
     records = load_measurements(folder)
     old = Path(models_dir or default_models_dir()) / f"{platform}.json"
-    transfer = PlatformModel.load(old).transfer if old.exists() else None
+    prev = PlatformModel.load(old) if old.exists() else None
     model = fit_platform(records, platform=platform, devices=info["devices"],
-                         emulated=info["emulated"], kind=kind, transfer=transfer,
+                         emulated=info["emulated"], kind=kind,
+                         transfer=prev.transfer if prev else None,
+                         overhead=prev.overhead if prev else None,
                          meta={"recipe": info["recipe"], "memory": info.get("memory"),
                                "records": len(records), "refit": True})
     model.save(old)

@@ -7,8 +7,10 @@
    device on the whole matrix; without a model, a measured profile).
 3. **Hill climbing**: step 64 on the predicted time
    ``max(t_cpu, t_gpu) + t_transfer``, where ``t = SW / throughput(AW, VW,
-   log NW, log SW)`` from the platform's models and ``t_transfer`` is the
-   halo estimate on a discrete pair; stop at a local optimum. The two ends
+   log NW, log SW)`` from the platform's models, plus the measured fixed cost
+   of the share's launches (an addition to the paper's model), and
+   ``t_transfer`` is the halo estimate on a discrete pair; stop at a local
+   optimum. The two ends
    (T_f = 0, every row on the CPU; T_f = the longest row, every row on the
    GPU) are scored as well and win if predicted faster: on a pair as
    unequal as a discrete GPU and a CPU, the best split may be none.
@@ -150,11 +152,17 @@ class Predictor:
         self.transfer = transfer and model is not None and model.transfer is not None
 
     def device_seconds(self, threshold: int, role: str) -> float:
+        """Predicted seconds of ``role``'s share per step: its launches' fixed cost
+        (when the model measured one) plus ``SW / throughput``."""
         f = self.stats.share(threshold, role)
         if f.SW == 0:
             return 0.0
         if self.model is not None:
-            return self.model.predict_seconds(f, self.matrix_type, role, self.grouping)
+            t = self.model.predict_seconds(f, self.matrix_type, role, self.grouping)
+            o = self.model.overhead.get(role)
+            if o is not None:
+                t += o.seconds(self.stats.launches(threshold, role, self.grouping))
+            return t
         return f.SW / self.throughput[role]
 
     def __call__(self, threshold: int) -> dict:

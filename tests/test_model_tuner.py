@@ -27,6 +27,22 @@ def test_share_features_match_brute_force(rng):
     assert st.whole().SW == lengths.sum()
 
 
+def test_launch_counts_match_the_plans(rng):
+    from finepar.partition import fine_grained
+    for trial in range(40):
+        lengths = (rng.pareto(1.0, size=int(rng.integers(1, 400))) *
+                   int(rng.integers(1, 60))).astype(np.int64)
+        if trial % 3 == 0:
+            lengths[:5] = 0  # empty rows form their own group
+        st = features.RowStats(lengths)
+        for t in (0, 1, 3, 4, 15, 16, 64, 1000, int(lengths.max())):
+            for grouping in ("none", "pow4"):
+                plan = fine_grained(lengths, t, grouping=grouping)
+                for role in ("cpu", "gpu"):
+                    want = sum(1 for g in plan.shares[role].groups if len(g))
+                    assert st.launches(t, role, grouping) == want
+
+
 def test_type_detection_sampling_agrees_with_exact_count():
     g2 = generated_graph(14, 3)
     from finepar.graph500 import diagonal_copy
@@ -231,3 +247,28 @@ def test_halo_estimate_is_in_the_right_range():
                 + np.sum(own_gpu[np.unique(m.indices[~own_gpu[rows]])]))
         est = tuner.halo_estimate(st, t)
         assert true / 4 <= est <= true * 4
+
+
+def test_launch_overhead_is_measured_saved_and_predicted(pairs, tmp_path, rng):
+    over = training.measure_overhead(pairs["split"], repeats=5, scale=8)
+    assert set(over) == {"cpu", "gpu"}
+    assert all(o.step_s > 0 and o.launch_s >= 0 for o in over.values())
+    devs = {"cpu": pairs["split"].selection.cpu.key, "gpu": pairs["split"].selection.gpu.key}
+    model = perfmodel.fit_platform(_synthetic_records(rng, 30), platform="syn", devices=devs,
+                                   emulated=True, overhead=over)
+    model.save(tmp_path / "syn.json")
+    back = perfmodel.PlatformModel.load(tmp_path / "syn.json")
+    assert back.overhead["cpu"].step_s == pytest.approx(over["cpu"].step_s)
+    lengths = np.diff(shared_graph("ca-GrQc.mtx").indptr)
+    st = features.RowStats(lengths)
+    with_o = tuner.Predictor(st, 2, model=back, grouping="pow4")
+    bare = perfmodel.PlatformModel.load(tmp_path / "syn.json")
+    bare.overhead = {}
+    without = tuner.Predictor(st, 2, model=bare, grouping="pow4")
+    t = 8
+    k = st.launches(t, "cpu", "pow4")
+    assert k >= 1
+    assert with_o.device_seconds(t, "cpu") - without.device_seconds(t, "cpu") == pytest.approx(
+        over["cpu"].step_s + (k - 1) * over["cpu"].launch_s)
+    # an empty share costs nothing, fixed cost included
+    assert with_o.device_seconds(int(lengths.max()), "cpu") == 0.0
