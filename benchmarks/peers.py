@@ -295,8 +295,9 @@ def check(app, g, values, refs) -> bool:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--render", metavar="JSON",
-                   help="only re-render the table of an earlier run's JSON into --md")
+    p.add_argument("--render", metavar="JSON", nargs="+",
+                   help="only re-render the table of earlier runs' JSON files (rows merged, in "
+                        "order) into --md")
     p.add_argument("--real", default="soc-Slashdot0902.txt.gz,cnr-2000.mtx.gz")
     p.add_argument("--scales", default="20,22")
     p.add_argument("--repeats", type=int, default=3)
@@ -311,8 +312,11 @@ def main() -> int:
     args = p.parse_args()
     if args.render:
         from common import load_json
-        d = load_json(args.render)
-        write_section(args.md, args.section, render(d["rows"], d["device"], args, d["date"]))
+        runs = [load_json(f) for f in args.render]
+        rows = [r for run in runs for r in run["rows"]]
+        write_section(args.md, args.section,
+                      render(rows, runs[0]["device"], args,
+                             ", ".join(dict.fromkeys(r["date"] for r in runs))))
         return 0
     from finepar import reference
     from finepar.api import make_pair

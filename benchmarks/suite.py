@@ -27,6 +27,9 @@ IRREGULAR_VARIANCE = 100.0
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--render", metavar="JSON", nargs="+",
+                   help="only re-render the tables of earlier runs' JSON files (rows merged, "
+                        "in order) into --md")
     p.add_argument("--apps", default="pagerank,spmv,bfs,cc")
     p.add_argument("--real", default="all")
     p.add_argument("--scales", default="")
@@ -34,6 +37,9 @@ def main() -> int:
     p.add_argument("--large-methods", default="cpu-only,gpu-only,finepar-original,finepar",
                    help="methods for graphs of more than --large-nnz nonzeros")
     p.add_argument("--large-nnz", type=float, default=3e8)
+    p.add_argument("--cupy-reference-nnz", type=float, default=5e7,
+                   help="above this many nonzeros, the float64 PageRank reference is iterated "
+                        "with CuPy when it is installed (scipy takes minutes)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--oracle-step", type=float, default=5.0)
     p.add_argument("--model", default=None)
@@ -43,8 +49,19 @@ def main() -> int:
     p.add_argument("--section", default="compare", help="RESULTS.md section name")
     p.add_argument("--budget-s", type=float, default=None)
     args = p.parse_args()
+    if args.render:
+        from common import load_json
+        runs = [load_json(f) for f in args.render]
+        rows = [d for run in runs for d in run["rows"]]
+        args.repeats = runs[0].get("repeats", args.repeats)
+        args.large_nnz = runs[0].get("large_nnz", args.large_nnz)
+        write_section(args.md, args.section, render(rows, runs[0]["device"], args,
+                                                    ", ".join(dict.fromkeys(r["date"]
+                                                                            for r in runs))))
+        return 0
     from finepar.api import make_pair
     from finepar.baselines import METHODS, compare
+    from peers import cupy_available, cupy_pagerank_f64
     pair = make_pair(memory=args.memory)
     log(device_line(pair))
     budget = Budget(args.budget_s)
@@ -61,8 +78,13 @@ def main() -> int:
         for app in apps:
             t0 = time.perf_counter()
             ms = large_methods if g.nnz > args.large_nnz else methods
+            refs = None
+            if app == "pagerank" and g.nnz > args.cupy_reference_nnz:
+                cp = cupy_available()
+                if cp is not None:
+                    refs = {"pagerank": cupy_pagerank_f64(cp, g)}
             cmp = compare(app, g, pair=pair, methods=ms, repeats=args.repeats,
-                          oracle_step=args.oracle_step, model=args.model)
+                          oracle_step=args.oracle_step, model=args.model, references=refs)
             d = cmp.to_dict()
             d.update(variance=var, seconds=time.perf_counter() - t0, load_s=load_s)
             out.append(d)
@@ -71,7 +93,9 @@ def main() -> int:
             log(f"{g.name:28s} {app:9s} " + " ".join(f"{m}={fmt(v)}" for m, v in sp.items())
                 + (f" WRONG: {wrong}" if wrong else "") + f" ({d['seconds']:.0f} s)")
             if args.json:
-                write_json(args.json, {"device": device_line(pair), "date": today(), "rows": out})
+                write_json(args.json, {"device": device_line(pair), "date": today(),
+                                       "repeats": args.repeats, "large_nnz": args.large_nnz,
+                                       "rows": out})
             if args.md:
                 write_section(args.md, args.section, render(out, pair, args))
     return 0 if all(r["correct"] for d in out for r in d["results"]) else 1
@@ -90,13 +114,16 @@ def _speed(d, method, over):
     return b["seconds"] / a["seconds"]
 
 
-def render(rows, pair, args) -> str:
+def render(rows, pair, args, date=None) -> str:
     from finepar.baselines import METHODS
+    device = pair if isinstance(pair, str) else device_line(pair)
     lines = ["## FinePar against the partitioning baselines (Table 2, Fig. 12)", "",
-             f"Device: {device_line(pair)}. Date: {today()}. `benchmarks/suite.py`, one run; "
-             f"each cell is the speedup over single-device (the better of cpu-only and "
+             f"Device: {device}. Date: {date or today()}. `benchmarks/suite.py`: all "
+             f"methods of a row measured side by side in one run; each cell is the speedup over single-device (the better of cpu-only and "
              f"gpu-only; whole-run time, median of {args.repeats} after a warm-up). Every "
-             f"answer was checked against scipy before its time was kept. Baselines run BFS "
+             f"answer was checked against a float64 reference (scipy; for PageRank above "
+             f"{getattr(args, 'cupy_reference_nnz', 5e7):.0e} nnz, the same iteration in CuPy) "
+             f"before its time was kept. Baselines run BFS "
              f"and CC statically; `finepar` adapts to the frontier (§4.2). `-`: not run "
              f"(graphs above {args.large_nnz:.0e} nnz run a reduced set).", ""]
     for app in dict.fromkeys(d["app"] for d in rows):

@@ -108,6 +108,9 @@ def sweep_one(wl, pair, *, grouping, repeats, params, model, load_s, rounds=5):
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--render", metavar="JSON", nargs="+",
+                   help="only re-render the table of earlier runs' JSON files (rows merged, in "
+                        "order) into --md")
     p.add_argument("--apps", default="pagerank,spmv")
     p.add_argument("--real", default="all", help="real inputs: all, none, or a comma list")
     p.add_argument("--scales", default="", help="Graph500 scales, e.g. 20,21,22")
@@ -125,6 +128,17 @@ def main() -> int:
     p.add_argument("--section", default="sweep", help="RESULTS.md section name")
     p.add_argument("--budget-s", type=float, default=None, help="stop starting graphs after this")
     args = p.parse_args()
+    if args.render:
+        from common import load_json
+        runs = [load_json(f) for f in args.render]
+        rows = [r for run in runs for r in run["rows"]]
+        for k in ("grouping", "repeats", "iterations", "confirm"):
+            if k in runs[0]:
+                setattr(args, k, runs[0][k])
+        write_section(args.md, args.section,
+                      render(rows, runs[0]["device"], args,
+                             ", ".join(dict.fromkeys(r["date"] for r in runs))))
+        return 0
     from finepar.api import Workload, make_pair
     pair = make_pair(memory=args.memory)
     log(device_line(pair))
@@ -152,7 +166,9 @@ def main() -> int:
                 f"({r['seconds']:.0f} s)")
             if args.json:
                 write_json(args.json, {"device": device_line(pair), "date": today(),
-                                       "grouping": args.grouping, "rows": rows})
+                                       "grouping": args.grouping, "repeats": args.repeats,
+                                       "iterations": args.iterations, "confirm": args.confirm,
+                                       "rows": rows})
             if args.md:
                 write_section(args.md, args.section, render(rows, pair, args))
     log(f"mean tuned/best: {100 * np.mean([r['tuned_over_best'] for r in rows]):.1f}%  "
@@ -160,11 +176,12 @@ def main() -> int:
     return 0
 
 
-def render(rows, pair, args) -> str:
+def render(rows, pair, args, date=None) -> str:
+    device = pair if isinstance(pair, str) else device_line(pair)
     lines = ["## Tuned T_f against the best T_f of a sweep (Fig. 16)", "",
-             f"Device: {device_line(pair)}. Date: {today()}. Grouping: {args.grouping}. "
+             f"Device: {device}. Date: {date or today()}. Grouping: {args.grouping}. "
              f"Times per iteration (PageRank: {args.iterations} fixed iterations; SpMV: 10 "
-             f"products), median of {args.repeats} runs after a warm-up, all in one run of "
+             f"products), median of {args.repeats} runs after a warm-up, each row in one run of "
              f"`benchmarks/sweep.py`. Speedups are over the better single device. The sweep's "
              f"best T_f and the tuned T_f are then timed again side by side, interleaved, "
              f"median of {args.confirm} rounds, and those timings give the two speedups and "

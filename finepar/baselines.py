@@ -228,7 +228,7 @@ def _references(app: str, graph, params: dict) -> dict:
 
 def compare(app: str, graph, *, pair, methods=METHODS, repeats: int = 3,
             oracle_step: float = 5.0, model: Any = None, params: dict | None = None,
-            progress: bool = False) -> Comparison:
+            progress: bool = False, references: dict | None = None) -> Comparison:
     """Run every method on one (app, graph), check each answer, time each.
 
     Parameters
@@ -246,6 +246,10 @@ def compare(app: str, graph, *, pair, methods=METHODS, repeats: int = 3,
         Model for the tuner.
     params : dict, optional
         App parameters (``root``, ``x``, ``damping``, ``tol``, ``repeat``).
+    references : dict, optional
+        Precomputed float64 references by app name (e.g. ``{'pagerank': ranks}``,
+        computed by other means for graphs too large for scipy to iterate
+        quickly); the rest come from :mod:`finepar.reference`.
 
     Returns
     -------
@@ -274,7 +278,8 @@ def compare(app: str, graph, *, pair, methods=METHODS, repeats: int = 3,
     if app == "spmv":
         params.setdefault("x", np.random.default_rng(0).uniform(-1, 1, graph.n)
                           .astype(np.float32))
-    refs = _references(app, graph, params)
+    refs = dict(references) if references and app in references else _references(app, graph,
+                                                                                 params)
     lengths = wl.matrix.row_lengths()
     static = {"policy": DynamicPolicy(enabled=False)} if app in ("bfs", "cc") else {}
     adaptive_policy = {"policy": DynamicPolicy()} if app in ("bfs", "cc") else {}
