@@ -220,13 +220,14 @@ def cmd_generate(args) -> int:
 def cmd_train(args) -> int:
     from .api import make_pair
     from .config import load_config
-    from .training import RECIPES, train
+    from .training import ALL_GPU, RECIPES, train
     config = load_config(args.config)
     pair = make_pair(cpu=args.cpu, gpu=args.gpu, memory=args.memory or "auto", config=config)
     rec = RECIPES[args.recipe]
     print(f"training on {pair.describe()}")
     print(f"recipe {rec.name}: S={','.join(map(str, rec.scales))}, {rec.quadruplets} quadruplets "
-          f"per S, type 1 and 2, T_f in {{{', '.join(map(str, rec.thresholds))}}}: "
+          f"per S, type 1 and 2, T_f in "
+          f"{{{', '.join('all-GPU' if t == ALL_GPU else str(t) for t in rec.thresholds)}}}: "
           f"{rec.runs} runs")
     out = train(pair, platform=args.platform or config.get("platform"), recipe=rec,
                 training_root=args.training_dir, models_dir=args.models_dir, kind=args.kind,
