@@ -246,7 +246,7 @@ def _model_tables(model) -> str:
     from .report import format_table
     rows, corr = [], []
     for (g, t, r), dm in sorted(model.models.items()):
-        if dm.kind == "linear":
+        if dm.kind in ("linear", "loglinear"):
             rows.append([g, f"Type {t}", r.upper(), *[f"{c:.4g}" for c in dm.coef],
                          f"{dm.intercept:.4g}", f"{dm.r2:.2f}", dm.n_samples])
         else:
@@ -263,11 +263,18 @@ def _model_tables(model) -> str:
     t5 = format_table(["groups", "type", "device", *FEATURE_NAMES], corr, align="lllrrrr")
     tr = model.transfer
     tail = (f"\ntransfer: latency {tr.latency_s * 1e6:.1f} us, bandwidth {tr.bandwidth / 1e9:.2f} "
-            f"GB/s" if tr else "\ntransfer: none (shared memory)")
+            f"GB/s, one halo exchange round {tr.round_s * 1e6:.1f} us" if tr
+            else "\ntransfer: none (shared memory)")
+    tail += f"\nco-running step: +{model.corun_s * 1e6:.1f} us over the slower device alone"
     for role, o in sorted(model.overhead.items()):
         tail += (f"\n{role} step overhead: {o.step_s * 1e6:.1f} us for one launch, "
                  f"+{o.launch_s * 1e6:.1f} us per further launch")
-    return (head + "\nTable 4: throughput (nnz/s) = C1*AW + C2*VW + C3*log NW + C4*log SW + C5\n"
+    kinds = {dm.kind for dm in model.models.values()}
+    form = "C1*AW + C2*VW + C3*log NW + C4*log SW + C5"
+    eq = (f"log(throughput) = {form}" if kinds == {"loglinear"} else
+          f"throughput (nnz/s) = {form}" if kinds == {"linear"} else
+          f"throughput (nnz/s) = {form} (linear), exp(...) (loglinear)")
+    return (head + f"\nTable 4: {eq}; r2 on the throughput\n"
             + t4 + "\n\nTable 5: correlation of each feature with throughput\n" + t5 + tail)
 
 
@@ -443,8 +450,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--recipe", choices=("full", "reduced", "quick"), default="quick",
                    help="full: the paper's 1,280 runs (S=16..19); reduced: S=13..16; "
                         "quick: minutes on 2 cores (default)")
-    t.add_argument("--kind", choices=("linear", "mlp"), default="linear",
-                   help="regression: linear (Eq. 1-2, default) or mlp (§4.4)")
+    t.add_argument("--kind", choices=("loglinear", "linear", "mlp"), default="loglinear",
+                   help="loglinear: the paper's regression on log throughput (default); "
+                        "linear: Eq. 1-2 as printed; mlp: §4.4")
     t.add_argument("--memory", choices=("auto", "shared", "split"), default=None)
     t.add_argument("--training-dir", default="training", help="measurements root (training/)")
     t.add_argument("--models-dir", default=None, help="where NAME.json goes (models/)")
@@ -466,7 +474,9 @@ def build_parser() -> argparse.ArgumentParser:
     ms.set_defaults(func=cmd_models_show)
     mf = msub.add_parser("fit", help="refit a model from recorded training measurements")
     mf.add_argument("name", help="platform name (training/NAME/)")
-    mf.add_argument("--kind", choices=("linear", "mlp"), default="linear")
+    mf.add_argument("--kind", choices=("loglinear", "linear", "mlp"), default="loglinear",
+                    help="loglinear: the paper's regression on log throughput (default); "
+                         "linear: Eq. 1-2 as printed; mlp: §4.4")
     mf.add_argument("--training-dir", default="training")
     mf.add_argument("--models-dir", default=None)
     mf.set_defaults(func=cmd_models_fit)

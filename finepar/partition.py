@@ -298,12 +298,17 @@ def single_device(row_lengths: np.ndarray, role: str, *, grouping: str = "none",
     return plan
 
 
-def subset_plan(row_lengths: np.ndarray, rows: np.ndarray, role: str, *,
+def subset_plan(row_lengths: np.ndarray, rows, role: str | None = None, *,
                 grouping: str = "none") -> Plan:
-    """A plan that runs only ``rows`` (on ``role``): for profiling a sample."""
+    """A plan that runs only ``rows`` (on ``role``), or ``rows = {'cpu': ..., 'gpu':
+    ...}`` on each device: for profiling a sample and measuring overheads."""
     t0 = time.perf_counter()
     lengths = np.asarray(row_lengths)
-    rows = np.asarray(rows, dtype=np.int64)
     none = np.zeros(0, dtype=np.int64)
-    cpu, gpu = (rows, none) if role == "cpu" else (none, rows)
+    if isinstance(rows, dict):
+        cpu = np.asarray(rows.get("cpu", none), dtype=np.int64)
+        gpu = np.asarray(rows.get("gpu", none), dtype=np.int64)
+    else:
+        rows = np.asarray(rows, dtype=np.int64)
+        cpu, gpu = (rows, none) if role == "cpu" else (none, rows)
     return _make("sample", None, grouping, lengths, cpu, gpu, None, t0)

@@ -155,20 +155,23 @@ def measure_transfer(pair, sizes=None, repeats: int = 5) -> TransferModel:
     x, y = np.array(xs, dtype=np.float64), np.array(ys)
     slope, intercept = np.polyfit(x, y, 1)
     bandwidth = 1.0 / slope if slope > 0 else float(x.max() / y.max())
-    return TransferModel(latency_s=float(max(intercept, 0.0)), bandwidth=float(bandwidth))
+    return TransferModel(latency_s=float(max(intercept, 0.0)), bandwidth=float(bandwidth),
+                         round_s=measure_exchange_round(pair))
 
 
-def measure_overhead(pair, *, repeats: int = 30, scale: int = 10) -> dict:
+def measure_overhead(pair, *, repeats: int = 30, scale: int = 10) -> tuple[dict, float]:
     """Measure each device's fixed cost per step: the wall time of a step of one
-    launch doing almost nothing, and what each further launch adds.
+    launch doing almost nothing, what each further launch adds, and what a step
+    in which both devices run costs over the slower of them alone.
 
     Runs SpMV on one short row (one launch), then on one row of each length group
-    of a small Graph500 matrix (one launch per group), on each device alone.
+    of a small Graph500 matrix (one launch per group), on each device alone; then
+    one short row on each device together.
 
     Returns
     -------
-    dict
-        ``{role: LaunchOverhead}`` (seconds).
+    (dict, float)
+        ``{role: LaunchOverhead}`` and the co-running extra, seconds.
     """
     from .api import Workload
     from .graph500 import kronecker
@@ -180,22 +183,48 @@ def measure_overhead(pair, *, repeats: int = 30, scale: int = 10) -> dict:
     firsts = np.unique(gid, return_index=True)[1]  # one row per length group
     short = int(np.flatnonzero(lengths > 0)[0])
     x = np.ones(wl.matrix.n, dtype=np.float32)
-    out = {}
+    def step_wall(rows, role=None) -> float:
+        eng = wl.engine(pair, subset_plan(lengths, rows, role, grouping="pow4"))
+        eng.write("x", x)
+        for _ in range(3):
+            eng.rowop(x="x", y="y")
+        eng.reset_records()
+        for _ in range(repeats):
+            eng.rowop(x="x", y="y")
+        return float(np.median([r.wall for r in eng.records]))
+
+    out, one = {}, {}
     for role in ("cpu", "gpu"):
-        walls = {}
-        for name, rows in (("one", np.array([short])), ("all", np.sort(firsts))):
-            eng = wl.engine(pair, subset_plan(lengths, rows, role, grouping="pow4"))
-            eng.write("x", x)
-            for _ in range(3):
-                eng.rowop(x="x", y="y")
-            eng.reset_records()
-            for _ in range(repeats):
-                eng.rowop(x="x", y="y")
-            walls[name] = float(np.median([r.wall for r in eng.records]))
+        one[role] = step_wall(np.array([short]), role)
+        every = step_wall(np.sort(firsts), role)
         k = firsts.size
-        per = max((walls["all"] - walls["one"]) / (k - 1), 0.0) if k > 1 else 0.0
-        out[role] = LaunchOverhead(step_s=walls["one"], launch_s=per)
-    return out
+        per = max((every - one[role]) / (k - 1), 0.0) if k > 1 else 0.0
+        out[role] = LaunchOverhead(step_s=one[role], launch_s=per)
+    second = int(np.flatnonzero(lengths > 0)[1])
+    both = step_wall({"cpu": np.array([short]), "gpu": np.array([second])})
+    return out, max(both - max(one.values()), 0.0)
+
+
+def measure_exchange_round(pair, *, repeats: int = 30, scale: int = 10) -> float:
+    """Wall time (seconds) of one halo exchange of a small split, both directions.
+
+    Split memory only; this is :class:`~finepar.perfmodel.TransferModel`'s
+    ``round_s``."""
+    from .api import Workload
+    from .graph500 import kronecker
+    from .partition import fine_grained
+    wl = Workload("spmv", kronecker(scale, seed=7))
+    lengths = wl.matrix.row_lengths()
+    eng = wl.engine(pair, fine_grained(lengths, int(np.percentile(lengths, 95))))
+    eng.prepare_exchange()
+    for _ in range(3):
+        eng.exchange("x")
+    walls = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        eng.exchange("x")
+        walls.append(time.perf_counter() - t0)
+    return float(np.median(walls))
 
 
 def _co_run(engine, repeats: int) -> dict[str, float]:
@@ -212,7 +241,7 @@ def _co_run(engine, repeats: int) -> dict[str, float]:
 
 def train(pair, *, platform: str | None = None, recipe: str | Recipe = "quick",
           training_root: str | Path = "training", models_dir: str | Path | None = None,
-          kind: str = "linear", progress: bool = True, fit: bool = True) -> dict:
+          kind: str = "loglinear", progress: bool = True, fit: bool = True) -> dict:
     """Measure (resuming), then fit and write the platform model.
 
     Parameters
@@ -225,7 +254,8 @@ def train(pair, *, platform: str | None = None, recipe: str | Recipe = "quick",
     recipe : {'full', 'reduced', 'quick'} or Recipe
     training_root, models_dir : path
         Where measurements and the model go (``training/``, ``models/``).
-    kind : {'linear', 'mlp'}
+    kind : {'loglinear', 'linear', 'mlp'}
+        Model kind (see :mod:`finepar.perfmodel`).
     progress : bool
         Show a progress bar (tqdm) on stderr.
     fit : bool
@@ -335,7 +365,7 @@ def train(pair, *, platform: str | None = None, recipe: str | Recipe = "quick",
     transfer = None
     if not pair.shared:
         transfer = measure_transfer(pair)
-    overhead = measure_overhead(pair)
+    overhead, corun_s = measure_overhead(pair)
     out = {"platform": platform, "measured": measured, "skipped": skipped,
            "unneeded": unneeded,
            "records": len(records), "seconds": time.perf_counter() - t_start,
@@ -343,7 +373,7 @@ def train(pair, *, platform: str | None = None, recipe: str | Recipe = "quick",
     if fit:
         model = fit_platform(
             records, platform=platform, devices=devices, emulated=pair.emulated, kind=kind,
-            transfer=transfer, overhead=overhead,
+            transfer=transfer, overhead=overhead, corun_s=corun_s,
             meta={"recipe": asdict(rec), "memory": pair.mode, "records": len(records),
                   "trained": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
                   "pair": pair.describe()})
@@ -355,7 +385,7 @@ def train(pair, *, platform: str | None = None, recipe: str | Recipe = "quick",
 
 
 def refit(platform: str, *, training_root: str | Path = "training",
-          models_dir: str | Path | None = None, kind: str = "linear") -> PlatformModel:
+          models_dir: str | Path | None = None, kind: str = "loglinear") -> PlatformModel:
     """Fit a model again from recorded measurements (no device needed)."""
     folder = training_dir(platform, training_root)
     info_path = folder / "recipe.json"
@@ -369,6 +399,7 @@ def refit(platform: str, *, training_root: str | Path = "training",
                          emulated=info["emulated"], kind=kind,
                          transfer=prev.transfer if prev else None,
                          overhead=prev.overhead if prev else None,
+                         corun_s=prev.corun_s if prev else 0.0,
                          meta={"recipe": info["recipe"], "memory": info.get("memory"),
                                "records": len(records), "refit": True})
     model.save(old)

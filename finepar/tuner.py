@@ -9,8 +9,9 @@
    ``max(t_cpu, t_gpu) + t_transfer``, where ``t = SW / throughput(AW, VW,
    log NW, log SW)`` from the platform's models, plus the measured fixed cost
    of the share's launches (an addition to the paper's model), and
-   ``t_transfer`` is the halo estimate on a discrete pair; stop at a local
-   optimum. The two ends
+   ``t_transfer`` is the measured extra cost of a co-running step plus, on a
+   discrete pair, the halo exchange (a measured round plus bytes over
+   bandwidth); stop at a local optimum. The two ends
    (T_f = 0, every row on the CPU; T_f = the longest row, every row on the
    GPU) are scored as well and win if predicted faster: on a pair as
    unequal as a discrete GPU and a CPU, the best split may be none.
@@ -169,8 +170,11 @@ class Predictor:
         t_cpu = self.device_seconds(threshold, "cpu")
         t_gpu = self.device_seconds(threshold, "gpu")
         t_x = 0.0
-        if self.transfer and t_cpu > 0 and t_gpu > 0:
-            t_x = self.model.transfer.seconds(4.0 * halo_estimate(self.stats, threshold))
+        if t_cpu > 0 and t_gpu > 0:
+            if self.model is not None:
+                t_x += self.model.corun_s  # waiting on two queues
+            if self.transfer:
+                t_x += self.model.transfer.seconds(4.0 * halo_estimate(self.stats, threshold))
         return {"T_f": int(threshold), "t_cpu": t_cpu, "t_gpu": t_gpu, "t_transfer": t_x,
                 "t": max(t_cpu, t_gpu) + t_x}
 

@@ -124,7 +124,7 @@ def test_linear_and_mlp_models_fit_and_round_trip(tmp_path, rng):
     recs = _synthetic_records(rng)
     devs = {"cpu": "P|cpu", "gpu": "P|gpu"}
     lin = perfmodel.fit_platform(recs, platform="synthetic", devices=devs, emulated=True,
-                                 transfer=perfmodel.TransferModel(1e-5, 1e10))
+                                 transfer=perfmodel.TransferModel(1e-5, 1e10), kind="linear")
     m = lin.device_model(1, "gpu")
     assert m.r2 > 0.999 and m.coef[0] == pytest.approx(4e6, rel=1e-3)
     assert set(m.correlations) == {"AW", "VW", "log NW", "log SW"}
@@ -141,6 +141,19 @@ def test_linear_and_mlp_models_fit_and_round_trip(tmp_path, rng):
         assert dm.predict(f2) == pytest.approx(float(dm.predict_many(f2.vector()[None, :])[0]))
     d = json.loads(path.read_text())
     assert d["format"] == perfmodel.FORMAT and "versions" in d["meta"]
+    # loglinear: exact on data whose log throughput is linear in the features, and
+    # positive far below the data, where a linear fit of the same data is not
+    logrecs = [dict(r, throughput=float(np.exp(20 + 0.01 * r["AW"] - 1e-4 * r["VW"]
+                                               + 0.3 * np.log(r["SW"])))) for r in recs]
+    ll = perfmodel.fit_platform(logrecs, platform="syn-log", devices=devs, emulated=True)
+    dm = ll.device_model(2, "cpu")
+    assert dm.kind == "loglinear" and dm.coef[0] == pytest.approx(0.01, rel=1e-6)
+    assert dm.coef[3] == pytest.approx(0.3, rel=1e-6) and dm.r2 > 0.999
+    ll.save(tmp_path / "ll.json")
+    tiny = features.Features(1.0, 0.0, 1, 1)
+    assert perfmodel.PlatformModel.load(tmp_path / "ll.json").predict_seconds(
+        tiny, 2, "cpu") == pytest.approx(ll.predict_seconds(tiny, 2, "cpu"))
+    assert dm.predict(tiny) == pytest.approx(float(dm.predict_many(tiny.vector()[None, :])[0]))
     mlp = perfmodel.fit_platform(recs, platform="synthetic-mlp", devices=devs, emulated=True,
                                  kind="mlp")
     assert mlp.device_model(1, "cpu").r2 > 0.9
@@ -250,15 +263,19 @@ def test_halo_estimate_is_in_the_right_range():
 
 
 def test_launch_overhead_is_measured_saved_and_predicted(pairs, tmp_path, rng):
-    over = training.measure_overhead(pairs["split"], repeats=5, scale=8)
-    assert set(over) == {"cpu", "gpu"}
+    over, corun = training.measure_overhead(pairs["split"], repeats=5, scale=8)
+    assert set(over) == {"cpu", "gpu"} and corun >= 0
     assert all(o.step_s > 0 and o.launch_s >= 0 for o in over.values())
+    assert training.measure_exchange_round(pairs["split"], repeats=5, scale=8) > 0
     devs = {"cpu": pairs["split"].selection.cpu.key, "gpu": pairs["split"].selection.gpu.key}
     model = perfmodel.fit_platform(_synthetic_records(rng, 30), platform="syn", devices=devs,
-                                   emulated=True, overhead=over)
+                                   emulated=True, overhead=over, corun_s=1e-4,
+                                   transfer=perfmodel.TransferModel(1e-6, 1e9, round_s=2e-4))
     model.save(tmp_path / "syn.json")
     back = perfmodel.PlatformModel.load(tmp_path / "syn.json")
     assert back.overhead["cpu"].step_s == pytest.approx(over["cpu"].step_s)
+    assert back.corun_s == 1e-4 and back.transfer.round_s == 2e-4
+    assert back.transfer.seconds(4000) == pytest.approx(2e-4 + 4e-6)
     lengths = np.diff(shared_graph("ca-GrQc.mtx").indptr)
     st = features.RowStats(lengths)
     with_o = tuner.Predictor(st, 2, model=back, grouping="pow4")
@@ -272,3 +289,8 @@ def test_launch_overhead_is_measured_saved_and_predicted(pairs, tmp_path, rng):
         over["cpu"].step_s + (k - 1) * over["cpu"].launch_s)
     # an empty share costs nothing, fixed cost included
     assert with_o.device_seconds(int(lengths.max()), "cpu") == 0.0
+    # a split pays the co-running extra; one device alone does not
+    assert with_o(t)["t_transfer"] == pytest.approx(1e-4)
+    assert with_o(int(lengths.max()))["t_transfer"] == 0.0
+    ex = tuner.Predictor(st, 2, model=back, grouping="pow4", transfer=True)(t)
+    assert ex["t_transfer"] > 1e-4 + 2e-4
