@@ -208,7 +208,7 @@ def check_answer(app: str, graph, result, refs: dict, params: dict) -> str:
         if not np.array_equal(result.values, refs["bfs"]):
             return "levels differ from scipy's"
         errs = reference.validate_bfs(graph, params["root"], result.values,
-                                      result.extra["parent"])
+                                      result.extra["parent"], reference_levels=refs["bfs"])
         return "; ".join(errs)
     if not np.array_equal(result.values, refs["cc"]):
         return "component labels differ from scipy's"

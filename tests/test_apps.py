@@ -182,3 +182,46 @@ def test_reference_components_match_networkx():
     for comp in nx.connected_components(G):
         comp = np.fromiter(comp, dtype=np.int64)
         assert np.all(lab[comp] == comp.min())
+
+
+def test_has_edges_matches_scipy(rng):
+    g = generated_graph(11, 5)
+    import scipy.sparse as sp
+    a = sp.csr_matrix((np.ones(g.nnz), g.indices, g.indptr), shape=(g.n, g.n))
+    src = rng.integers(0, g.n, 5000)
+    dst = rng.integers(0, g.n, 5000)
+    rows = np.repeat(np.arange(g.n), np.diff(g.indptr))
+    pick = rng.integers(0, g.nnz, 5000)  # half the queries are real edges
+    src = np.concatenate([src, rows[pick]])
+    dst = np.concatenate([dst, g.indices[pick]])
+    expect = np.asarray(a[src, dst]).ravel() != 0
+    np.testing.assert_array_equal(reference.has_edges(g, src, dst), expect)
+    assert expect.sum() >= 5000
+
+
+@pytest.mark.parametrize("with_reference", [False, True])
+def test_bfs_validation_catches_broken_answers(with_reference):
+    g = generated_graph(10, 2)
+    root = int(np.argmax(np.diff(g.indptr)))
+    level = reference.bfs_levels_fast(g, root)
+    # a valid parent array: for each reached vertex, an in-neighbour one level up
+    rows = np.repeat(np.arange(g.n), np.diff(g.indptr))
+    parent = np.full(g.n, -1, dtype=np.int64)
+    ok = (level[rows] >= 0) & (level[g.indices] == level[rows] + 1)
+    parent[g.indices[ok]] = rows[ok]
+    parent[root] = root
+    refs = {"reference_levels": level} if with_reference else {}
+    assert not reference.validate_bfs(g, root, level, parent, **refs)
+    v = int(np.flatnonzero(level == 2)[0])
+    bad = parent.copy()
+    bad[v] = root  # root is two levels up, not one
+    assert reference.validate_bfs(g, root, level, bad, **refs)
+    non_edge = parent.copy()
+    same_level = np.flatnonzero(level == 1)
+    u = next(int(x) for x in same_level if not reference.has_edges(g, [x], [v])[0])
+    non_edge[v] = u  # one level up, but (u, v) is not an edge
+    errs = reference.validate_bfs(g, root, level, non_edge, **refs)
+    assert any("not an edge" in e for e in errs)
+    wrong = level.copy()
+    wrong[v] = 3
+    assert reference.validate_bfs(g, root, wrong, parent, **refs)
