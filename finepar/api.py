@@ -55,6 +55,7 @@ def plan_for(matrix: Graph, *, threshold: int | None, devices: str, grouping: st
     if devices not in DEVICES_CHOICES:
         raise FineParError(f"--devices must be one of {', '.join(DEVICES_CHOICES)}, not {devices!r}")
     lengths = matrix.row_lengths()
+    grouping = "pow4" if grouping == "auto" else grouping  # no tuner to choose
     if devices in ("cpu", "gpu"):
         return single_device(lengths, devices, grouping=grouping)
     return fine_grained(lengths, int(threshold), grouping=grouping)
@@ -110,7 +111,7 @@ class Workload:
         return eng
 
     def run(self, *, pair: DevicePair | None = None, threshold: int | None = None,
-            devices: str = "both", memory: str = "auto", grouping: str = "pow4",
+            devices: str = "both", memory: str = "auto", grouping: str = "auto",
             warmup: bool = True, plan: Plan | None = None, engine: Engine | None = None,
             load_seconds: float = 0.0, model: Any = None, step: int = 64,
             **params: Any) -> tuple[AppResult, RunReport]:
@@ -135,7 +136,7 @@ class Workload:
             tr = tune(self, pair, model=model, step=step, grouping=grouping)
             tuning = tr.to_dict()
             plan, source = plan_for(self.matrix, threshold=tr.threshold, devices=devices,
-                                    grouping=grouping), "tuner"
+                                    grouping=tr.grouping), "tuner"
         eng = engine or self.engine(pair, plan)
         t0 = time.perf_counter()
         if warmup:
@@ -200,9 +201,11 @@ def run(app: str, graph: Any, **kw: Any) -> tuple[AppResult, RunReport]:
     devices : {'both', 'cpu', 'gpu'}
         ``cpu`` / ``gpu`` run everything on one device.
     memory : {'auto', 'shared', 'split'}
-    grouping : {'none', 'pow4'}
-        ``pow4`` (default): §4.1's length groups, one launch per group, each
-        with its thread mapping; ``none``: one launch per device.
+    grouping : {'auto', 'none', 'pow4'}
+        ``pow4``: §4.1's length groups, one launch per group, each with its
+        thread mapping; ``none``: one launch per device; ``auto`` (default):
+        the tuner picks the one its model predicts faster (with a ``threshold``
+        or one device given, ``auto`` means ``pow4``).
     warmup : bool
         Run the app's kernels once before the timed run (compilation stays out).
     plan : Plan, optional

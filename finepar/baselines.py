@@ -349,12 +349,13 @@ def compare(app: str, graph, *, pair, methods=METHODS, repeats: int = 3,
             r.split = f"T_c={best['percent']:.0f}%"
             r.detail = {"sweep": sweep}
         else:
-            grouping = "pow4" if m == "finepar" else "none"
-            tr = tune(wl, pair, model=model, grouping=grouping)
+            # FinePar-original: one launch per device; FinePar: §4.1's length groups
+            # where the model predicts they pay for their launches
+            tr = tune(wl, pair, model=model, grouping="auto" if m == "finepar" else "none")
             extra = adaptive_policy if m == "finepar" else static
-            r = static_run(fine_grained(lengths, tr.threshold, grouping=grouping), extra)
+            r = static_run(fine_grained(lengths, tr.threshold, grouping=tr.grouping), extra)
             r.overhead_seconds = tr.seconds
-            r.split = f"T_f={tr.threshold}" + (" pow4" if grouping == "pow4" else "")
+            r.split = f"T_f={tr.threshold}" + (" pow4" if tr.grouping == "pow4" else "")
             r.detail = {"tuner": tr.to_dict()}
         r.method = m
         results.append(r)

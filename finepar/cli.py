@@ -50,10 +50,12 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory", choices=("auto", "shared", "split"), default=None,
                    help="shared: one context, zero-copy (APU / emulated); split: one context "
                         "per device with halo exchange (default: auto)")
-    p.add_argument("--grouping", choices=("none", "pow4"), default="pow4",
-                   help="pow4 (default): group each device's rows by length in powers of 4, one "
-                        "launch per group with a thread mapping per group (§4.1); none: one "
-                        "launch per device, a work-item per row (FinePar-original)")
+    p.add_argument("--grouping", choices=("auto", "none", "pow4"), default="auto",
+                   help="pow4: group each device's rows by length in powers of 4, one launch "
+                        "per group with a thread mapping per group (§4.1); none: one launch per "
+                        "device, a work-item per row (FinePar-original); auto (default): the "
+                        "tuner picks the one its model predicts faster (pow4 when --threshold "
+                        "or --devices cpu|gpu is given)")
     a = p.add_argument_group("app parameters")
     a.add_argument("--root", type=int, default=0, help="BFS source vertex (default 0)")
     a.add_argument("--damping", type=float, default=0.85, help="PageRank damping (0.85)")

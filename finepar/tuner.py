@@ -96,6 +96,9 @@ class TuneResult:
         The prediction at ``threshold``.
     seconds : float
         Tuning time (detection, model lookup, profiling, search).
+    grouping : {'none', 'pow4'}
+        The plan grouping the threshold is for (chosen by the tuner when asked
+        for ``auto``).
     """
 
     threshold: int
@@ -108,18 +111,20 @@ class TuneResult:
     trajectory: list = field(default_factory=list)
     predicted: dict = field(default_factory=dict)
     seconds: float = 0.0
+    grouping: str = "pow4"
 
     def to_dict(self) -> dict:
         return {"threshold": self.threshold, "initial": self.initial,
                 "matrix_type": self.matrix_type, "diagonal_fraction": self.diagonal_fraction,
                 "model": self.model, "model_exact": self.model_exact, "message": self.message,
                 "trajectory": self.trajectory, "predicted": self.predicted,
-                "seconds": self.seconds, "summary": self.summary()}
+                "seconds": self.seconds, "grouping": self.grouping, "summary": self.summary()}
 
     def summary(self) -> str:
         p = self.predicted
         return (f"T_f {self.initial} -> {self.threshold} in {len(self.trajectory)} evaluations "
-                f"({self.seconds * 1e3:.1f} ms; type {self.matrix_type}; "
+                f"({self.seconds * 1e3:.1f} ms; type {self.matrix_type}; groups "
+                f"{self.grouping}; "
                 f"model {self.model or 'profiled'}); predicted cpu {p.get('t_cpu', 0) * 1e3:.3f} "
                 f"ms, gpu {p.get('t_gpu', 0) * 1e3:.3f} ms, transfer "
                 f"{p.get('t_transfer', 0) * 1e3:.3f} ms per iteration")
@@ -258,7 +263,7 @@ def profile_throughput(workload, pair, *, fraction: float = 0.1, repeats: int = 
 
 def tune(workload, pair, *, model: str | PlatformModel | ModelMatch | None = None,
          step: int = DEFAULT_STEP, sample_ratio: float = 0.001, seed: int = 0,
-         grouping: str = "none") -> TuneResult:
+         grouping: str = "auto") -> TuneResult:
     """Choose ``T_f`` for a workload on a pair (§3.4).
 
     Parameters
@@ -270,13 +275,18 @@ def tune(workload, pair, *, model: str | PlatformModel | ModelMatch | None = Non
         model matching the pair's devices (:func:`finepar.perfmodel.match_model`).
     step : int
         Hill-climbing step (64 in the paper).
-    grouping : {'none', 'pow4'}
-        The grouping of the plan being tuned.
+    grouping : {'auto', 'none', 'pow4'}
+        The grouping of the plan being tuned. ``auto`` (default) tunes both and
+        keeps the one predicted faster: §4.1's length groups cost a launch
+        each, which a small input does not earn back (an addition to the
+        paper). Without a model (measured profiling) ``auto`` means ``pow4``.
 
     Returns
     -------
     TuneResult
     """
+    if grouping not in ("auto", "none", "pow4"):
+        raise ValueError(f"unknown grouping {grouping!r} (use auto, none or pow4)")
     t0 = time.perf_counter()
     m = workload.matrix
     det = detect_type(m.indptr, m.indices, m.n, sample_ratio=sample_ratio, seed=seed)
@@ -290,25 +300,36 @@ def tune(workload, pair, *, model: str | PlatformModel | ModelMatch | None = Non
     stats = workload.row_stats
     exchanges = workload.name != "spmv" and not pair.shared
     if match.model is not None:
-        pred = Predictor(stats, det.matrix_type, model=match.model, transfer=exchanges,
-                         grouping=grouping)
+        groupings = ("none", "pow4") if grouping == "auto" else (grouping,)
+        preds = {g: Predictor(stats, det.matrix_type, model=match.model, transfer=exchanges,
+                              grouping=g) for g in groupings}
     else:
-        thr = profile_throughput(workload, pair, grouping=grouping)
-        pred = Predictor(stats, det.matrix_type, throughput=thr)
-    start = initial_threshold(stats, pred.peak_ratio())
+        g = "pow4" if grouping == "auto" else grouping
+        thr = profile_throughput(workload, pair, grouping=g)
+        preds = {g: Predictor(stats, det.matrix_type, throughput=thr)}
     hi = stats.max_length()
-    best, trajectory = hill_climb(pred, start, step=step, lo=0, hi=hi)
-    # Hill climbing stops on plateaus of the step function; the two ends (every
-    # row on the CPU, every row on the GPU) are scored too and win if faster.
-    t_best = pred(best)["t"]
-    for end in (0, hi):
-        if end not in {e["T_f"] for e in trajectory}:
-            trajectory.append(pred(end))
-        t_end = next(e["t"] for e in trajectory if e["T_f"] == end)
-        if t_end < t_best:
-            best, t_best = end, t_end
+    found = {}
+    for g, pred in preds.items():
+        start = initial_threshold(stats, pred.peak_ratio())
+        best, trajectory = hill_climb(pred, start, step=step, lo=0, hi=hi)
+        # Hill climbing stops on plateaus of the step function; the two ends (every
+        # row on the CPU, every row on the GPU) are scored too and win if faster.
+        t_best = pred(best)["t"]
+        for end in (0, hi):
+            if end not in {e["T_f"] for e in trajectory}:
+                trajectory.append(pred(end))
+            t_end = next(e["t"] for e in trajectory if e["T_f"] == end)
+            if t_end < t_best:
+                best, t_best = end, t_end
+        for e in trajectory:
+            e["grouping"] = g
+        found[g] = (t_best, best, start, trajectory)
+    chosen = min(found, key=lambda g: found[g][0])
+    _, best, start, _ = found[chosen]
+    trajectory = [e for g in found for e in found[g][3]]
+    predicted = dict(preds[chosen](best), grouping=chosen)
     return TuneResult(threshold=int(best), initial=int(start), matrix_type=det.matrix_type,
                       diagonal_fraction=det.fraction,
                       model=match.model.platform if match.model else None,
                       model_exact=match.exact, message=match.message, trajectory=trajectory,
-                      predicted=pred(best), seconds=time.perf_counter() - t0)
+                      predicted=predicted, seconds=time.perf_counter() - t0, grouping=chosen)

@@ -238,11 +238,19 @@ def test_tuner_with_a_model_and_with_profiling(pairs, tmp_path, rng):
                                    transfer=perfmodel.TransferModel(1e-5, 1e9))
     tr = tuner.tune(wl, pairs["split"], model=model)
     assert tr.model == "syn" and tr.model_exact
-    ts = [e["T_f"] for e in tr.trajectory]
+    # grouping auto: both groupings searched, the one predicted faster kept
+    assert {e["grouping"] for e in tr.trajectory} == {"none", "pow4"}
+    mine = [e for e in tr.trajectory if e["grouping"] == tr.grouping]
+    ts = [e["T_f"] for e in mine]
     assert ts[0] == tr.initial and tr.threshold in ts
-    assert tr.predicted["t"] == min(e["t"] for e in tr.trajectory if e["T_f"] in
-                                    (tr.threshold,)) and tr.predicted["t_transfer"] >= 0
-    pred = tuner.Predictor(wl.row_stats, tr.matrix_type, model=model, transfer=True)
+    assert tr.predicted["t"] == min(e["t"] for e in mine if e["T_f"] == tr.threshold)
+    assert tr.predicted["t"] <= min(e["t"] for e in tr.trajectory) + 1e-15
+    assert tr.predicted["t_transfer"] >= 0
+    for g in ("none", "pow4"):
+        one = tuner.tune(wl, pairs["split"], model=model, grouping=g)
+        assert one.grouping == g and {e["grouping"] for e in one.trajectory} == {g}
+    pred = tuner.Predictor(wl.row_stats, tr.matrix_type, model=model, transfer=True,
+                           grouping=tr.grouping)
     near = [pred(t)["t"] for t in (max(tr.threshold - 64, 0), tr.threshold + 64)]
     assert tr.predicted["t"] <= min(near) + 1e-15 or tr.threshold in (0, wl.row_stats.max_length())
     prof = tuner.tune(wl, pairs["split"], model=perfmodel.ModelMatch(None, False, "none"))
