@@ -10,8 +10,9 @@ Memory
   CSR through their row lists and write disjoint rows of the same vectors.
   Nothing is exchanged.
 * **split** (two contexts): the CPU side holds the whole CSR in host memory and
-  indexes it through its row list; the GPU side holds a *compacted* CSR of its
-  own rows only. Vectors are full length on both sides. After each step the
+  indexes it through its row list (or, when the whole CSR does not fit one of
+  its allocations, a compacted CSR of its rows); the GPU side holds a
+  *compacted* CSR of its own rows only. Vectors are full length on both sides. After each step the
   entries that one side wrote and the other reads (the *halo*, computed once
   per plan from the column indices of each share) are packed, moved and
   unpacked; nothing else crosses.
@@ -131,7 +132,7 @@ class Engine:
         self._sides: dict[str, _SideData] = {}
         for role in self.roles:
             side = pair.side(role)
-            compact = (not pair.shared) and role == "gpu"
+            compact = (not pair.shared) and (role == "gpu" or not self._fits_whole(side))
             self._sides[role] = self._build_side(role, side, compact)
         self._needs_halo = not pair.shared and len(self.roles) == 2
         self.setup_seconds = time.perf_counter() - t0
@@ -164,6 +165,10 @@ class Engine:
         self._halo_bufs: dict[str, dict] = {}
         self._needs_halo = False
         self._read_pack: dict[tuple, dict] = {}  # (role, type) -> gather buffers for read()
+
+    def _fits_whole(self, side: Side) -> bool:
+        """Whether the whole CSR's largest array fits one allocation on ``side``."""
+        return self.matrix.indices.nbytes <= side.info.max_alloc_bytes
 
     def _check_fits(self, side: Side, nbytes: int, what: str) -> None:
         if nbytes > side.info.max_alloc_bytes:
@@ -556,8 +561,12 @@ class Engine:
 
     # ------------------------------------------------------------ push steps
     def push_role(self) -> str:
-        """The role that runs frontier-driven steps alone: the CPU if it has rows, else the GPU."""
-        return "cpu" if "cpu" in self.roles else "gpu"
+        """The role that runs frontier-driven steps alone: the CPU if it has rows and
+        can hold the whole CSR in one allocation (split memory), else the GPU."""
+        if "cpu" in self.roles and (self.pair.shared or self._fits_whole(self.pair.cpu)
+                                    or "gpu" not in self.roles):
+            return "cpu"
+        return "gpu"
 
     def launch(self, role: str, kernel, global_size: int, args: tuple, *, kind: str = "push",
                wg: int = 64) -> StepRecord:

@@ -225,3 +225,34 @@ def test_bfs_validation_catches_broken_answers(with_reference):
     wrong = level.copy()
     wrong[v] = 3
     assert reference.validate_bfs(g, root, wrong, parent, **refs)
+
+
+def test_cpu_side_too_small_for_the_whole_csr(pairs, monkeypatch):
+    """Split memory with a CPU whose allocations cannot hold the whole CSR: its side
+    holds only its own rows, and frontier steps run on the GPU; answers unchanged."""
+    import dataclasses
+    from finepar.partition import fine_grained
+    g = shared_graph("cnr-2000.mtx.gz") if SHARED_GRAPHS else generated_graph(14, 2)
+    pair = pairs["split"]
+    small = dataclasses.replace(pair.cpu.info, max_alloc_bytes=g.indices.nbytes // 2)
+    monkeypatch.setattr(pair.cpu, "info", small)
+
+    def third(app):
+        """The smallest T_f whose CPU share holds under a third of the app's nonzeros."""
+        lengths = api.Workload(app, g).matrix.row_lengths()
+        srt = np.sort(lengths)
+        t = int(srt[np.searchsorted(np.cumsum(srt[::-1])[::-1] < g.nnz / 3, True)])
+        assert (lengths > t).any()
+        return t
+
+    root = pick_root(g)
+    level, parent, _ = api.bfs(g, root=root, pair=pair, threshold=third("bfs"), warmup=False)
+    np.testing.assert_array_equal(level, reference.bfs_levels_fast(g, root))
+    assert not reference.validate_bfs(g, root, level, parent)
+    labels, _ = api.connected_components(g, pair=pair, threshold=third("cc"), warmup=False)
+    np.testing.assert_array_equal(labels, reference.components(g))
+    pr, _ = api.pagerank(g, pair=pair, threshold=third("pagerank"), warmup=False)
+    assert np.abs(pr.astype(np.float64) - reference.pagerank(g)).sum() < 1e-4
+    wl = api.Workload("bfs", g)
+    eng = wl.engine(pair, fine_grained(wl.matrix.row_lengths(), third("bfs")))
+    assert eng._sides["cpu"].compact and eng.push_role() == "gpu"
