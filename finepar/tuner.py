@@ -60,6 +60,35 @@ def initial_threshold(stats: RowStats, cpu_to_gpu: float) -> int:
     return int(lo)
 
 
+def feasible_range(stats: RowStats, pair) -> tuple[int, int]:
+    """``[lo, hi]``: the ``T_f`` whose shares fit their devices' largest allocation.
+
+    A share's column indices are one buffer (4 bytes a nonzero), so the CPU
+    share (rows with nnz > T_f) must fit the CPU's ``max_alloc_bytes`` and the
+    GPU share the GPU's; the CPU's share shrinks as ``T_f`` grows, the GPU's
+    grows. Without limits this is ``[0, longest row]``. If no ``T_f`` fits both,
+    ``lo > hi`` cannot happen here: ``hi`` is lowered no further than ``lo``
+    (the engine then reports which share does not fit).
+    """
+    longest = stats.max_length()
+    cap = {r: pair.side(r).info.max_alloc_bytes // 4 for r in ("cpu", "gpu")}
+    lo, top = 0, longest
+    while lo < top:  # smallest T_f whose CPU share fits
+        mid = (lo + top) // 2
+        if stats.nnz - stats.nnz_below(mid) <= cap["cpu"]:
+            top = mid
+        else:
+            lo = mid + 1
+    bottom, hi = lo, longest
+    while bottom < hi:  # largest T_f whose GPU share fits
+        mid = (bottom + hi + 1) // 2
+        if stats.nnz_below(mid) <= cap["gpu"]:
+            bottom = mid
+        else:
+            hi = mid - 1
+    return int(lo), int(max(hi, lo))
+
+
 def halo_estimate(stats: RowStats, threshold: int) -> float:
     """Expected halo entries per iteration for a fine split at ``threshold``.
 
@@ -307,15 +336,15 @@ def tune(workload, pair, *, model: str | PlatformModel | ModelMatch | None = Non
         g = "pow4" if grouping == "auto" else grouping
         thr = profile_throughput(workload, pair, grouping=g)
         preds = {g: Predictor(stats, det.matrix_type, throughput=thr)}
-    hi = stats.max_length()
+    lo, hi = feasible_range(stats, pair)
     found = {}
     for g, pred in preds.items():
-        start = initial_threshold(stats, pred.peak_ratio())
-        best, trajectory = hill_climb(pred, start, step=step, lo=0, hi=hi)
+        start = min(max(initial_threshold(stats, pred.peak_ratio()), lo), hi)
+        best, trajectory = hill_climb(pred, start, step=step, lo=lo, hi=hi)
         # Hill climbing stops on plateaus of the step function; the two ends (every
         # row on the CPU, every row on the GPU) are scored too and win if faster.
         t_best = pred(best)["t"]
-        for end in (0, hi):
+        for end in (lo, hi):
             if end not in {e["T_f"] for e in trajectory}:
                 trajectory.append(pred(end))
             t_end = next(e["t"] for e in trajectory if e["T_f"] == end)

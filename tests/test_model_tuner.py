@@ -302,3 +302,25 @@ def test_launch_overhead_is_measured_saved_and_predicted(pairs, tmp_path, rng):
     assert with_o(int(lengths.max()))["t_transfer"] == 0.0
     ex = tuner.Predictor(st, 2, model=back, grouping="pow4", transfer=True)(t)
     assert ex["t_transfer"] > 1e-4 + 2e-4
+
+
+def test_tuner_keeps_each_share_within_its_devices_allocation(pairs, monkeypatch, rng):
+    import dataclasses
+    g = shared_graph("cnr-2000.mtx.gz")
+    wl = Workload("pagerank", g)
+    pair = pairs["split"]
+    st = wl.row_stats
+    assert tuner.feasible_range(st, pair) == (0, st.max_length())
+    cap = g.indices.nbytes // 5  # room for a fifth of the nonzeros on the CPU
+    monkeypatch.setattr(pair.cpu, "info", dataclasses.replace(pair.cpu.info, max_alloc_bytes=cap))
+    lo, hi = tuner.feasible_range(st, pair)
+    lengths = wl.matrix.row_lengths()
+    assert 4 * lengths[lengths > lo].sum() <= cap < 4 * lengths[lengths > lo - 1].sum()
+    assert hi == st.max_length()
+    devs = {"cpu": pair.selection.cpu.key, "gpu": pair.selection.gpu.key}
+    # a model that finds the CPU far faster: unconstrained, it would give the CPU everything
+    recs = [dict(r, throughput=r["throughput"] * (50 if r["role"] == "cpu" else 1))
+            for r in _synthetic_records(rng, 30)]
+    model = perfmodel.fit_platform(recs, platform="syn", devices=devs, emulated=True)
+    tr = tuner.tune(wl, pair, model=model)
+    assert tr.threshold >= lo and all(e["T_f"] >= lo for e in tr.trajectory)
