@@ -308,12 +308,15 @@ def main() -> int:
     p.add_argument("--md", default=None)
     p.add_argument("--json", default=None)
     p.add_argument("--section", default="peers", help="RESULTS.md section name")
+    p.add_argument("--title", default="FinePar against cuSPARSE, scipy and GraphBLAS (roofline)",
+                   help="heading of the RESULTS.md section")
     p.add_argument("--budget-s", type=float, default=None)
     args = p.parse_args()
     if args.render:
         from common import load_json
         runs = [load_json(f) for f in args.render]
         rows = [r for run in runs for r in run["rows"]]
+        args.repeats = runs[0].get("repeats", args.repeats)  # older files: give --repeats
         write_section(args.md, args.section,
                       render(rows, runs[0]["device"], args,
                              ", ".join(dict.fromkeys(r["date"] for r in runs))))
@@ -389,7 +392,8 @@ def main() -> int:
                                       for (a, s_), v in sorted(res.items()))
             + f" ({time.perf_counter() - t0:.0f} s)")
         if args.json:
-            write_json(args.json, {"device": device_line(pair), "date": today(), "rows": rows})
+            write_json(args.json, {"device": device_line(pair), "date": today(),
+                                   "repeats": args.repeats, "rows": rows})
         if args.md:
             write_section(args.md, args.section, render(rows, pair, args))
     return 0
@@ -398,12 +402,12 @@ def main() -> int:
 def render(rows, pair, args, date=None) -> str:
     peers = ("cusparse", "scipy", "graphblas")
     device = pair if isinstance(pair, str) else device_line(pair)
-    lines = ["## FinePar against cuSPARSE, scipy and GraphBLAS (roofline)", "",
+    lines = [f"## {args.title}", "",
              f"Device: {device}. Date: {date or today()}. `benchmarks/peers.py`, one run. "
              f"Times: SpMV per product (20 products), PageRank to convergence (L1 change < "
              f"{TOL:g}, damping {DAMPING}), BFS from the vertex of largest out-degree, CC "
              f"(weak components); median of {args.repeats}. `tuned`: FinePar's default "
-             f"(tuned split, power-of-4 groups); `gpu-only`: FinePar's kernels on the GPU "
+             f"(tuned split and grouping); `gpu-only`: FinePar's kernels on the GPU "
              f"alone. A ratio below 1 means FinePar is faster. WRONG: the answer failed the "
              f"check, so the time is not used.", ""]
     if rows and rows[0].get("bandwidth"):

@@ -54,7 +54,7 @@ def main() -> int:
         runs = [load_json(f) for f in args.render]
         rows = [d for run in runs for d in run["rows"]]
         args.repeats = runs[0].get("repeats", args.repeats)
-        args.large_nnz = runs[0].get("large_nnz", args.large_nnz)
+        args.large_nnz = min(r.get("large_nnz", args.large_nnz) for r in runs)
         write_section(args.md, args.section, render(rows, runs[0]["device"], args,
                                                     ", ".join(dict.fromkeys(r["date"]
                                                                             for r in runs))))

@@ -171,7 +171,9 @@ def main() -> int:
                                        "rows": rows})
             if args.md:
                 write_section(args.md, args.section, render(rows, pair, args))
-    log(f"mean tuned/best: {100 * np.mean([r['tuned_over_best'] for r in rows]):.1f}%  "
+    log(f"mean tuned/best: {100 * np.mean([min(r['tuned_over_best'], 1) for r in rows]):.1f}% "
+        f"capped at 100% per case, {100 * np.mean([r['tuned_over_best'] for r in rows]):.1f}% "
+        f"uncapped "
         f"(geomean {100 * geomean([r['tuned_over_best'] for r in rows]):.1f}%)")
     return 0
 
@@ -199,8 +201,11 @@ def render(rows, pair, args, date=None) -> str:
         mean = 100 * float(np.mean([r["tuned_over_best"] for r in rows]))
         worst = min(rows, key=lambda r: r["tuned_over_best"])
         over = [r for r in rows if r["tuning_fraction"] >= 0.03]
-        lines += ["", f"Mean tuned / best: **{mean:.1f}%** over {len(rows)} cases (target "
-                      f">= 95%); worst {100 * worst['tuned_over_best']:.1f}% "
+        capped = 100 * float(np.mean([min(r["tuned_over_best"], 1.0) for r in rows]))
+        lines += ["", f"Mean tuned / best: **{capped:.1f}%** with each case capped at 100% "
+                      f"({mean:.1f}% uncapped; a case above 100% is one where the tuned T_f beat "
+                      f"the sweep's pick when both were timed again) over {len(rows)} cases "
+                      f"(target >= 95%); worst {100 * worst['tuned_over_best']:.1f}% "
                       f"({worst['graph']}, {worst['app']}). Tuning above 3% of preprocessing in "
                       f"{len(over)} case(s)."]
     return "\n".join(lines)
