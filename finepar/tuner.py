@@ -6,7 +6,8 @@
    matches the devices' peak ratio (the model's predicted throughput of each
    device on the whole matrix; without a model, a measured profile).
 3. **Hill climbing**: step 64 on the predicted time
-   ``max(t_cpu, t_gpu) + t_transfer``, where ``t = SW / throughput(AW, VW,
+   ``max(t_cpu, t_gpu) + t_transfer`` (``t_cpu + t_gpu`` on an emulated pair,
+   whose two roles share one device's cores), where ``t = SW / throughput(AW, VW,
    log NW, log SW)`` from the platform's models, plus the measured fixed cost
    of the share's launches (an addition to the paper's model), and
    ``t_transfer`` is the measured extra cost of a co-running step plus, on a
@@ -174,12 +175,16 @@ class Predictor:
         Add the halo transfer (split memory, app that exchanges).
     grouping : {'none', 'pow4'}
         The plan's grouping (selects the models trained for it).
+    serial : bool
+        Both roles are one physical device (an emulated pair): they share its
+        cores, so a step takes ``t_cpu + t_gpu``, not the larger of the two.
     """
 
     def __init__(self, stats: RowStats, matrix_type: int, *, model: PlatformModel | None = None,
                  throughput: dict | None = None, transfer: bool = False,
-                 grouping: str = "none"):
+                 grouping: str = "none", serial: bool = False):
         self.grouping = grouping
+        self.serial = serial
         self.stats = stats
         self.matrix_type = matrix_type
         self.model = model
@@ -209,8 +214,9 @@ class Predictor:
                 t_x += self.model.corun_s  # waiting on two queues
             if self.transfer:
                 t_x += self.model.transfer.seconds(4.0 * halo_estimate(self.stats, threshold))
+        both = t_cpu + t_gpu if self.serial else max(t_cpu, t_gpu)
         return {"T_f": int(threshold), "t_cpu": t_cpu, "t_gpu": t_gpu, "t_transfer": t_x,
-                "t": max(t_cpu, t_gpu) + t_x}
+                "t": both + t_x}
 
     def peak_ratio(self) -> float:
         """CPU over GPU throughput on the whole matrix."""
@@ -331,11 +337,11 @@ def tune(workload, pair, *, model: str | PlatformModel | ModelMatch | None = Non
     if match.model is not None:
         groupings = ("none", "pow4") if grouping == "auto" else (grouping,)
         preds = {g: Predictor(stats, det.matrix_type, model=match.model, transfer=exchanges,
-                              grouping=g) for g in groupings}
+                              grouping=g, serial=pair.emulated) for g in groupings}
     else:
         g = "pow4" if grouping == "auto" else grouping
         thr = profile_throughput(workload, pair, grouping=g)
-        preds = {g: Predictor(stats, det.matrix_type, throughput=thr)}
+        preds = {g: Predictor(stats, det.matrix_type, throughput=thr, serial=pair.emulated)}
     lo, hi = feasible_range(stats, pair)
     found = {}
     for g, pred in preds.items():

@@ -324,3 +324,17 @@ def test_tuner_keeps_each_share_within_its_devices_allocation(pairs, monkeypatch
     model = perfmodel.fit_platform(recs, platform="syn", devices=devs, emulated=True)
     tr = tuner.tune(wl, pair, model=model)
     assert tr.threshold >= lo and all(e["T_f"] >= lo for e in tr.trajectory)
+
+
+def test_emulated_pair_predicts_the_sum_of_both_shares(rng):
+    g = shared_graph("wiki-Vote.txt")
+    st = features.RowStats(g.row_lengths())
+    model = perfmodel.fit_platform(_synthetic_records(rng, 30), platform="syn",
+                                   devices={"cpu": "P|c", "gpu": "P|c"}, emulated=True)
+    two = tuner.Predictor(st, 2, model=model, grouping="pow4")
+    one = tuner.Predictor(st, 2, model=model, grouping="pow4", serial=True)
+    t = 16
+    a, b = two(t), one(t)
+    assert a["t_cpu"] > 0 and a["t_gpu"] > 0
+    assert a["t"] == pytest.approx(max(a["t_cpu"], a["t_gpu"]) + a["t_transfer"])
+    assert b["t"] == pytest.approx(b["t_cpu"] + b["t_gpu"] + b["t_transfer"])
