@@ -250,10 +250,10 @@ def _model_tables(model) -> str:
     for (g, t, r), dm in sorted(model.models.items()):
         if dm.kind in ("linear", "loglinear"):
             rows.append([g, f"Type {t}", r.upper(), *[f"{c:.4g}" for c in dm.coef],
-                         f"{dm.intercept:.4g}", f"{dm.r2:.2f}", dm.n_samples])
+                         f"{dm.intercept:.4g}", f"{dm.r2:.2f}", f"{dm.r2_log:.2f}", dm.n_samples])
         else:
             rows.append([g, f"Type {t}", r.upper(), "mlp", "", "", "", "", f"{dm.r2:.2f}",
-                         dm.n_samples])
+                         f"{dm.r2_log:.2f}", dm.n_samples])
         corr.append([g, f"Type {t}", r.upper(), *[f"{dm.correlations.get(f, 0):.2f}"
                                                   for f in FEATURE_NAMES]])
     head = (f"model {model.platform} ({'emulated pair' if model.emulated else 'two devices'}; "
@@ -261,7 +261,8 @@ def _model_tables(model) -> str:
             f"{model.meta.get('records', '?')} measurements)\n"
             f"  cpu: {model.devices.get('cpu')}\n  gpu: {model.devices.get('gpu')}\n")
     t4 = format_table(["groups", "type", "device", "C1 (AW)", "C2 (VW)", "C3 (log NW)",
-                       "C4 (log SW)", "C5", "r2", "samples"], rows, align="lllrrrrrrr")
+                       "C4 (log SW)", "C5", "r2", "r2 log", "samples"], rows,
+                      align="lllrrrrrrrr")
     t5 = format_table(["groups", "type", "device", *FEATURE_NAMES], corr, align="lllrrrr")
     tr = model.transfer
     tail = (f"\ntransfer: latency {tr.latency_s * 1e6:.1f} us, bandwidth {tr.bandwidth / 1e9:.2f} "
@@ -276,7 +277,7 @@ def _model_tables(model) -> str:
     eq = (f"log(throughput) = {form}" if kinds == {"loglinear"} else
           f"throughput (nnz/s) = {form}" if kinds == {"linear"} else
           f"throughput (nnz/s) = {form} (linear), exp(...) (loglinear)")
-    return (head + f"\nTable 4: {eq}; r2 on the throughput\n"
+    return (head + f"\nTable 4: {eq}; r2 on the throughput and on its log\n"
             + t4 + "\n\nTable 5: correlation of each feature with throughput\n" + t5 + tail)
 
 

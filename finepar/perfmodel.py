@@ -75,7 +75,9 @@ class DeviceModel:
         MLP weights: ``[(W, b), ...]`` as nested lists; with ``mean``/``scale``
         of the feature standardisation.
     r2 : float
-        Coefficient of determination on the training data.
+        Coefficient of determination of the throughput on the training data.
+    r2_log : float
+        The same on the log of the throughput (what a log-linear model fits).
     correlations : dict
         Pearson correlation of each feature with throughput (Table 5).
     n_samples : int
@@ -95,6 +97,7 @@ class DeviceModel:
     mean: list = field(default_factory=list)
     scale: list = field(default_factory=list)
     r2: float = float("nan")
+    r2_log: float = float("nan")
     correlations: dict = field(default_factory=dict)
     n_samples: int = 0
     median_throughput: float = 0.0
@@ -134,7 +137,8 @@ class DeviceModel:
         return max(y, MIN_FRACTION * max(self.median_throughput, 1.0))
 
     def to_dict(self) -> dict:
-        d = {"kind": self.kind, "r2": self.r2, "correlations": self.correlations,
+        d = {"kind": self.kind, "r2": self.r2, "r2_log": self.r2_log,
+             "correlations": self.correlations,
              "n_samples": self.n_samples, "median_throughput": self.median_throughput,
              "x_min": self.x_min, "x_max": self.x_max}
         if self.kind in ("linear", "loglinear"):
@@ -146,7 +150,7 @@ class DeviceModel:
     @classmethod
     def from_dict(cls, d: dict) -> "DeviceModel":
         return cls(**{k: d[k] for k in ("kind", "coef", "intercept", "layers", "mean", "scale",
-                                        "r2", "correlations", "n_samples", "median_throughput",
+                                        "r2", "r2_log", "correlations", "n_samples", "median_throughput",
                                         "x_min", "x_max")
                       if k in d})
 
@@ -370,6 +374,7 @@ def fit_device_model(X: np.ndarray, y: np.ndarray, kind: str = "loglinear",
                         correlations=corr, n_samples=int(X.shape[0]), median_throughput=median,
                         **bounds)
         m.r2 = float(r2_score(y, m.predict_many(X)))
+        m.r2_log = float(r2_score(np.log(y), np.log(m.predict_many(X))))
         return m
     if kind == "mlp":
         from sklearn.neural_network import MLPRegressor
@@ -384,6 +389,7 @@ def fit_device_model(X: np.ndarray, y: np.ndarray, kind: str = "loglinear",
                         correlations=corr, n_samples=int(X.shape[0]), median_throughput=median,
                         **bounds)
         m.r2 = float(r2_score(y, m.predict_many(X)))
+        m.r2_log = float(r2_score(np.log(y), np.log(m.predict_many(X))))
         return m
     raise ModelError(f"unknown model kind {kind!r} (use loglinear, linear or mlp)")
 
