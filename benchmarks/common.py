@@ -119,3 +119,22 @@ class Budget:
 
 def load_json(path) -> dict:
     return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def merged_runs(paths, args, keys=()) -> tuple[list, str, str]:
+    """Rows of several runs' JSON files, in order, for ``--render``.
+
+    Sets ``args.<key>`` from the first run for each of ``keys`` it recorded
+    (older files may not: the command-line value stays).
+
+    Returns
+    -------
+    (rows, device line, dates joined by ', ')
+    """
+    runs = [load_json(f) for f in paths]
+    for k in keys:
+        if k in runs[0]:
+            setattr(args, k, runs[0][k])
+    rows = [r for run in runs for r in run["rows"]]
+    return rows, runs[0]["device"], ", ".join(dict.fromkeys(r["date"] for r in runs))
+

@@ -313,13 +313,9 @@ def main() -> int:
     p.add_argument("--budget-s", type=float, default=None)
     args = p.parse_args()
     if args.render:
-        from common import load_json
-        runs = [load_json(f) for f in args.render]
-        rows = [r for run in runs for r in run["rows"]]
-        args.repeats = runs[0].get("repeats", args.repeats)  # older files: give --repeats
-        write_section(args.md, args.section,
-                      render(rows, runs[0]["device"], args,
-                             ", ".join(dict.fromkeys(r["date"] for r in runs))))
+        from common import merged_runs
+        rows, device, dates = merged_runs(args.render, args, ("repeats",))
+        write_section(args.md, args.section, render(rows, device, args, dates))
         return 0
     from finepar import reference
     from finepar.api import make_pair

@@ -50,14 +50,10 @@ def main() -> int:
     p.add_argument("--budget-s", type=float, default=None)
     args = p.parse_args()
     if args.render:
-        from common import load_json
-        runs = [load_json(f) for f in args.render]
-        rows = [d for run in runs for d in run["rows"]]
-        args.repeats = runs[0].get("repeats", args.repeats)
-        args.large_nnz = min(r.get("large_nnz", args.large_nnz) for r in runs)
-        write_section(args.md, args.section, render(rows, runs[0]["device"], args,
-                                                    ", ".join(dict.fromkeys(r["date"]
-                                                                            for r in runs))))
+        from common import load_json, merged_runs
+        rows, device, dates = merged_runs(args.render, args, ("repeats",))
+        args.large_nnz = min(load_json(f).get("large_nnz", args.large_nnz) for f in args.render)
+        write_section(args.md, args.section, render(rows, device, args, dates))
         return 0
     from finepar.api import make_pair
     from finepar.baselines import METHODS, compare

@@ -129,15 +129,10 @@ def main() -> int:
     p.add_argument("--budget-s", type=float, default=None, help="stop starting graphs after this")
     args = p.parse_args()
     if args.render:
-        from common import load_json
-        runs = [load_json(f) for f in args.render]
-        rows = [r for run in runs for r in run["rows"]]
-        for k in ("grouping", "repeats", "iterations", "confirm"):
-            if k in runs[0]:
-                setattr(args, k, runs[0][k])
-        write_section(args.md, args.section,
-                      render(rows, runs[0]["device"], args,
-                             ", ".join(dict.fromkeys(r["date"] for r in runs))))
+        from common import merged_runs
+        rows, device, dates = merged_runs(args.render, args,
+                                          ("grouping", "repeats", "iterations", "confirm"))
+        write_section(args.md, args.section, render(rows, device, args, dates))
         return 0
     from finepar.api import Workload, make_pair
     pair = make_pair(memory=args.memory)
