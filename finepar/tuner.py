@@ -6,13 +6,13 @@
    matches the devices' peak ratio (the model's predicted throughput of each
    device on the whole matrix; without a model, a measured profile).
 3. **Hill climbing**: step 64 on the predicted time
-   ``max(t_cpu, t_gpu) + t_transfer`` (``t_cpu + t_gpu`` on an emulated pair,
+   ``max(t_cpu, t_gpu) + t_corun + t_transfer`` (``t_cpu + t_gpu`` on an emulated pair,
    whose two roles share one device's cores), where ``t = SW / throughput(AW, VW,
    log NW, log SW)`` from the platform's models, plus the measured fixed cost
    of the share's launches (an addition to the paper's model), and
-   ``t_transfer`` is the measured extra cost of a co-running step plus, on a
-   discrete pair, the halo exchange (a measured round plus bytes over
-   bandwidth); stop at a local optimum. The two ends
+   ``t_corun`` the measured extra cost of a step in which both devices run
+   and ``t_transfer``, on a discrete pair, the halo exchange (a measured
+   round plus bytes over bandwidth); stop at a local optimum. The two ends
    (T_f = 0, every row on the CPU; T_f = the longest row, every row on the
    GPU) are scored as well and win if predicted faster: on a pair as
    unequal as a discrete GPU and a CPU, the best split may be none.
@@ -50,11 +50,16 @@ def initial_threshold(stats: RowStats, cpu_to_gpu: float) -> int:
     """
     if stats.n == 0 or stats.nnz == 0:
         return 0
-    target = stats.nnz * cpu_to_gpu / (1.0 + cpu_to_gpu)
-    lo, hi = 0, stats.max_length()  # the CPU share is empty at hi
+    return _cpu_share_at_most(stats, stats.nnz * cpu_to_gpu / (1.0 + cpu_to_gpu))
+
+
+def _cpu_share_at_most(stats: RowStats, nnz: float) -> int:
+    """Smallest ``T_f`` whose CPU share (rows with nnz > T_f) holds at most ``nnz``
+    nonzeros; the share only shrinks as ``T_f`` grows and is empty at the longest row."""
+    lo, hi = 0, stats.max_length()
     while lo < hi:
         mid = (lo + hi) // 2
-        if stats.nnz - stats.nnz_below(mid) <= target:
+        if stats.nnz - stats.nnz_below(mid) <= nnz:
             hi = mid
         else:
             lo = mid + 1
@@ -67,19 +72,13 @@ def feasible_range(stats: RowStats, pair) -> tuple[int, int]:
     A share's column indices are one buffer (4 bytes a nonzero), so the CPU
     share (rows with nnz > T_f) must fit the CPU's ``max_alloc_bytes`` and the
     GPU share the GPU's; the CPU's share shrinks as ``T_f`` grows, the GPU's
-    grows. Without limits this is ``[0, longest row]``. If no ``T_f`` fits both,
-    ``lo > hi`` cannot happen here: ``hi`` is lowered no further than ``lo``
-    (the engine then reports which share does not fit).
+    grows. Without limits this is ``[0, longest row]``. When no ``T_f`` fits
+    both, the range is ``[lo, lo]`` and the engine reports the share that
+    does not fit.
     """
     longest = stats.max_length()
     cap = {r: pair.side(r).info.max_alloc_bytes // 4 for r in ("cpu", "gpu")}
-    lo, top = 0, longest
-    while lo < top:  # smallest T_f whose CPU share fits
-        mid = (lo + top) // 2
-        if stats.nnz - stats.nnz_below(mid) <= cap["cpu"]:
-            top = mid
-        else:
-            lo = mid + 1
+    lo = _cpu_share_at_most(stats, cap["cpu"])
     bottom, hi = lo, longest
     while bottom < hi:  # largest T_f whose GPU share fits
         mid = (bottom + hi + 1) // 2
@@ -156,7 +155,8 @@ class TuneResult:
                 f"({self.seconds * 1e3:.1f} ms; type {self.matrix_type}; groups "
                 f"{self.grouping}; "
                 f"model {self.model or 'profiled'}); predicted cpu {p.get('t_cpu', 0) * 1e3:.3f} "
-                f"ms, gpu {p.get('t_gpu', 0) * 1e3:.3f} ms, transfer "
+                f"ms, gpu {p.get('t_gpu', 0) * 1e3:.3f} ms, co-run "
+                f"{p.get('t_corun', 0) * 1e3:.3f} ms, transfer "
                 f"{p.get('t_transfer', 0) * 1e3:.3f} ms per iteration")
 
 
@@ -208,15 +208,15 @@ class Predictor:
     def __call__(self, threshold: int) -> dict:
         t_cpu = self.device_seconds(threshold, "cpu")
         t_gpu = self.device_seconds(threshold, "gpu")
-        t_x = 0.0
+        t_x = t_co = 0.0
         if t_cpu > 0 and t_gpu > 0:
             if self.model is not None:
-                t_x += self.model.corun_s  # waiting on two queues
+                t_co = self.model.corun_s  # the host waits on two queues
             if self.transfer:
-                t_x += self.model.transfer.seconds(4.0 * halo_estimate(self.stats, threshold))
+                t_x = self.model.transfer.seconds(4.0 * halo_estimate(self.stats, threshold))
         both = t_cpu + t_gpu if self.serial else max(t_cpu, t_gpu)
-        return {"T_f": int(threshold), "t_cpu": t_cpu, "t_gpu": t_gpu, "t_transfer": t_x,
-                "t": both + t_x}
+        return {"T_f": int(threshold), "t_cpu": t_cpu, "t_gpu": t_gpu, "t_corun": t_co,
+                "t_transfer": t_x, "t": both + t_co + t_x}
 
     def peak_ratio(self) -> float:
         """CPU over GPU throughput on the whole matrix."""
