@@ -59,6 +59,15 @@ class Features:
 FEATURE_NAMES = ("AW", "VW", "log NW", "log SW")
 
 
+def length_group(lengths) -> np.ndarray:
+    """§4.1's power-of-4 length group of each row (int64): 0 for an empty row,
+    ``i >= 1`` for ``4**(i-1) <= nnz < 4**i``.
+
+    Exact for any length below 2**53: ``frexp`` gives the bit length.
+    """
+    return ((np.frexp(np.asarray(lengths, dtype=np.float64))[1] + 1) // 2).astype(np.int64)
+
+
 class RowStats:
     """Histogram of the row lengths with prefix sums, for share features at any
     threshold.
@@ -91,7 +100,7 @@ class RowStats:
         # §4.1's length groups among the distinct lengths: group 0 holds empty rows,
         # group i >= 1 rows of 4**(i-1) <= nnz < 4**i; _new[j] = 1 where distinct
         # length j opens a group, so a share's launch count is a difference of sums
-        gid = np.array([(int(x).bit_length() + 1) // 2 for x in self._vals], dtype=np.int64)
+        gid = length_group(self._vals)
         new = np.ones(gid.size, dtype=np.int64)
         new[1:] = gid[1:] != gid[:-1]
         self._new = np.concatenate(([0], np.cumsum(new)))
@@ -142,10 +151,6 @@ class RowStats:
         if np.ndim(threshold):
             return self._c1[np.searchsorted(self._vals, threshold, side="right")]
         return int(self._c1[self._bin(threshold)])
-
-    def distinct_lengths(self) -> np.ndarray:
-        """The distinct row lengths, ascending (int64)."""
-        return self._vals
 
     def max_length(self) -> int:
         return int(self._vals[-1]) if self._vals.size else 0

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .features import Features, subset_features
+from .features import Features, length_group, subset_features
 
 MAPPINGS = ("item", "team", "group")
 
@@ -213,13 +213,7 @@ def _groups_for(role: str, rows: np.ndarray, lengths: np.ndarray, grouping: str,
     if grouping != "pow4":
         raise ValueError(f"unknown grouping {grouping!r} (use 'none' or 'pow4')")
     lens = lengths[rows].astype(np.int64)
-    # group 0: nnz == 0; group i >= 1: 4**(i-1) <= nnz < 4**i
-    gid = np.zeros(rows.size, dtype=np.int64)
-    pos = lens > 0
-    gid[pos] = np.floor(np.log2(lens[pos]) / 2).astype(np.int64) + 1
-    # guard floating error at exact powers of four
-    lo_of = np.where(gid > 0, 4 ** np.maximum(gid - 1, 0), 0)
-    gid = np.where(lens < lo_of, gid - 1, gid)
+    gid = length_group(lens)
     order = np.argsort(gid, kind="stable")
     gid_sorted = gid[order]
     bounds = np.flatnonzero(np.diff(gid_sorted)) + 1

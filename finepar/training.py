@@ -175,11 +175,12 @@ def measure_overhead(pair, *, repeats: int = 30, scale: int = 10) -> tuple[dict,
     """
     from .api import Workload
     from .graph500 import kronecker
+    from .features import length_group
     from .partition import subset_plan
     from .perfmodel import LaunchOverhead
     wl = Workload("spmv", kronecker(scale, seed=7))
     lengths = wl.matrix.row_lengths().astype(np.int64)
-    gid = np.array([(int(x).bit_length() + 1) // 2 for x in lengths], dtype=np.int64)
+    gid = length_group(lengths)
     firsts = np.unique(gid, return_index=True)[1]  # one row per length group
     short = int(np.flatnonzero(lengths > 0)[0])
     x = np.ones(wl.matrix.n, dtype=np.float32)

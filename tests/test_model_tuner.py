@@ -27,6 +27,13 @@ def test_share_features_match_brute_force(rng):
     assert st.whole().SW == lengths.sum()
 
 
+def test_length_groups_are_powers_of_four():
+    x = [0, 1, 3, 4, 15, 16, 63, 64] + [4 ** k + d for k in range(1, 26) for d in (-1, 0, 1)]
+    x += list(range(5000))
+    want = [(int(v).bit_length() + 1) // 2 for v in x]  # 4**(g-1) <= v < 4**g
+    assert features.length_group(np.array(x, dtype=np.int64)).tolist() == want
+
+
 def test_launch_counts_match_the_plans(rng):
     from finepar.partition import fine_grained
     for trial in range(40):
