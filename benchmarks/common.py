@@ -121,11 +121,12 @@ def load_json(path) -> dict:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
-def merged_runs(paths, args, keys=()) -> tuple[list, str, str]:
+def merged_runs(paths, args, keys=(), missing=None) -> tuple[list, str, str]:
     """Rows of several runs' JSON files, in order, for ``--render``.
 
-    Sets ``args.<key>`` from the first run for each of ``keys`` it recorded
-    (older files may not: the command-line value stays).
+    Sets ``args.<key>`` from the first run for each of ``keys`` it recorded;
+    for a key it did not record (an older file), ``missing[key]`` if given, else
+    the command-line value stays.
 
     Returns
     -------
@@ -135,6 +136,8 @@ def merged_runs(paths, args, keys=()) -> tuple[list, str, str]:
     for k in keys:
         if k in runs[0]:
             setattr(args, k, runs[0][k])
+        elif missing and k in missing:
+            setattr(args, k, missing[k])
     rows = [r for run in runs for r in run["rows"]]
     return rows, runs[0]["device"], ", ".join(dict.fromkeys(r["date"] for r in runs))
 

@@ -131,7 +131,8 @@ def main() -> int:
     if args.render:
         from common import merged_runs
         rows, device, dates = merged_runs(args.render, args,
-                                          ("grouping", "repeats", "iterations", "confirm"))
+                                          ("grouping", "repeats", "iterations", "confirm"),
+                                          missing={"confirm": 0})  # older runs: none
         write_section(args.md, args.section, render(rows, device, args, dates))
         return 0
     from finepar.api import Workload, make_pair
@@ -179,10 +180,11 @@ def render(rows, pair, args, date=None) -> str:
              f"Device: {device}. Date: {date or today()}. Grouping: {args.grouping}. "
              f"Times per iteration (PageRank: {args.iterations} fixed iterations; SpMV: 10 "
              f"products), median of {args.repeats} runs after a warm-up, each row in one run of "
-             f"`benchmarks/sweep.py`. Speedups are over the better single device. The sweep's "
-             f"best T_f and the tuned T_f are then timed again side by side, interleaved, "
-             f"median of {args.confirm} rounds, and those timings give the two speedups and "
-             f"their ratio (the sweep's minimum alone is biased low).", "",
+             f"`benchmarks/sweep.py`. Speedups are over the better single device." +
+             (f" The sweep's best T_f and the tuned T_f are then timed again side by side, "
+              f"interleaved, median of {args.confirm} rounds, and those timings give the two "
+              f"speedups and their ratio (the sweep's minimum alone is biased low)."
+              if args.confirm else ""), "",
              "| graph | app | single best | sweep best T_f | sweep speedup | tuned T_f | "
              "tuned speedup | tuned / best | tuning / preprocessing |",
              "|---|---|---|---|---|---|---|---|---|"]

@@ -41,7 +41,9 @@ from .errors import ModelError
 from .features import FEATURE_NAMES, Features
 from .files import atomic_write_json, jsonable
 
-FORMAT = "finepar-model/1"
+FORMAT = "finepar-model/2"
+#: Formats this version reads: /1 had no loglinear kind, fixed costs or r2_log.
+READABLE_FORMATS = ("finepar-model/1", "finepar-model/2")
 ROLES = ("cpu", "gpu")
 TYPES = (1, 2)
 #: Smallest throughput a model may predict, as a fraction of its training median
@@ -303,8 +305,9 @@ class PlatformModel:
             raise ModelError(f"{p}: no such model file") from None
         except (OSError, ValueError) as exc:
             raise ModelError(f"{p}: not a readable model file ({exc})") from None
-        if not isinstance(d, dict) or d.get("format") != FORMAT:
-            raise ModelError(f"{p}: not a FinePar model (format must be {FORMAT!r})")
+        if not isinstance(d, dict) or d.get("format") not in READABLE_FORMATS:
+            raise ModelError(f"{p}: not a FinePar model this version reads (format must be "
+                             f"one of {', '.join(READABLE_FORMATS)})")
         try:
             models = {}
             for g, by_type in d["models"].items():
@@ -476,31 +479,7 @@ def available_models(dirs: list[Path] | None = None) -> list[PlatformModel]:
     then the source checkout's models/). Unreadable files are skipped."""
     dirs = dirs if dirs is not None else [d for d in (default_models_dir(), shipped_models_dir())
                                           if d is not None]
-    key = []
-    for d in dirs:
-        try:
-            key.append((str(d), d.stat().st_mtime_ns))
-        except OSError:
-            key.append((str(d), None))
-    key = tuple(key)
-    hit = _LISTED.get(key)
-    if hit is not None and all(_unchanged(m) for m in hit):
-        return list(hit)
-    out = _scan_models(dirs)
-    _LISTED.clear()
-    _LISTED[key] = tuple(out)
-    return out
-
-
-_LISTED: dict = {}
-
-
-def _unchanged(m: PlatformModel) -> bool:
-    try:
-        st = os.stat(m.path)
-    except (OSError, TypeError):
-        return False
-    return (m.path, st.st_size, st.st_mtime_ns) in _LOADED
+    return _scan_models(dirs)
 
 
 def _scan_models(dirs: list[Path]) -> list[PlatformModel]:
@@ -515,7 +494,7 @@ def _scan_models(dirs: list[Path]) -> list[PlatformModel]:
             seen.add(rp)
             try:
                 out.append(_load_cached(rp))
-            except ModelError:
+            except (ModelError, OSError):  # unreadable, malformed, or gone meanwhile
                 continue
     return out
 
@@ -524,11 +503,19 @@ _LOADED: dict = {}
 
 
 def _load_cached(path: Path) -> PlatformModel:
-    """:meth:`PlatformModel.load`, memoised on (path, size, mtime): the tuner looks a
-    model up on every run, and parsing every model file each time costs more than
-    the search itself."""
+    """:meth:`PlatformModel.load`, memoised on the file's identity and state: the
+    tuner looks a model up on every run, and parsing every model file each time
+    costs more than the search itself. Callers must not modify the model.
+
+    Raises
+    ------
+    OSError
+        If the file cannot be stat'ed (gone, dangling link).
+    ModelError
+        As :meth:`PlatformModel.load`.
+    """
     st = path.stat()
-    key = (str(path), st.st_size, st.st_mtime_ns)
+    key = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
     m = _LOADED.get(key)
     if m is None:
         m = _LOADED[key] = PlatformModel.load(path)

@@ -9,7 +9,7 @@ The full recipe is the paper's: S = 16..19, 20 quadruplets per S, T_f in
 {16, 32, ..., 2048}: 4 x 20 x 2 x 8 = 1,280 runs per grouping.
 
 Beyond the paper, every recipe also measures the two ends (``T_f = 0``: every
-row on the CPU; :data:`ALL_GPU`: every row on the GPU) and hub-only CPU shares
+non-empty row on the CPU; :data:`ALL_GPU`: every row on the GPU) and hub-only CPU shares
 (``T_f`` = 8,192 and 32,768, skipped where no row is that long). The paper's
 T_f never give one device a whole matrix, or the CPU a handful of very long
 rows, so a model fitted on them alone is extrapolated exactly where a
@@ -363,15 +363,13 @@ def train(pair, *, platform: str | None = None, recipe: str | Recipe = "quick",
                                        "skipped": [list(k) for k in skipped_splits]})
     finally:
         bar.close()
-    transfer = None
-    if not pair.shared:
-        transfer = measure_transfer(pair)
-    overhead, corun_s = measure_overhead(pair)
     out = {"platform": platform, "measured": measured, "skipped": skipped,
            "unneeded": unneeded,
            "records": len(records), "seconds": time.perf_counter() - t_start,
            "model_path": None}
     if fit:
+        transfer = None if pair.shared else measure_transfer(pair)
+        overhead, corun_s = measure_overhead(pair)
         model = fit_platform(
             records, platform=platform, devices=devices, emulated=pair.emulated, kind=kind,
             transfer=transfer, overhead=overhead, corun_s=corun_s,

@@ -13,7 +13,7 @@
    ``t_corun`` the measured extra cost of a step in which both devices run
    and ``t_transfer``, on a discrete pair, the halo exchange (a measured
    round plus bytes over bandwidth); stop at a local optimum. The two ends
-   (T_f = 0, every row on the CPU; T_f = the longest row, every row on the
+   (T_f = 0, every non-empty row on the CPU; T_f = the longest row, every row on the
    GPU) are scored as well and win if predicted faster: on a pair as
    unequal as a discrete GPU and a CPU, the best split may be none.
 
@@ -193,9 +193,11 @@ class Predictor:
 
     def device_seconds(self, threshold: int, role: str) -> float:
         """Predicted seconds of ``role``'s share per step: its launches' fixed cost
-        (when the model measured one) plus ``SW / throughput``."""
+        (when the model measured one) plus ``SW / throughput``; 0 for a share with
+        no rows. A share of empty rows (the GPU's at ``T_f = 0`` when some rows
+        have no nonzeros) still costs its launch."""
         f = self.stats.share(threshold, role)
-        if f.SW == 0:
+        if f.NW == 0:
             return 0.0
         if self.model is not None:
             t = self.model.predict_seconds(f, self.matrix_type, role, self.grouping)
@@ -209,7 +211,8 @@ class Predictor:
         t_cpu = self.device_seconds(threshold, "cpu")
         t_gpu = self.device_seconds(threshold, "gpu")
         t_x = t_co = 0.0
-        if t_cpu > 0 and t_gpu > 0:
+        k = self.stats.cut(threshold)
+        if 0 < k < self.stats.n:  # both devices have rows: both run each step
             if self.model is not None:
                 t_co = self.model.corun_s  # the host waits on two queues
             if self.transfer:

@@ -346,3 +346,44 @@ def test_emulated_pair_predicts_the_sum_of_both_shares(rng):
     assert a["t_cpu"] > 0 and a["t_gpu"] > 0
     assert a["t"] == pytest.approx(max(a["t_cpu"], a["t_gpu"]) + a["t_corun"] + a["t_transfer"])
     assert b["t"] == pytest.approx(b["t_cpu"] + b["t_gpu"] + b["t_corun"] + b["t_transfer"])
+
+
+def test_model_listing_skips_dangling_links_and_sees_files_fixed_in_place(tmp_path, rng):
+    import os
+    devs = {"cpu": "P|c", "gpu": "P|g"}
+    good = perfmodel.fit_platform(_synthetic_records(rng, 10), platform="good", devices=devs,
+                                  emulated=True)
+    good.save(tmp_path / "good.json")
+    os.symlink(tmp_path / "gone.json", tmp_path / "dangling.json")
+    (tmp_path / "bad.json").write_text("{not json")
+    assert [m.platform for m in perfmodel.available_models([tmp_path])] == ["good"]
+    # the malformed file fixed in place (same name, the folder itself unchanged)
+    fixed = perfmodel.fit_platform(_synthetic_records(rng, 10), platform="fixed", devices=devs,
+                                   emulated=True)
+    (tmp_path / "bad.json").write_text(json.dumps(fixed.to_dict()))
+    assert sorted(m.platform for m in perfmodel.available_models([tmp_path])) == ["fixed", "good"]
+    # an older format still loads; an unknown one is refused clearly
+    d = json.loads((tmp_path / "good.json").read_text())
+    (tmp_path / "good.json").write_text(json.dumps(dict(d, format="finepar-model/1")))
+    assert perfmodel.PlatformModel.load(tmp_path / "good.json").platform == "good"
+    (tmp_path / "good.json").write_text(json.dumps(dict(d, format="finepar-model/99")))
+    with pytest.raises(ModelError, match="this version reads"):
+        perfmodel.PlatformModel.load(tmp_path / "good.json")
+
+
+def test_a_share_of_empty_rows_still_costs_its_launch(rng):
+    lengths = np.array([0] * 50 + [3] * 50 + [40] * 10)
+    st = features.RowStats(lengths)
+    over = {r: perfmodel.LaunchOverhead(50e-6, 10e-6) for r in ("cpu", "gpu")}
+    model = perfmodel.fit_platform(_synthetic_records(rng, 30), platform="syn",
+                                   devices={"cpu": "P|c", "gpu": "P|g"}, emulated=False,
+                                   overhead=over, corun_s=100e-6,
+                                   transfer=perfmodel.TransferModel(0.0, 1e9, round_s=300e-6))
+    p = tuner.Predictor(st, 2, model=model, grouping="pow4", transfer=True)(0)
+    # T_f = 0: the 50 empty rows stay on the GPU, so both devices run every step
+    assert st.share(0, "gpu").NW == 50 and st.share(0, "gpu").SW == 0
+    assert p["t_gpu"] == pytest.approx(50e-6) and p["t_corun"] == pytest.approx(100e-6)
+    assert p["t_transfer"] >= 300e-6 - 1e-12
+    alone = tuner.Predictor(features.RowStats(lengths[50:]), 2, model=model, grouping="pow4",
+                            transfer=True)(0)
+    assert alone["t_gpu"] == 0.0 and alone["t_corun"] == 0.0 and alone["t_transfer"] == 0.0
