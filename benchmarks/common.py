@@ -141,3 +141,31 @@ def merged_runs(paths, args, keys=(), missing=None) -> tuple[list, str, str]:
     rows = [r for run in runs for r in run["rows"]]
     return rows, runs[0]["device"], ", ".join(dict.fromkeys(r["date"] for r in runs))
 
+
+def script_parser(doc: str, section: str):
+    """The argument parser of a benchmark script, with the options they all take:
+    ``--render``, ``--model``, ``--memory``, ``--md``, ``--json``, ``--section``,
+    ``--budget-s``; the script adds its own."""
+    import argparse
+    p = argparse.ArgumentParser(description=doc,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--render", metavar="JSON", nargs="+",
+                   help="only re-render the table of earlier runs' JSON files (rows merged, in "
+                        "order) into --md")
+    p.add_argument("--model", default=None, help="platform model (default: matching)")
+    p.add_argument("--memory", default="auto")
+    p.add_argument("--md", default=None, help=f"RESULTS.md to update (section '{section}')")
+    p.add_argument("--json", default=None)
+    p.add_argument("--section", default=section, help="RESULTS.md section name")
+    p.add_argument("--budget-s", type=float, default=None,
+                   help="stop starting graphs after this many seconds")
+    return p
+
+
+def render_only(args, render, keys=(), missing=None) -> int:
+    """``--render``: merge the runs' JSON (:func:`merged_runs`) and write the
+    section with the script's ``render(rows, device, args, dates)``."""
+    rows, device, dates = merged_runs(args.render, args, keys, missing)
+    write_section(args.md, args.section, render(rows, device, args, dates))
+    return 0
+

@@ -26,13 +26,12 @@ row (row pointer, x and y entries) must move.
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
 
-from common import (Budget, device_line, fmt, graph_specs, load, log, today, write_json,
-                    write_section)
+from common import (Budget, device_line, fmt, graph_specs, load, log, render_only,
+                    script_parser, today, write_json, write_section)
 
 DAMPING, TOL, MAX_ITER = 0.85, 1e-6, 100
 
@@ -293,30 +292,17 @@ def check(app, g, values, refs) -> bool:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--render", metavar="JSON", nargs="+",
-                   help="only re-render the table of earlier runs' JSON files (rows merged, in "
-                        "order) into --md")
+    p = script_parser(__doc__, "peers")
     p.add_argument("--real", default="soc-Slashdot0902.txt.gz,cnr-2000.mtx.gz")
     p.add_argument("--scales", default="20,22")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--scipy-max-nnz", type=float, default=2e8,
                    help="skip the (single-threaded) scipy peer above this many nonzeros")
-    p.add_argument("--model", default=None)
-    p.add_argument("--memory", default="auto")
-    p.add_argument("--md", default=None)
-    p.add_argument("--json", default=None)
-    p.add_argument("--section", default="peers", help="RESULTS.md section name")
     p.add_argument("--title", default="FinePar against cuSPARSE, scipy and GraphBLAS (roofline)",
                    help="heading of the RESULTS.md section")
-    p.add_argument("--budget-s", type=float, default=None)
     args = p.parse_args()
     if args.render:
-        from common import merged_runs
-        rows, device, dates = merged_runs(args.render, args, ("repeats",))
-        write_section(args.md, args.section, render(rows, device, args, dates))
-        return 0
+        return render_only(args, render, ("repeats",))
     from finepar import reference
     from finepar.api import make_pair
     pair = make_pair(memory=args.memory)

@@ -11,13 +11,12 @@ single-device.
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
 
-from common import (Budget, device_line, fmt, geomean, graph_specs, load, log, today,
-                    write_json, write_section)
+from common import (Budget, device_line, fmt, geomean, graph_specs, load, log, render_only,
+                    script_parser, today, write_json, write_section)
 
 #: Graphs whose rows are irregular enough for the split to matter (row-length variance
 #: above this, FinePar TKDE §5.3's "moderate" irregularity).
@@ -25,11 +24,7 @@ IRREGULAR_VARIANCE = 100.0
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--render", metavar="JSON", nargs="+",
-                   help="only re-render the tables of earlier runs' JSON files (rows merged, "
-                        "in order) into --md")
+    p = script_parser(__doc__, "compare")
     p.add_argument("--apps", default="pagerank,spmv,bfs,cc")
     p.add_argument("--real", default="all")
     p.add_argument("--scales", default="")
@@ -42,19 +37,11 @@ def main() -> int:
                         "with CuPy when it is installed (scipy takes minutes)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--oracle-step", type=float, default=5.0)
-    p.add_argument("--model", default=None)
-    p.add_argument("--memory", default="auto")
-    p.add_argument("--md", default=None)
-    p.add_argument("--json", default=None)
-    p.add_argument("--section", default="compare", help="RESULTS.md section name")
-    p.add_argument("--budget-s", type=float, default=None)
     args = p.parse_args()
     if args.render:
-        from common import load_json, merged_runs
-        rows, device, dates = merged_runs(args.render, args, ("repeats",))
+        from common import load_json
         args.large_nnz = min(load_json(f).get("large_nnz", args.large_nnz) for f in args.render)
-        write_section(args.md, args.section, render(rows, device, args, dates))
-        return 0
+        return render_only(args, render, ("repeats",))
     from finepar.api import make_pair
     from finepar.baselines import METHODS, compare
     from peers import cupy_available, cupy_pagerank_f64

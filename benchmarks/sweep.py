@@ -15,13 +15,12 @@ preprocessing (load + building the app's matrix + partitioning; the bound is
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
 
-from common import (Budget, device_line, fmt, geomean, graph_specs, load, log, today,
-                    write_json, write_section)
+from common import (Budget, device_line, fmt, geomean, graph_specs, load, log, render_only,
+                    script_parser, today, write_json, write_section)
 
 
 def runner(wl, pair, plan, params):
@@ -106,11 +105,7 @@ def sweep_one(wl, pair, *, grouping, repeats, params, model, load_s, rounds=5):
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--render", metavar="JSON", nargs="+",
-                   help="only re-render the table of earlier runs' JSON files (rows merged, in "
-                        "order) into --md")
+    p = script_parser(__doc__, "sweep")
     p.add_argument("--apps", default="pagerank,spmv")
     p.add_argument("--real", default="all", help="real inputs: all, none, or a comma list")
     p.add_argument("--scales", default="", help="Graph500 scales, e.g. 20,21,22")
@@ -121,20 +116,10 @@ def main() -> int:
                         "(0: use the sweep's own timings)")
     p.add_argument("--iterations", type=int, default=20,
                    help="PageRank iterations per run (fixed, so runs compare per iteration)")
-    p.add_argument("--model", default=None, help="platform model (default: matching)")
-    p.add_argument("--memory", default="auto")
-    p.add_argument("--md", default=None, help="RESULTS.md to update (section 'sweep')")
-    p.add_argument("--json", default=None)
-    p.add_argument("--section", default="sweep", help="RESULTS.md section name")
-    p.add_argument("--budget-s", type=float, default=None, help="stop starting graphs after this")
     args = p.parse_args()
     if args.render:
-        from common import merged_runs
-        rows, device, dates = merged_runs(args.render, args,
-                                          ("grouping", "repeats", "iterations", "confirm"),
-                                          missing={"confirm": 0})  # older runs: none
-        write_section(args.md, args.section, render(rows, device, args, dates))
-        return 0
+        return render_only(args, render, ("grouping", "repeats", "iterations", "confirm"),
+                           missing={"confirm": 0})  # older runs: none
     from finepar.api import Workload, make_pair
     pair = make_pair(memory=args.memory)
     log(device_line(pair))
