@@ -131,7 +131,7 @@ class Workload:
         return wl
 
     def choose_plan(self, pair: DevicePair, *, threshold: int | None, devices: str,
-                    grouping: str, model: Any, step: int, calibrate: Any,
+                    grouping: str, model: Any, step: int, calibrate: Any, scale: Any = None,
                     options: EngineOptions | None = None):
         """The plan of a run: one device, a given T_f, or the tuner's; returns
         ``(plan, source, tuning)``."""
@@ -143,7 +143,7 @@ class Workload:
                             grouping=grouping), "flag", None
         from .tuner import tune
         tr = tune(self, pair, model=model, step=step, grouping=grouping, calibrate=calibrate,
-                  options=options)
+                  options=options, scale=scale)
         return (plan_for(self.matrix, threshold=tr.threshold, devices=devices,
                          grouping=tr.grouping), "tuner", tr.to_dict())
 
@@ -167,13 +167,20 @@ class Workload:
         elif plan is not None:
             source = "given"
         else:
-            plan, source, tuning = self.choose_plan(pair, threshold=threshold, devices=devices,
-                                                    grouping=grouping, model=model, step=step,
-                                                    calibrate=calibrate, options=options)
+            how = dict(threshold=threshold, devices=devices, grouping=grouping, model=model,
+                       step=step, calibrate=calibrate, options=options)
+            plan, source, tuning = self.choose_plan(pair, **how)
         if engine is not None:
             return self._execute(engine, params, warmup, load_seconds, source, tuning)
         wl, plan, perm, secs = self.throttled(pair, plan, throttle)
         eng = wl.engine(pair, plan, options)
+        if tuning is not None and len(plan.active_roles()) == 2:
+            redo = self._correction(eng, wl, pair, tuning, how)
+            if redo is not None:  # the model was off on one device: the split tuned again
+                plan, tuning = redo
+                del eng
+                wl, plan, perm, secs = self.throttled(pair, plan, throttle)
+                eng = wl.engine(pair, plan, options)
         if perm is None:
             return wl._execute(eng, params, warmup, load_seconds, source, tuning)
         result, report = wl._execute(eng, self.app.permute_params(params, perm), warmup,
@@ -182,6 +189,32 @@ class Workload:
         report.plan["remap"] = {"kind": throttle.remap, "seconds": secs}
         report.result["summary"] = self.app.summary(result, self.graph)
         return result, report
+
+    def _correction(self, eng: Engine, wl: "Workload", pair: DevicePair, tuning: dict,
+                    how: dict):
+        """One measured step of a tuned split against the tuner's prediction: where one
+        device's time is off by more than the other's (:func:`finepar.tuner.measured_scale`),
+        tune again with both corrected. Returns ``(plan, tuning)`` when the split changes,
+        else None (``tuning['correction']`` records the check either way)."""
+        from .tuner import measured_scale
+        t0 = time.perf_counter()
+        wl.app.profile_step(eng)
+        eng.drain()
+        measured = {r: float(v) for r, v in eng.records[-1].kernel.items()}
+        eng.reset_records()
+        scale = measured_scale(tuning["predicted"], measured)
+        check = {"measured": measured, "scale": scale, "seconds": 0.0}
+        tuning["correction"] = check
+        if scale is None:
+            check["seconds"] = time.perf_counter() - t0
+            return None
+        plan, _, again = self.choose_plan(pair, **how, scale=scale)
+        check["seconds"] = time.perf_counter() - t0
+        if again["threshold"] == tuning["threshold"] and again["grouping"] == tuning["grouping"]:
+            return None
+        again["correction"] = dict(check, threshold_before=tuning["threshold"],
+                                   grouping_before=tuning["grouping"])
+        return plan, again
 
     def throttled(self, pair: DevicePair, plan: Plan, throttle: ThrottleOptions):
         """The workload and plan a run uses under ``throttle``: relabelled vertices (above

@@ -126,6 +126,13 @@ class RunReport:
             lines.append(f"  tuner      {tr.get('summary', '')}")
             if not tr.get("model_exact"):
                 lines.append(f"             note: {tr.get('message', '')}")
+            fix = tr.get("correction") or {}
+            if fix.get("threshold_before") is not None:
+                ratios = ", ".join(f"{r} x{v:.2f}" for r, v in fix["scale"].items())
+                lines.append(f"             corrected: one measured step took {ratios} of the "
+                             f"prediction; T_f {fix['threshold_before']} "
+                             f"({fix['grouping_before']}) -> {tr['threshold']} "
+                             f"({tr['grouping']})")
         k = t.get("kernel", {})
         lines.append(
             f"  time       run {t['run']:.4f} s ({t['per_iteration'] * 1e3:.3f} ms/iter); "

@@ -203,12 +203,17 @@ class Predictor:
         Bytes a streamed nonzero moves (4 for indices, 8 with values).
     h2d_bandwidth : float or None
         Host-to-device bytes per second (default: the model's transfer bandwidth).
+    scale : dict, optional
+        ``{'cpu': r, 'gpu': r}``: each device's predicted share time multiplied by
+        ``r``, a correction measured on this input (:func:`measured_scale`).
     """
 
     def __init__(self, stats: RowStats, matrix_type: int, *, model: PlatformModel | None = None,
                  throughput: dict | None = None, transfer: bool = False,
                  grouping: str = "none", serial: bool = False, gpu_resident: int | None = None,
-                 bytes_per_nnz: int = 4, h2d_bandwidth: float | None = None):
+                 bytes_per_nnz: int = 4, h2d_bandwidth: float | None = None,
+                 scale: dict | None = None):
+        self.scale = dict(scale or {})
         self.grouping = grouping
         self.serial = serial
         self.gpu_resident = gpu_resident
@@ -229,14 +234,15 @@ class Predictor:
         f = self.stats.share(threshold, role)
         if f.NW == 0:
             return 0.0
+        r = self.scale.get(role, 1.0)
         if self.model is not None:
             grouping = self.lowering(threshold, role)
             t = self.model.predict_seconds(f, self.matrix_type, role, grouping)
             o = self.model.overhead.get(role)
             if o is not None:
                 t += o.seconds(self.stats.launches(threshold, role, grouping))
-            return t
-        return f.SW / self.throughput[role]
+            return r * t
+        return r * f.SW / self.throughput[role]
 
     def lowering(self, threshold: int, role: str) -> str:
         """The grouping ``role``'s share really gets: an ELL share the engine would pad
@@ -357,6 +363,7 @@ def profile_throughput(workload, pair, *, fraction: float = 0.1, repeats: int = 
 
 
 def tune(workload, pair, *, model: str | PlatformModel | ModelMatch | None = None,
+         scale: dict | None = None,
          step: int = DEFAULT_STEP, sample_ratio: float = 0.001, seed: int = 0,
          grouping: str = "auto", calibrate=None, options=None) -> TuneResult:
     """Choose ``T_f`` for a workload on a pair (§3.4).
@@ -369,6 +376,8 @@ def tune(workload, pair, *, model: str | PlatformModel | ModelMatch | None = Non
         A platform name or file, a loaded model, or a match; default: the first
         model in lookup order that matches the pair's devices
         (:func:`finepar.calibrate.choose_model`; never the current directory).
+    scale : dict, optional
+        Per-device corrections of the predictions (:func:`measured_scale`).
     step : int
         Hill-climbing step (64 in the paper).
     options : EngineOptions, optional
@@ -416,12 +425,13 @@ def tune(workload, pair, *, model: str | PlatformModel | ModelMatch | None = Non
         if grouping == "auto" and workload.app.groupings:  # the app's own choice among them
             groupings = tuple(g for g in groupings if g in workload.app.groupings) or groupings
         preds = {g: Predictor(stats, det.matrix_type, model=match.model, transfer=exchanges,
-                              grouping=g, serial=pair.emulated, **stream) for g in groupings}
+                              grouping=g, serial=pair.emulated, scale=scale, **stream)
+                 for g in groupings}
     else:
         g = "pow4" if grouping == "auto" else grouping
         thr = profile_throughput(workload, pair, grouping=g)
         preds = {g: Predictor(stats, det.matrix_type, throughput=thr, serial=pair.emulated,
-                              **stream)}
+                              scale=scale, **stream)}
     lo, hi = feasible_range(stats, pair, budgets)
     found = {}
     for g, pred in preds.items():
@@ -450,3 +460,44 @@ def tune(workload, pair, *, model: str | PlatformModel | ModelMatch | None = Non
                       predicted=predicted, seconds=time.perf_counter() - t0 - calibration_s,
                       grouping=chosen, model_path=match.path, model_origin=match.origin,
                       calibration_seconds=calibration_s)
+
+
+#: A device whose measured share time is off its prediction by this factor more than the
+#: other device's is (in either direction) gets its predictions rescaled and the split is
+#: tuned again, once.
+CORRECTION_RATIO = 1.5
+
+
+def measured_scale(predicted: dict, measured: dict) -> dict | None:
+    """Per-device corrections from one measured step of a tuned split.
+
+    A model fitted on the training matrices can be far off on an input unlike
+    them (the CPU's share of a few rows of 25,000 entries, say). Both devices
+    being off alike changes nothing (the split balances their ratio); one
+    device off by more than :data:`CORRECTION_RATIO` times the other is
+    corrected by its own ratio.
+
+    Parameters
+    ----------
+    predicted : dict
+        The tuner's prediction at the chosen split (``t_cpu``, ``t_gpu``, seconds).
+    measured : dict
+        ``{'cpu': s, 'gpu': s}``: the kernel seconds of one step of each share.
+
+    Returns
+    -------
+    dict or None
+        ``{'cpu': r, 'gpu': r}`` (measured over predicted; 1 for a share
+        predicted to take no time, e.g. of empty rows), or None when no
+        correction is needed.
+    """
+    r = {}
+    for role in ("cpu", "gpu"):
+        p, m = predicted.get(f"t_{role}", 0.0), measured.get(role, 0.0)
+        r[role] = m / p if p > 0 and m > 0 else None
+    if r["cpu"] is None and r["gpu"] is None:
+        return None
+    r = {k: 1.0 if v is None else v for k, v in r.items()}  # a share of empty rows: taken as right
+    off = max(r.values()) / min(r.values())
+    return r if off > CORRECTION_RATIO else None
+

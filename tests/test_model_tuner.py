@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import generated_graph, shared_graph
+from conftest import SHARED_GRAPHS, generated_graph, shared_graph
 from finepar import features, partition, perfmodel, training, tuner
 from finepar.api import Workload
 from finepar.errors import ModelError
@@ -419,3 +419,36 @@ def test_a_share_of_empty_rows_still_costs_its_launch(rng):
     alone = tuner.Predictor(features.RowStats(lengths[50:]), 2, model=model, grouping="pow4",
                             transfer=True)(0)
     assert alone["t_gpu"] == 0.0 and alone["t_corun"] == 0.0 and alone["t_transfer"] == 0.0
+
+
+def test_measured_scale_corrects_only_one_device_off():
+    pred = {"t_cpu": 1e-3, "t_gpu": 2e-3}
+    assert tuner.measured_scale(pred, {"cpu": 3e-3, "gpu": 6e-3}) is None  # both off alike
+    r = tuner.measured_scale(pred, {"cpu": 7e-3, "gpu": 2e-3})
+    assert r == pytest.approx({"cpu": 7.0, "gpu": 1.0})
+    assert tuner.measured_scale({"t_cpu": 0.0, "t_gpu": 1e-3}, {"cpu": 0.0, "gpu": 1e-3}) is None
+    r = tuner.measured_scale({"t_cpu": 1e-3, "t_gpu": 0.0}, {"cpu": 9e-3, "gpu": 3e-5})
+    assert r == pytest.approx({"cpu": 9.0, "gpu": 1.0})  # the GPU's empty rows: no ratio
+
+
+def test_a_split_the_model_mispredicts_is_tuned_again(pairs, rng):
+    """A model that thinks the CPU 100x faster than it is gives the CPU most rows; one
+    measured step shows the CPU off by far more than the GPU, and the split is tuned again
+    with the CPU's predictions rescaled: fewer rows on the CPU, the same answer."""
+    from finepar import api, reference
+    pair = pairs["split"]
+    recs = _synthetic_records(rng, 30)
+    for r in recs:
+        if r["role"] == "cpu":
+            r["throughput"] *= 100
+    devs = {"cpu": pair.selection.cpu.key, "gpu": pair.selection.gpu.key}
+    model = perfmodel.fit_platform(recs, platform="fast-cpu", devices=devs, emulated=True,
+                                   transfer=perfmodel.TransferModel(1e-5, 1e9))
+    g = shared_graph("soc-Slashdot0902.txt.gz") if SHARED_GRAPHS else generated_graph(13, 3)
+    x = np.random.default_rng(5).uniform(-1, 1, g.n).astype(np.float32)
+    y, rep = api.spmv(g, x, pair=pair, model=model, warmup=False)
+    fix = rep.tuning["correction"]
+    assert fix["scale"]["cpu"] > tuner.CORRECTION_RATIO * fix["scale"]["gpu"]
+    assert fix["threshold_before"] < rep.tuning["threshold"] == rep.plan["threshold"]
+    assert "corrected:" in rep.text()
+    np.testing.assert_allclose(y, reference.spmv(g, x), rtol=1e-4, atol=1e-4)
