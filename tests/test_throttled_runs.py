@@ -92,6 +92,31 @@ def test_auto_throttles_only_beyond_the_cache(pairs):
     assert sj["passes"] == thr["tree_depth"] + 1 and sj["cover"]
 
 
+def test_auto_skips_a_share_dbwp_would_leave_whole():
+    """auto's quick test counts what DBWP counts (distinct columns plus rows with entries):
+    where that fits, it partitions nothing (DBWP would return one partition); one entry
+    less and it partitions."""
+    from finepar.throttle.plan import ThrottleOptions, throttle_share
+    g = generated_graph(11, 2)
+    assert (g.row_lengths() == 0).any()  # empty rows: not in the working set
+    rows = np.arange(g.n)
+    ws = np.unique(g.indices).size + int(np.count_nonzero(g.row_lengths()))
+    fits = ThrottleOptions(schedule="auto", fraction=1.0, cache_bytes=4 * ws)
+    assert throttle_share(g, rows, fits, 0) is None
+    forced = throttle_share(g, rows, ThrottleOptions(schedule="cf", fraction=1.0,
+                                                     cache_bytes=4 * ws), 0)
+    assert forced.partitioning.describe()["partitions"] == 1
+    tight = ThrottleOptions(schedule="auto", fraction=1.0, cache_bytes=4 * (ws - 1))
+    spec = throttle_share(g, rows, tight, 0)
+    assert spec is not None and spec.partitioning.describe()["partitions"] > 1
+    # a partitioning estimated to cost more than auto allows is not made
+    import dataclasses
+    costly = dataclasses.replace(tight, max_partition_seconds=g.nnz * 1e-9)
+    assert throttle_share(g, rows, costly, 0) is None
+    forced = dataclasses.replace(costly, schedule="cf")  # asked for: made whatever it costs
+    assert throttle_share(g, rows, forced, 0).partitioning.describe()["partitions"] > 1
+
+
 @pytest.mark.parametrize("kw,needle", [({"schedule": "fastest"}, "--schedule"),
                                         ({"bisect": "metis"}, "--bisect"),
                                         ({"remap": "random"}, "--remap"),

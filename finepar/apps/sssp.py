@@ -25,6 +25,8 @@ bounds its distance to float64 Dijkstra.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ..engine import Engine, RowOp
@@ -43,16 +45,26 @@ def _op(name: str, weights: str) -> RowOp:
                  defines=(("ABS_WEIGHTS", weights == "abs"),), writes=("y", "s0"))
 
 
+#: Graphs whose values were found non-negative (the values array checked): every run
+#: checks its parameters, and a scan of 10^8 values costs tens of milliseconds.
+_CHECKED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
 def check_weights(graph: Graph) -> None:
-    """Refuse negative edge lengths (NaN and infinite values never reach a Graph).
+    """Refuse negative edge lengths (NaN and infinite values never reach a Graph), once
+    per graph and values array.
 
     Raises
     ------
     InputError
         Naming the input, how many lengths are negative and the first one.
     """
+    if graph.pattern or _CHECKED.get(graph) is graph.data:
+        return  # all ones, or this graph's values were checked before
     neg = np.flatnonzero(graph.data < 0)
-    if neg.size:
+    if not neg.size:
+        _CHECKED[graph] = graph.data
+    else:
         k = int(neg[0])
         u = int(np.searchsorted(graph.indptr, k, side="right")) - 1
         raise InputError(graph.source or graph.name,

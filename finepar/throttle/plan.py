@@ -6,10 +6,13 @@
 has 50 MB, so the known sizes or a config's ``cache_bytes`` are used), and
 returns a :class:`ThrottleSpec` the engine lowers (one launch per partition,
 per merged node, or a queue). ``schedule='auto'`` throttles only where the
-share's x and y entries exceed the cache, and then as split-join: the first
-iterations time every level of the SJ-tree (its root is the share unthrottled,
-in one launch) and Algorithm 3 keeps whatever was fastest, so throttling stays
-only where it measured a gain.
+share's x and y entries exceed the cache and its partitioning is estimated to
+take at most ``max_partition_seconds`` (K-D tiling runs on the host at about
+:data:`PARTITION_SECONDS_PER_NNZ`: 9 s for scale 22's 1.3e8 entries, which no
+single run of a few milliseconds per iteration pays back), and then as
+split-join: the first iterations time every level of the SJ-tree (its root is
+the share unthrottled, in one launch) and Algorithm 3 keeps whatever was
+fastest, so throttling stays only where it measured a gain.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ from .dbwp import BISECTIONS, Partitioning, capacity_from_cache, dbwp
 SCHEDULE_CHOICES = ("none", "cf", "cf-q", "sj", "sj-q", "auto")
 #: Vertex relabellings: none, Algorithm 5 (DBWP's partitions packed), descending degree.
 REMAP_CHOICES = ("none", "dbwp", "degree")
+#: Host seconds per nonzero of a K-D tiling (measured on the H100 machine's Xeon host,
+#: 2026-11-22: 9.1 s for the 128,311,988 entries of Graph500 scale 22).
+PARTITION_SECONDS_PER_NNZ = 7e-8
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,9 @@ class ThrottleOptions:
         The cache the partitions must fit; None: the GPU's L2.
     fraction : float
         Share of the cache for x and y entries, in (0, 1].
+    max_partition_seconds : float
+        ``auto`` partitions no share whose partitioning is estimated to take
+        longer (seconds; :data:`PARTITION_SECONDS_PER_NNZ` per nonzero).
     """
 
     schedule: str = "auto"
@@ -51,6 +60,7 @@ class ThrottleOptions:
     remap: str = "none"
     cache_bytes: int | None = None
     fraction: float = 0.5
+    max_partition_seconds: float = 2.0
 
     def check(self) -> "ThrottleOptions":
         """Raise a one-line UsageError naming a bad option (before any work)."""
@@ -133,7 +143,8 @@ def throttle_share(matrix: Graph, rows: np.ndarray, options: ThrottleOptions,
     -------
     ThrottleSpec or None
         None for ``schedule='none'``, an empty share, or ``auto`` when the
-        share's working set fits the cache.
+        share's working set fits the cache or its partitioning would take longer
+        than ``options.max_partition_seconds``.
     """
     options.check()
     rows = np.sort(np.asarray(rows, dtype=np.int64))
@@ -142,13 +153,18 @@ def throttle_share(matrix: Graph, rows: np.ndarray, options: ThrottleOptions,
     t0 = time.perf_counter()
     cache = int(options.cache_bytes or cache_bytes)
     capacity = capacity_from_cache(cache, options.fraction)
-    indptr, indices = share_csr(matrix, rows)
     schedule = options.schedule
+    if schedule == "auto":
+        nnz = int(np.diff(matrix.indptr)[rows].sum())
+        if nnz * PARTITION_SECONDS_PER_NNZ > options.max_partition_seconds:
+            return None  # a partitioning no run pays back
+    indptr, indices = share_csr(matrix, rows)
     if schedule == "auto":
         seen = np.zeros(matrix.n, dtype=bool)
         seen[indices] = True
-        if int(seen.sum()) + rows.size <= capacity:
-            return None  # the share fits: nothing to throttle
+        touched_y = int(np.count_nonzero(np.diff(indptr)))  # rows with entries (as DBWP counts)
+        if int(seen.sum()) + touched_y <= capacity:
+            return None  # the share's working set fits: one partition, nothing to throttle
         schedule = "sj"  # let the measured split-join decide
     part = dbwp(indptr, indices, matrix.n, capacity, bisect=options.bisect)
     return ThrottleSpec(schedule=schedule, partitioning=part, cache_bytes=cache,
