@@ -116,25 +116,24 @@ def check_options(args) -> None:
 
 
 def plain_copy(side, nbytes: int, repeats: int = 10) -> dict:
-    """Bytes per second of copies from a pinned host buffer to a device buffer on
-    ``side``'s context, each timed by its event on a profiling queue (one warm-up)."""
+    """Bytes per second of copies from pinned host memory (mapped, as a streamed chunk's:
+    :class:`finepar.engine.memory.PinnedHost`) to a device buffer on ``side``'s context,
+    each timed by its event on a profiling queue (one warm-up)."""
+    from finepar.engine.memory import PinnedHost
     from finepar.runtime import cl
     from measure import stats
     mod = cl()
-    mf = mod.mem_flags
     nbytes = int(min(nbytes, side.info.max_alloc_bytes // 2)) // 4 * 4
     queue = mod.CommandQueue(side.context, side.queue.device,
                              properties=mod.command_queue_properties.PROFILING_ENABLE)
-    host = mod.Buffer(side.context, mf.READ_ONLY | mf.ALLOC_HOST_PTR, size=nbytes)
-    mod.enqueue_copy(queue, host, np.arange(nbytes // 4, dtype=np.uint32), is_blocking=True)
-    dev = mod.Buffer(side.context, mf.READ_WRITE, size=nbytes)
+    host = PinnedHost(side, np.arange(nbytes // 4, dtype=np.uint32))
+    dev = mod.Buffer(side.context, mod.mem_flags.READ_WRITE, size=nbytes)
     bws = []
     for i in range(repeats + 1):
-        ev = mod.enqueue_copy(queue, dev, host)
+        ev = mod.enqueue_copy(queue, dev, host.host, is_blocking=False)
         ev.wait()
         if i:
             bws.append(nbytes / ((ev.profile.end - ev.profile.start) * 1e-9))
-    host.release()
     dev.release()
     out = stats(bws)
     out["bytes"] = nbytes

@@ -178,13 +178,13 @@ def cupy_times(g, out: dict, tag: str) -> None:
 
 def copy_bandwidth(pair, out: dict) -> None:
     """Host-to-device bytes/s of 512 MiB of mapped pinned host memory copied to the GPU (the
-    path a streamed chunk takes: finepar.engine.memory._Pinned)."""
-    from finepar.engine.memory import _Pinned
+    path a streamed chunk takes: finepar.engine.memory.PinnedHost)."""
+    from finepar.engine.memory import PinnedHost
     from finepar.runtime import alloc, cl
     mod = cl()
     side = pair.gpu
     n = 1 << 29
-    src = _Pinned(side, np.zeros(n // 4, dtype=np.float32))
+    src = PinnedHost(side, np.zeros(n // 4, dtype=np.float32))
     dev = alloc(side, nbytes=n)
     ts = []
     for _ in range(4):

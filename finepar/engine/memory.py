@@ -171,12 +171,20 @@ class Piece:
         return (lo - a, hi - a) if hi > lo else (0, 0)
 
 
-class _Pinned:
-    """Page-locked host memory holding a streamed chunk: an ALLOC_HOST_PTR buffer, mapped.
+class PinnedHost:
+    """Page-locked host memory holding ``array``: an ALLOC_HOST_PTR buffer, mapped.
 
-    Uploads copy from the mapped host array (a host-to-device DMA), not from the
-    buffer itself: on NVIDIA's driver the buffer may live on the device, and a
-    buffer-to-buffer copy would never cross the bus.
+    Uploads copy from the mapped host array ``host`` (a host-to-device DMA), not
+    from the buffer itself: on NVIDIA's driver the buffer may live on the
+    device, and a buffer-to-buffer copy would never cross the bus. Streamed
+    chunks live here (FinePar TKDE §4.3).
+
+    Parameters
+    ----------
+    side : Side
+        The device whose context pins the memory.
+    array : ndarray
+        Copied in; ``host[:array.size]`` holds it (at least one element).
     """
 
     def __init__(self, side: Side, array: np.ndarray):
@@ -190,9 +198,9 @@ class _Pinned:
         self.host[:array.size] = array
 
 
-def _pinned(side: Side, array: np.ndarray) -> _Pinned:
+def _pinned(side: Side, array: np.ndarray) -> PinnedHost:
     """The pinned host copy of a streamed chunk's array (the source of its uploads)."""
-    return _Pinned(side, np.ascontiguousarray(array))
+    return PinnedHost(side, np.ascontiguousarray(array))
 
 
 class Ring:
