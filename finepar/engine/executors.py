@@ -57,6 +57,8 @@ class StaticExecutor:
                                                          is_blocking=False)))
         eng.last_events = events
         if not wait:
+            for role in roles:  # submit now: NVIDIA's driver holds commands until a flush
+                eng.stores[role].side.queue.flush()
             rec.pending_uploads = uploads  # timed by drain()
             eng.pending.append((rec, events, t0))
             return None
