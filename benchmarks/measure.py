@@ -169,24 +169,26 @@ def finepar_config(wl, pair, cfg: Config, params: dict, ref, *, repeats: int,
         ``label``, ``config`` (what was forced), ``correct``, ``problem``, ``seconds``
         and ``per_iteration`` (:func:`stats`, None when wrong), ``iterations``,
         ``plan`` and ``timings`` (the RunReport's, every timed run), ``tuning``,
-        ``ran`` (:func:`ran`), ``remap``, ``prepare`` seconds.
+        ``ran`` (:func:`ran`), ``remap``, ``prepare`` seconds (for a plan chosen here,
+        ``choose_plan_s`` is all of :meth:`Workload.prepare`: the plan, the
+        throttling, the engine and the tuner's measured correction).
     """
     rec = {"label": cfg.label, "config": cfg.forced()}
     try:
         t0 = time.perf_counter()
-        source, tuning, choose_s = "given", None, 0.0
-        if prepared is None:
-            plan, source, tuning = wl.choose_plan(
-                pair, threshold=cfg.threshold, devices=cfg.devices, grouping=cfg.grouping,
-                model=model, step=64, calibrate=None, options=cfg.options)
+        source, tuning, choose_s, eng = "given", None, 0.0, None
+        if prepared is None:  # api.run's own steps, its measured correction included
+            *prepared, eng, source, tuning = wl.prepare(
+                pair, throttle=cfg.throttle.check(), threshold=cfg.threshold,
+                devices=cfg.devices, grouping=cfg.grouping, model=model, step=64,
+                calibrate=None, options=cfg.options)
             choose_s = time.perf_counter() - t0
-            prepared = wl.throttled(pair, plan, cfg.throttle.check())
         wl_run, plan, perm, remap_s = prepared
         rec.update(threshold_source=source, tuning=tuning,
                    remap={"kind": cfg.throttle.remap if perm is not None else "none",
                           "seconds": remap_s})
         rec.update(_measure_engine(wl, wl_run, pair, plan, perm, params, ref, repeats,
-                                   cfg.options))
+                                   cfg.options, eng))
         rec["prepare"] = {"choose_plan_s": choose_s, "remap_s": remap_s,
                           "partition_s": plan.throttle.seconds if plan.throttle else 0.0,
                           "engine_s": rec.pop("engine_s")}
@@ -197,9 +199,11 @@ def finepar_config(wl, pair, cfg: Config, params: dict, ref, *, repeats: int,
     return rec
 
 
-def _measure_engine(wl, wl_run, pair, plan, perm, params, ref, repeats, options) -> dict:
+def _measure_engine(wl, wl_run, pair, plan, perm, params, ref, repeats, options,
+                    eng=None) -> dict:
     t0 = time.perf_counter()
-    eng = wl_run.engine(pair, plan, options)
+    if eng is None:
+        eng = wl_run.engine(pair, plan, options)
     engine_s = time.perf_counter() - t0
     app = wl.app
     run_params = app.permute_params(params, perm) if perm is not None else dict(params)

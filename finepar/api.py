@@ -161,17 +161,44 @@ class Workload:
         params = self.app.check_params(self.graph, params)  # bad parameters fail before any work
         throttle = (throttle or ThrottleOptions()).check()
         pair = engine.pair if engine is not None else (pair or make_pair(memory=memory))
-        tuning = None
         if engine is not None:
-            plan, source = engine.plan, "given"
-        elif plan is not None:
-            source = "given"
+            return self._execute(engine, params, warmup, load_seconds, "given", None)
+        if plan is not None:
+            source, tuning = "given", None
+            wl, plan, perm, secs = self.throttled(pair, plan, throttle)
+            eng = wl.engine(pair, plan, options)
         else:
-            how = dict(threshold=threshold, devices=devices, grouping=grouping, model=model,
-                       step=step, calibrate=calibrate, options=options)
-            plan, source, tuning = self.choose_plan(pair, **how)
-        if engine is not None:
-            return self._execute(engine, params, warmup, load_seconds, source, tuning)
+            wl, plan, perm, secs, eng, source, tuning = self.prepare(
+                pair, throttle=throttle, threshold=threshold, devices=devices,
+                grouping=grouping, model=model, step=step, calibrate=calibrate,
+                options=options)
+        if perm is None:
+            return wl._execute(eng, params, warmup, load_seconds, source, tuning)
+        result, report = wl._execute(eng, self.app.permute_params(params, perm), warmup,
+                                     load_seconds, source, tuning)
+        result = self.app.unpermute(result, perm)  # back to the input's vertex ids
+        report.plan["remap"] = {"kind": throttle.remap, "seconds": secs}
+        report.result["summary"] = self.app.summary(result, self.graph)
+        return result, report
+
+    def prepare(self, pair: DevicePair, *, throttle: ThrottleOptions, threshold: int | None,
+                devices: str, grouping: str, model: Any, step: int, calibrate: Any,
+                options: EngineOptions | None = None):
+        """Everything :meth:`run` does before the app's first step: choose the plan
+        (:meth:`choose_plan`), throttle the GPU share (:meth:`throttled`), build the
+        engine and, for a tuned split on two devices, check it with one measured step
+        (:meth:`_correction`), tuning and building again where one device's model was off.
+
+        Returns
+        -------
+        (Workload, Plan, ndarray or None, float, Engine, str, dict or None)
+            The workload run (this one or a relabelled copy), its plan, the
+            relabelling (None: none) and its seconds, the engine, where the plan
+            came from (``single-device``, ``flag``, ``tuner``) and the tuning record.
+        """
+        how = dict(threshold=threshold, devices=devices, grouping=grouping, model=model,
+                   step=step, calibrate=calibrate, options=options)
+        plan, source, tuning = self.choose_plan(pair, **how)
         wl, plan, perm, secs = self.throttled(pair, plan, throttle)
         eng = wl.engine(pair, plan, options)
         if tuning is not None and len(plan.active_roles()) == 2:
@@ -181,14 +208,7 @@ class Workload:
                 del eng
                 wl, plan, perm, secs = self.throttled(pair, plan, throttle)
                 eng = wl.engine(pair, plan, options)
-        if perm is None:
-            return wl._execute(eng, params, warmup, load_seconds, source, tuning)
-        result, report = wl._execute(eng, self.app.permute_params(params, perm), warmup,
-                                     load_seconds, source, tuning)
-        result = self.app.unpermute(result, perm)  # back to the input's vertex ids
-        report.plan["remap"] = {"kind": throttle.remap, "seconds": secs}
-        report.result["summary"] = self.app.summary(result, self.graph)
-        return result, report
+        return wl, plan, perm, secs, eng, source, tuning
 
     def _correction(self, eng: Engine, wl: "Workload", pair: DevicePair, tuning: dict,
                     how: dict):
