@@ -43,6 +43,13 @@ def as_indices(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.int32)
 
 
+def pattern_values(nnz: int) -> np.ndarray:
+    """The ``data`` of a pattern graph: ``nnz`` float32 ones as a read-only view of a single
+    value, so a pattern graph's values take no memory (``np.ascontiguousarray`` makes the
+    array where one is needed: an upload of an app that reads values)."""
+    return np.broadcast_to(np.float32(1.0), (int(nnz),))
+
+
 @dataclass(eq=False, repr=False)
 class Graph:
     """A square sparse matrix / directed graph in canonical CSR form.
@@ -62,7 +69,8 @@ class Graph:
         Column index of each stored entry, in ``[0, n)``, strictly increasing
         within each row (sorted, no duplicates).
     data : numpy.ndarray of float32, shape (nnz,)
-        Value of each stored entry; all ones when `pattern`.
+        Value of each stored entry; all ones when `pattern` (then usually a read-only
+        view of one value, :func:`pattern_values`).
     name : str
         Short name, e.g. the file name without its extensions (``"cnr-2000"``).
     source : str or None
@@ -223,7 +231,7 @@ class Graph:
         nnz = int(s.indptr[-1])
         s.sort_indices()
         note = f"symmetrized: structure of A + A^T ({self.nnz:,} -> {nnz:,} stored entries)"
-        return Graph(as_indptr(s.indptr), as_indices(s.indices), np.ones(nnz, dtype=np.float32),
+        return Graph(as_indptr(s.indptr), as_indices(s.indices), pattern_values(nnz),
                      self.name, self.source, True, self.ids, [*self.notes, note], symmetric=True)
 
     def permuted(self, perm: np.ndarray, *, note: str = "") -> Graph:
