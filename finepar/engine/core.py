@@ -212,9 +212,19 @@ class Engine:
 
     # ------------------------------------------------------------------ lowering
     def compact(self, role: str) -> bool:
-        """Whether ``role``'s share gets arrays of its own (split memory: the GPU always,
-        the CPU when the whole CSR does not fit one of its allocations)."""
-        return (not self.pair.shared) and (role == "gpu" or not self.fits_whole(self.pair.cpu))
+        """Whether ``role``'s share gets arrays of its own (split memory: the CPU when the
+        whole CSR does not fit one of its allocations; the GPU unless its share holds at
+        least half the matrix's entries and the whole CSR fits its budget, when uploading
+        the matrix's arrays as they are costs less than gathering the share's rows)."""
+        if self.pair.shared:
+            return False
+        side = self.pair.side(role)
+        if role == "cpu" or not self.fits_whole(side):
+            return not self.fits_whole(side)
+        has_data = any(op.has_data for op in self.ops)
+        whole = self.matrix.nnz * (8 if has_data else 4) + self.matrix.indptr.nbytes
+        share = self.plan.shares[role].nnz
+        return 2 * share < self.matrix.nnz or whole > self.options.budget(role, side)
 
     def fits_whole(self, side: Side) -> bool:
         """Whether the whole CSR's largest array fits one allocation on ``side``."""

@@ -120,6 +120,15 @@ def plan_chunks(low: ShareLowering, *, chunk_entries: int, resident_entries: int
 # --------------------------------------------------------------------------- pieces
 
 
+def upload_array(side: Side, a: np.ndarray, dtype=np.int32):
+    """A read-only buffer on ``side`` holding ``a`` as ``dtype`` (converted only where the
+    dtype differs; one placeholder element for an empty array)."""
+    a = np.asarray(a)
+    return alloc(side, a.astype(dtype, copy=False) if a.size else np.zeros(1, dtype),
+                 read_only=True)
+
+
+
 class Piece:
     """One chunk of a share (or the whole share): its arrays on one device.
 
@@ -135,8 +144,7 @@ class Piece:
         self.streamed = streamed
 
         def upload(a, dtype=np.int32):
-            a = np.asarray(a)
-            return alloc(side, a.astype(dtype) if a.size else np.zeros(1, dtype), read_only=True)
+            return upload_array(side, a, dtype)
         ell = low.ell is not None  # one piece of padded slots, not segments of entries
         e0, e1 = (0, low.nnz) if ell else (int(low.seg_ptr[s0]), int(low.seg_ptr[s1]))
         self.entries = (e0, e1)
@@ -147,13 +155,13 @@ class Piece:
                          else store.dummy)
         self.blk_ptr = (upload(low.blk_ptr[b0:b1 + 1] - s0) if low.blk_ptr is not None
                         else store.dummy)
-        pos = low.entries[e0:e1]
-        self.host_indices = matrix.indices[pos]  # the halo reads these; dropped once computed
+        # the halo reads these; dropped once computed
+        self.host_indices = low.entries.take(matrix.indices, e0, e1)
         if ell:  # padded column-major slots, uploaded as they are
             idx, val = low.ell[0], (low.ell[1] if has_data else None)
         else:
             idx = self.host_indices
-            val = matrix.data[pos] if has_data else None
+            val = low.entries.take(matrix.data, e0, e1) if has_data else None
         self.nbytes = idx.nbytes + (val.nbytes if val is not None else 0)
         if streamed:
             self.host = (_pinned(side, idx), _pinned(side, val) if val is not None else None)
@@ -548,8 +556,7 @@ class _WholePiece:
         low, side = store.low, store.side
 
         def upload(a, dtype=np.int32):
-            a = np.asarray(a)
-            return alloc(side, a.astype(dtype) if a.size else np.zeros(1, dtype), read_only=True)
+            return upload_array(side, a, dtype)
         self.seg_ptr, self.indices, self.data = csr
         self.seg_row = upload(low.seg_row)
         self.seg_slot = upload(low.seg_slot) if low.seg_slot is not None else store.dummy
