@@ -24,7 +24,7 @@ from ..engine import Engine, RowOp
 from ..graph import Graph
 from . import register
 from ..runtime import cl
-from .base import MAX_ITER, App, AppResult, DynamicPolicy, Param, in_unit
+from .base import MAX_ITER, App, AppResult, DynamicPolicy, Param, component_sizes, in_unit
 from .frontier import FrontierApp, FrontierQueue, sync_from_push_side, sync_to_push_side
 
 
@@ -138,7 +138,7 @@ class ConnectedComponents(FrontierApp, App):
 
     def collect(self, engine: Engine, graph: Graph, result: AppResult) -> AppResult:
         result.values = engine.read("gf", role=engine.state[self.name]["vertex_role"])
-        result.extra["components"] = int(np.unique(result.values).size)
+        result.extra["components"] = int(np.count_nonzero(component_sizes(result.values)))
         return result
 
     def wants_pull(self, st, size, edges, processed, policy, two_roles) -> bool:
@@ -176,7 +176,7 @@ class ConnectedComponents(FrontierApp, App):
 
     def summary(self, result: AppResult, graph: Graph) -> list[tuple[str, str]]:
         labels = result.values
-        _, counts = np.unique(labels, return_counts=True)
+        counts = component_sizes(labels)
         return [("components", f"{result.extra['components']:,}"),
                 ("largest", f"{counts.max():,} vertices ({100.0 * counts.max() / graph.n:.1f}%)"),
                 ("rounds", f"{result.iterations} ("
