@@ -154,7 +154,23 @@ class Engine:
                 self.fscal[r], self.stop[r] = self.fscal[self.roles[0]], self.stop[self.roles[0]]
         self.executor = self._executor()
         self._needs_halo = not pair.shared and len(self.roles) == 2 and not dynamic
+        self.prebuild()
         self.setup_seconds = time.perf_counter() - t0
+
+    def prebuild(self) -> None:
+        """Compile every row operation's programs for every store at once, on the pool's
+        threads (pyopencl releases the GIL while a driver builds); a program that fails
+        here is built, and its error raised, where it is first used."""
+        from ..errors import BuildError
+        from ..parallel import pool
+
+        def build(job) -> None:
+            try:
+                job[0].programs(job[1])
+            except BuildError:
+                pass
+        jobs = [(store, op) for store in self.stores.values() for op in self.ops]
+        list(pool().map(build, jobs)) if len(jobs) > 1 else [build(j) for j in jobs]
 
     def _executor(self):
         """The executor the plan needs: split-join profiling for an SJ / SJ-Q throttled
