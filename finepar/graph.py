@@ -326,6 +326,12 @@ class RowEntries:
         return cls._merged(indptr[rows].astype(np.int64), indptr[rows + 1].astype(np.int64))
 
     @classmethod
+    def of_runs(cls, starts: np.ndarray, lengths: np.ndarray) -> "RowEntries":
+        """Runs of ``lengths`` positions from ``starts`` (int, shape (k,)), in order."""
+        starts = np.asarray(starts, dtype=np.int64)
+        return cls._merged(starts, starts + np.asarray(lengths, dtype=np.int64))
+
+    @classmethod
     def of_positions(cls, positions: np.ndarray) -> "RowEntries":
         """Any list of matrix positions (int, shape (m,)), in its order."""
         positions = np.asarray(positions, dtype=np.int64)

@@ -89,9 +89,16 @@ def chunked(fn: Callable[[int, int], object], size: int, chunk: int | None = Non
     """``[fn(lo, hi) for (lo, hi) in spans(size, chunk)]`` on the shared pool (in the
     calling thread when there is one span or one core)."""
     parts = spans(size, chunk)
-    if len(parts) <= 1 or n_workers(None) <= 1:
+    if len(parts) <= 1 or n_workers(None) <= 1 or _in_pool():
         return [fn(lo, hi) for lo, hi in parts]
     return list(pool().map(lambda s: fn(*s), parts))
+
+
+def _in_pool() -> bool:
+    """Whether the calling thread is one of the pool's (a task that waits on tasks queued
+    behind it could wait forever: nested passes run in the calling thread)."""
+    import threading
+    return threading.current_thread().name.startswith("finepar")
 
 
 def first_true(test: Callable[[int, int], np.ndarray], size: int,

@@ -150,3 +150,20 @@ def test_throttled_device_steps(schedule, pairs):
                                cache_bytes=small_cache(g), grouping="adaptive")
     assert not problem
     assert rep.result["iterations"] < 40
+
+
+@pytest.mark.parametrize("mode", ["shared", "split"])
+@pytest.mark.parametrize("app_name", ["spmv", "pagerank"])
+def test_grid_tiled_shares_run_right(app_name, mode, pairs, monkeypatch):
+    """Shares tiled on the grid (segments as runs of rows, no permutation) lower and run
+    to the reference's answer under a per-partition and a split-join schedule."""
+    from finepar.throttle import kdgrid
+    monkeypatch.setattr(kdgrid, "GRID_MIN_NNZ", 0)
+    monkeypatch.setattr(kdgrid, "MAX_BINS", 128)
+    g = generated_graph(11, 4)
+    app = apps.get(app_name)
+    for schedule in ("cf", "sj"):
+        problem, rep = checked_run(app, "g11", g, pairs[mode], threshold=48, schedule=schedule,
+                                   cache_bytes=small_cache(g))
+        assert not problem, f"{schedule} {mode}: {problem}"
+        assert rep.plan["throttle"]["partitions"] > 1 and rep.plan["throttle"]["grid"]

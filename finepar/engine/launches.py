@@ -517,7 +517,7 @@ def lower_partitioned(matrix: Graph, role: str, rows: np.ndarray, part, *, block
     ShareLowering
     """
     rows = np.asarray(rows, dtype=np.int32)
-    share_pos = row_positions(matrix.indptr, rows)  # compact entry -> matrix position
+    entries = _partition_entries(matrix, rows, part)
     per_row = np.bincount(part.seg_row, minlength=rows.size)
     # rows without entries are in no partition, but their epilogue must run (PageRank's
     # base term, SpMV's zero): empty segments after the last partition
@@ -541,13 +541,25 @@ def lower_partitioned(matrix: Graph, role: str, rows: np.ndarray, part, *, block
         np.cumsum(per_row[split_row], out=slot_ptr[1:])
     blk_ptr = pack_blocks(seg_len, block_nnz, max_segments, bounds=part.part_seg)
     low = ShareLowering(role=role, rows=rows, compact=True, seg_row=seg_row,
-                        seg_ptr=seg_ptr.astype(np.int64),
-                        entries=RowEntries.of_positions(share_pos[part.order]),
+                        seg_ptr=seg_ptr.astype(np.int64), entries=entries,
                         seg_slot=seg_slot, apply_rows=apply_rows, slot_ptr=slot_ptr,
                         blk_ptr=blk_ptr, nnz=int(part.seg_ptr[-1]), grouping="throttled",
                         partitions=part)
     low.launches = cover_launches(low, cover, queue=queue)
     return low
+
+
+def _partition_entries(matrix: Graph, rows: np.ndarray, part) -> RowEntries:
+    """The matrix positions of a partitioning's entries in partition order: runs from each
+    segment's start (K-D segments are runs of their rows), or the explicit order (SPAC)."""
+    if part.order is not None:
+        share = RowEntries.of_rows(matrix.indptr, rows).positions()
+        return RowEntries.of_positions(share[part.order])
+    row_len = np.diff(matrix.indptr)[rows].astype(np.int64)
+    share_start = np.cumsum(row_len) - row_len
+    first = (np.asarray(matrix.indptr)[rows[part.seg_row]].astype(np.int64)
+             + part.seg_start - share_start[part.seg_row])
+    return RowEntries.of_runs(first, np.diff(part.seg_ptr))
 
 
 def cover_launches(low: ShareLowering, cover: list | None, *, queue: bool = False) -> list:

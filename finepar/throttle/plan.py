@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import UsageError
-from ..graph import Graph, row_positions
+from ..graph import Graph, RowEntries
 from .dbwp import BISECTIONS, Partitioning, capacity_from_cache, dbwp
 
 #: Schedules a run may ask for: none, the paper's four, or auto.
@@ -122,7 +122,7 @@ def share_csr(matrix: Graph, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     lengths = np.diff(matrix.indptr)[rows].astype(np.int64)
     indptr = np.zeros(rows.size + 1, dtype=np.int64)
     np.cumsum(lengths, out=indptr[1:])
-    return indptr, matrix.indices[row_positions(matrix.indptr, rows)]
+    return indptr, RowEntries.of_rows(matrix.indptr, rows).take(matrix.indices)
 
 
 def throttle_share(matrix: Graph, rows: np.ndarray, options: ThrottleOptions,
@@ -166,7 +166,7 @@ def throttle_share(matrix: Graph, rows: np.ndarray, options: ThrottleOptions,
         if int(seen.sum()) + touched_y <= capacity:
             return None  # the share's working set fits: one partition, nothing to throttle
         schedule = "sj"  # let the measured split-join decide
-    part = dbwp(indptr, indices, matrix.n, capacity, bisect=options.bisect)
+    part = dbwp(indptr, indices, matrix.n, capacity, bisect=options.bisect, checked=True)
     return ThrottleSpec(schedule=schedule, partitioning=part, cache_bytes=cache,
                         capacity=capacity, seconds=time.perf_counter() - t0)
 
