@@ -181,7 +181,7 @@ def finepar_config(wl, pair, cfg: Config, params: dict, ref, *, repeats: int,
             *prepared, eng, source, tuning = wl.prepare(
                 pair, throttle=cfg.throttle.check(), threshold=cfg.threshold,
                 devices=cfg.devices, grouping=cfg.grouping, model=model, step=64,
-                calibrate=None, options=cfg.options)
+                calibrate=None, options=cfg.options, steps=wl.app.row_steps(wl.graph, params))
             choose_s = time.perf_counter() - t0
         wl_run, plan, perm, remap_s = prepared
         rec.update(threshold_source=source, tuning=tuning,

@@ -173,7 +173,7 @@ class Workload:
             wl, plan, perm, secs, eng, source, tuning = self.prepare(
                 pair, throttle=throttle, threshold=threshold, devices=devices,
                 grouping=grouping, model=model, step=step, calibrate=calibrate,
-                options=options, cache=cache)
+                options=options, cache=cache, steps=self.app.row_steps(self.graph, params))
         run_params = params if perm is None else self.app.permute_params(params, perm)
         result, report = wl._execute(eng, run_params, warmup, load_seconds, source, tuning)
         if cache is not None:
@@ -187,7 +187,8 @@ class Workload:
 
     def prepare(self, pair: DevicePair, *, throttle: ThrottleOptions, threshold: int | None,
                 devices: str, grouping: str, model: Any, step: int, calibrate: Any,
-                options: EngineOptions | None = None, cache: PrepCache | None = None):
+                options: EngineOptions | None = None, cache: PrepCache | None = None,
+                steps: float = 1.0):
         """Everything :meth:`run` does before the app's first step: choose the plan
         (:meth:`choose_plan`), throttle the GPU share (:meth:`throttled`), build the
         engine and, for a tuned split on two devices, check it with one measured step
@@ -206,20 +207,20 @@ class Workload:
                    step=step, calibrate=calibrate, options=options)
         key = None
         if cache is not None:
-            key = cache.key(self._cache_parts(pair, throttle, how))
+            key = cache.key(self._cache_parts(pair, throttle, {**how, "steps": steps}))
             entry = cache.get(key)
             if entry is not None:
                 return self._restore(entry, pair, options)
         t0 = time.perf_counter()
         plan, source, tuning = self.choose_plan(pair, **how)
-        wl, plan, perm, secs = self.throttled(pair, plan, throttle)
+        wl, plan, perm, secs = self.throttled(pair, plan, throttle, steps, tuning)
         eng = wl.engine(pair, plan, options)
         if tuning is not None and len(plan.active_roles()) == 2:
             redo = self._correction(eng, wl, pair, tuning, how)
             if redo is not None:  # the model was off on one device: the split tuned again
                 plan, tuning = redo
                 del eng
-                wl, plan, perm, secs = self.throttled(pair, plan, throttle)
+                wl, plan, perm, secs = self.throttled(pair, plan, throttle, steps, tuning)
                 eng = wl.engine(pair, plan, options)
         if cache is not None:
             cache.put(key, *_entry_of(plan, devices, source, tuning, perm, secs,
@@ -241,6 +242,7 @@ class Workload:
                              "global_mem_bytes", "max_alloc_bytes", "cache_bytes")}
                 for r in ("cpu", "gpu")}
         return {"input": input_digest(self.graph), "app": self.name, "devices": devs,
+                "steps": how.get("steps"),
                 "emulated": pair.emulated, "memory": pair.mode,
                 "throttle": asdict(throttle), "model": model_id,
                 "options": asdict(how["options"]) if how["options"] is not None else None,
@@ -257,6 +259,7 @@ class Workload:
                         grouping=m["grouping"])
         if m.get("throttle"):
             plan.throttle = _throttle_of(entry)
+        plan.throttle_auto = m.get("throttle_auto")
         eng = wl.engine(pair, plan, options)
         eng.cache_key = entry.key
         if m.get("sj_cover") is not None and hasattr(eng.executor, "use_cover"):
@@ -299,9 +302,12 @@ class Workload:
                                    grouping_before=tuning["grouping"])
         return plan, again
 
-    def throttled(self, pair: DevicePair, plan: Plan, throttle: ThrottleOptions):
+    def throttled(self, pair: DevicePair, plan: Plan, throttle: ThrottleOptions,
+                  steps: float = 1.0, tuning: dict | None = None):
         """The workload and plan a run uses under ``throttle``: relabelled vertices (above
         the engine, throttling-atc18 §4.2) and the GPU share's cache-fit partitions.
+        ``steps`` (the run's expected row operations) and the tuner's predicted GPU step
+        (``tuning``) weigh ``schedule='auto'``'s partitioning against its saving.
 
         Returns
         -------
@@ -313,8 +319,12 @@ class Workload:
         cache = pair.gpu.info.cache_bytes
         if "gpu" not in plan.active_roles() or plan.throttle is not None:
             return self, plan, None, 0.0
+        t_gpu = ((tuning or {}).get("predicted") or {}).get("t_gpu")
+        how = {"steps": steps, "step_seconds": t_gpu, "decision": {}}
         if throttle.remap == "none":
-            plan.throttle = throttle_share(self.matrix, plan.shares["gpu"].rows, throttle, cache)
+            plan.throttle = throttle_share(self.matrix, plan.shares["gpu"].rows, throttle, cache,
+                                           **how)
+            plan.throttle_auto = how["decision"] or None
             return self, plan, None, 0.0
         mat, rows = self.matrix, plan.shares["gpu"].rows
         if mat.n != self.graph.n:  # a stacked matrix (HITS): row r is vertex r mod n
@@ -325,7 +335,9 @@ class Workload:
                           grouping=plan.grouping) if plan.method == "fine"
                  else plan_for(wl.matrix, threshold=None, devices=plan.active_roles()[0],
                                grouping=plan.grouping))
-        plan2.throttle = throttle_share(wl.matrix, plan2.shares["gpu"].rows, throttle, cache)
+        plan2.throttle = throttle_share(wl.matrix, plan2.shares["gpu"].rows, throttle, cache,
+                                        **how)
+        plan2.throttle_auto = how["decision"] or None
         if plan2.throttle is not None:
             plan2.throttle.remap, plan2.throttle.remap_seconds = throttle.remap, secs
         return wl, plan2, perm, secs
@@ -384,7 +396,8 @@ class Workload:
                   "grouping": plan.grouping, "stats": plan.stats, "lowering": summ["lowering"],
                   "executor": summ["executor"], "push_role": eng.push_role(),
                   "memory": _memory_parts(summ["lowering"]),
-                  "throttle": _throttle_report(plan, summ)},
+                  "throttle": _throttle_report(plan, summ),
+                  "throttle_auto": plan.throttle_auto},
             threshold_source=source, timings=timings, throughput=throughput,
             result={"iterations": result.iterations, "converged": result.converged,
                     "summary": self.app.summary(result, g),
@@ -410,7 +423,8 @@ def _entry_of(plan: Plan, devices: str, source: str, tuning: dict | None,
     graph names ``finepar cache list`` shows)."""
     meta = {**labels, "threshold": plan.threshold, "grouping": plan.grouping, "devices": devices,
             "source": source, "tuning": tuning, "remap_seconds": remap_seconds,
-            "prepare_seconds": seconds, "throttle": None, "sj_cover": None}
+            "prepare_seconds": seconds, "throttle": None, "sj_cover": None,
+            "throttle_auto": plan.throttle_auto}
     arrays = {} if perm is None else {"perm": perm}
     spec = plan.throttle
     if spec is not None:

@@ -128,6 +128,8 @@ class Plan:
         Time spent building the plan (partitioning overhead), seconds.
     throttle : finepar.throttle.ThrottleSpec or None
         The GPU share's cache-fit partitions and schedule, when throttled.
+    throttle_auto : dict or None
+        What ``schedule='auto'`` weighed (:func:`finepar.throttle.plan.auto_decision`).
     chunk_bounds : ndarray of int64 or None
         The dynamic baseline's row chunks (chunk ``c``: rows ``chunk_bounds[c] ..
         chunk_bounds[c+1]``).
@@ -142,6 +144,7 @@ class Plan:
     stats: dict = field(default_factory=dict)
     seconds: float = 0.0
     throttle: object = None
+    throttle_auto: dict | None = None
     chunk_bounds: np.ndarray | None = None
 
     @property

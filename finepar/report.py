@@ -125,6 +125,14 @@ class RunReport:
                 + (f"; remap {thr['remap']} {thr['remap_seconds'] * 1e3:.1f} ms"
                    if thr.get("remap", "none") != "none" else "")
                 + (f"; SJ kept {len(sj['cover'])} launches" if sj else ""))
+        auto = p.get("throttle_auto")
+        if auto:
+            verdict = "throttled" if auto["throttle"] else "not throttled"
+            lines.append(
+                f"  auto       {verdict}: partitioning ~{auto['cost_seconds']:.3f} s against a "
+                f"predicted saving of {auto['saving_seconds']:.3f} s over "
+                f"{auto['steps']:.0f} steps (x+y entries {auto['working_set']:,}, cache "
+                f"holds {auto['capacity']:,})")
         if self.tuning:
             tr = self.tuning
             lines.append(f"  tuner      {tr.get('summary', '')}")

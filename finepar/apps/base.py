@@ -279,6 +279,12 @@ class App(ABC):
     def check(self, graph: Graph, result: AppResult, ref: Any, params: dict) -> str:
         """Compare a result with :meth:`reference`'s; '' if right, else the problem (one line)."""
 
+    def row_steps(self, graph: Graph, params: dict) -> float:
+        """Row operations over the whole plan a run with ``params`` is expected to make:
+        what a throttled share's partitioning is amortised over (``schedule='auto'``,
+        :func:`finepar.throttle.plan.throttle_share`). Default: one."""
+        return 1.0
+
     def static_params(self) -> dict:
         """Parameters that make a run static (every iteration over every row of the
         plan, no frontier adaptation), as the coarse-grained baselines run."""

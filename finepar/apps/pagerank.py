@@ -160,6 +160,13 @@ class PageRank(App):
         from .. import reference
         return reference.pagerank(graph, damping=params.get("damping", 0.85))
 
+    def row_steps(self, graph: Graph, params: dict) -> float:
+        """The power iteration's steps to an L1 change below ``tol``: the error shrinks by
+        ``damping`` a step, so about ``log(tol) / log(damping)`` (capped by ``max_iter``)."""
+        import math
+        steps = math.log(params.get("tol") or 1e-6) / math.log(params.get("damping") or 0.85)
+        return float(min(steps, params.get("max_iter") or steps))
+
     def check(self, graph: Graph, result: AppResult, ref, params: dict) -> str:
         l1 = float(np.abs(result.values.astype(np.float64) - ref).sum())
         return f"L1 error {l1:.2e} > 1e-4" if l1 >= 1e-4 else ""
