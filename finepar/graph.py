@@ -321,8 +321,14 @@ class RowEntries:
     @classmethod
     def of_rows(cls, indptr: np.ndarray, rows: np.ndarray) -> "RowEntries":
         """The nonzeros of ``rows`` (int, shape (k,)), row by row."""
-        rows = np.asarray(rows, dtype=np.int64)
+        rows = np.asarray(rows)
         indptr = np.asarray(indptr)
+        if rows.size and int(rows[-1]) - int(rows[0]) == rows.size - 1 and (
+                rows.size < 2 or bool(np.all(rows[1:] > rows[:-1]))):  # consecutive rows
+            a, b = int(indptr[rows[0]]), int(indptr[rows[-1] + 1])
+            return cls(np.array([a] if b > a else [], dtype=np.int64),
+                       np.array([0, b - a] if b > a else [0], dtype=np.int64))
+        rows = rows.astype(np.int64, copy=False)
         return cls._merged(indptr[rows].astype(np.int64), indptr[rows + 1].astype(np.int64))
 
     @classmethod

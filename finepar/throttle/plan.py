@@ -24,6 +24,7 @@ import numpy as np
 
 from ..errors import UsageError
 from ..graph import Graph, RowEntries
+from ..parallel import chunked
 from .dbwp import BISECTIONS, Partitioning, capacity_from_cache, dbwp
 
 #: Schedules a run may ask for: none, the paper's four, or auto.
@@ -170,14 +171,19 @@ def auto_decision(matrix: Graph, rows: np.ndarray, indices: np.ndarray, capacity
     """Whether ``schedule='auto'`` throttles a share: when the predicted saving over the
     run's ``steps`` (:func:`predicted_gain` of a step of ``step_seconds``) exceeds the
     partitioning's cost (:func:`measured_rate` per nonzero), and that cost stays within
-    ``options.max_partition_seconds``. Returns the figures, with ``throttle`` the verdict."""
+    ``options.max_partition_seconds``. Returns the figures, with ``throttle`` the verdict
+    (``working_set`` -1 where even :data:`GAIN_MAX` of every step could not pay: the
+    share's x and y entries are then not counted)."""
     nnz = int(indices.shape[0])
-    seen = np.zeros(matrix.n, dtype=bool)
-    seen[indices] = True
-    ws = int(seen.sum()) + int(np.count_nonzero(np.diff(matrix.indptr)[rows]))
     step = step_seconds if step_seconds else nnz / STEP_NNZ_PER_S
     cost = nnz * measured_rate()
-    saving = steps * step * predicted_gain(ws, capacity)
+    ws = -1  # not counted: even the largest gain could not pay for the partitioning
+    saving = steps * step * GAIN_MAX
+    if saving > cost and cost <= options.max_partition_seconds:
+        seen = np.zeros(matrix.n, dtype=bool)
+        chunked(lambda lo, hi: seen.__setitem__(indices[lo:hi], True), nnz)
+        ws = int(np.count_nonzero(seen)) + int(np.count_nonzero(np.diff(matrix.indptr)[rows]))
+        saving = steps * step * predicted_gain(ws, capacity)
     ok = saving > cost and cost <= options.max_partition_seconds
     return {"throttle": bool(ok), "working_set": ws, "capacity": int(capacity),
             "steps": float(steps), "step_seconds": float(step), "cost_seconds": float(cost),
