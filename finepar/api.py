@@ -18,6 +18,7 @@ import numpy as np
 from . import apps
 from .apps.base import AppResult
 from .engine import Engine, EngineOptions
+from .engine.launches import ShareLowering
 from .errors import FineParError, UsageError
 from .graph import Graph
 from .io import from_scipy
@@ -103,9 +104,12 @@ class Workload:
             self._stats = RowStats(self.matrix.row_lengths())
         return self._stats
 
-    def engine(self, pair: DevicePair, plan: Plan, options: EngineOptions | None = None) -> Engine:
-        """An engine for ``plan`` with the app's state prepared (not timed)."""
-        eng = Engine(pair, self.matrix, plan, self.app.ops, options=options)
+    def engine(self, pair: DevicePair, plan: Plan, options: EngineOptions | None = None,
+               lowerings: dict | None = None) -> Engine:
+        """An engine for ``plan`` with the app's state prepared (not timed); ``lowerings``
+        as :class:`~finepar.engine.Engine` takes them."""
+        eng = Engine(pair, self.matrix, plan, self.app.ops, options=options,
+                     lowerings=lowerings)
         t0 = time.perf_counter()
         self.app.prepared(eng, self.graph)
         eng.setup_seconds += time.perf_counter() - t0
@@ -223,7 +227,7 @@ class Workload:
                 wl, plan, perm, secs = self.throttled(pair, plan, throttle, steps, tuning)
                 eng = wl.engine(pair, plan, options)
         if cache is not None:
-            cache.put(key, *_entry_of(plan, devices, source, tuning, perm, secs,
+            cache.put(key, *_entry_of(plan, eng, devices, source, tuning, perm, secs,
                                       time.perf_counter() - t0, app=self.name,
                                       graph=self.graph.name))
             eng.cache_key = key
@@ -252,15 +256,18 @@ class Workload:
         """:meth:`prepare`'s answer from a cache entry: the plan (rebuilt from its T_f and
         grouping), the relabelling, the cache-fit partitions and the split-join cover as
         stored; only the engine is built anew."""
-        m = entry.meta
-        perm = entry.arrays.get("perm")
+        m, arrays = entry.meta, entry.arrays
+        perm = arrays.get("perm")
         wl = self.remapped(perm, m["remap_seconds"]) if perm is not None else self
-        plan = plan_for(wl.matrix, threshold=m["threshold"], devices=m["devices"],
-                        grouping=m["grouping"])
+        plan = Plan.from_arrays(_prefixed(arrays, "plan_"), m["plan"])
         if m.get("throttle"):
             plan.throttle = _throttle_of(entry)
         plan.throttle_auto = m.get("throttle_auto")
-        eng = wl.engine(pair, plan, options)
+        parts = plan.throttle.partitioning if plan.throttle is not None else None
+        lowerings = {role: ShareLowering.from_arrays(_prefixed(arrays, f"low_{role}_"), sc,
+                                                     parts if role == "gpu" else None)
+                     for role, sc in m["lowerings"].items()}
+        eng = wl.engine(pair, plan, options, lowerings)
         eng.cache_key = entry.key
         if m.get("sj_cover") is not None and hasattr(eng.executor, "use_cover"):
             eng.executor.use_cover(eng, m["sj_cover"])
@@ -417,15 +424,28 @@ def open_cache(cache: Any) -> PrepCache | None:
     return PrepCache(cache)
 
 
-def _entry_of(plan: Plan, devices: str, source: str, tuning: dict | None,
+def _prefixed(arrays: dict, prefix: str) -> dict:
+    return {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
+
+
+def _entry_of(plan: Plan, eng: Engine, devices: str, source: str, tuning: dict | None,
               perm: np.ndarray | None, remap_seconds: float, seconds: float, **labels: str):
-    """``(meta, arrays)`` of a cache entry for a prepared run (``labels``: the app and
-    graph names ``finepar cache list`` shows)."""
+    """``(meta, arrays)`` of a cache entry for a prepared run: the plan, each share's
+    lowering (what the engine built; not an ELL share's), the relabelling and the
+    partitions (``labels``: the app and graph names ``finepar cache list`` shows)."""
+    plan_arrays, plan_scalars = plan.to_arrays()
     meta = {**labels, "threshold": plan.threshold, "grouping": plan.grouping, "devices": devices,
             "source": source, "tuning": tuning, "remap_seconds": remap_seconds,
             "prepare_seconds": seconds, "throttle": None, "sj_cover": None,
-            "throttle_auto": plan.throttle_auto}
-    arrays = {} if perm is None else {"perm": perm}
+            "throttle_auto": plan.throttle_auto, "plan": plan_scalars, "lowerings": {}}
+    arrays = {f"plan_{k}": v for k, v in plan_arrays.items()}
+    if perm is not None:
+        arrays["perm"] = perm
+    for role, store in eng.stores.items():
+        flat = None if plan.method == "dynamic" else store.low.to_arrays()
+        if flat is not None:
+            arrays.update({f"low_{role}_{k}": v for k, v in flat[0].items()})
+            meta["lowerings"][role] = flat[1]
     spec = plan.throttle
     if spec is not None:
         part_arrays, part_scalars = spec.partitioning.to_arrays()

@@ -164,6 +164,33 @@ class Plan:
             tail += f" + throttled GPU share ({self.throttle.schedule})"
         return s + tail
 
+    def to_arrays(self) -> tuple[dict, dict]:
+        """``(arrays, scalars)`` that :meth:`from_arrays` rebuilds the plan from (the
+        prepared-graph cache): each share's rows in launch order, its groups' sizes and
+        mappings, and the plan's figures."""
+        arrays = {f"{role}_rows": share.rows for role, share in self.shares.items()}
+        groups = {role: [{"rows": len(g), "mapping": g.mapping, "lo": g.lo, "hi": g.hi,
+                          "nnz": int(g.nnz), "lanes": g.lanes} for g in share.groups]
+                  for role, share in self.shares.items()}
+        return arrays, {"method": self.method, "threshold": self.threshold,
+                        "grouping": self.grouping, "n": self.n, "nnz": self.nnz,
+                        "stats": self.stats, "groups": groups}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict, scalars: dict) -> "Plan":
+        """The plan :meth:`to_arrays` described."""
+        shares = {}
+        for role, groups in scalars["groups"].items():
+            rows, at, out = arrays[f"{role}_rows"], 0, []
+            for g in groups:
+                out.append(Group(rows=rows[at:at + g["rows"]], mapping=g["mapping"], lo=g["lo"],
+                                 hi=g["hi"], nnz=g["nnz"], lanes=g["lanes"]))
+                at += g["rows"]
+            shares[role] = Share(role, out)
+        return cls(method=scalars["method"], threshold=scalars["threshold"],
+                   grouping=scalars["grouping"], n=scalars["n"], nnz=scalars["nnz"],
+                   shares=shares, stats=scalars["stats"])
+
     def active_roles(self) -> list[str]:
         """Roles that run at least one row."""
         return [r for r in ("cpu", "gpu") if self.shares[r].nrows]

@@ -101,6 +101,9 @@ class Engine:
     ops : RowOp or sequence of RowOp
         The app's row operations; the first is the default of :meth:`rowop`.
     options : EngineOptions, optional
+    lowerings : dict, optional
+        ``{role: ShareLowering}`` made before for this plan and matrix (the prepared-graph
+        cache): used as they are instead of lowering the plan again.
 
     Raises
     ------
@@ -110,7 +113,7 @@ class Engine:
     """
 
     def __init__(self, pair: DevicePair, matrix: Graph, plan: Plan, ops, *,
-                 options: EngineOptions | None = None):
+                 options: EngineOptions | None = None, lowerings: dict | None = None):
         t0 = time.perf_counter()
         self.pair, self.matrix, self.plan = pair, matrix, plan
         self.ops = (ops,) if isinstance(ops, RowOp) else tuple(ops)
@@ -136,7 +139,7 @@ class Engine:
         has_data = any(op.has_data for op in self.ops)
         for role in self.roles:
             side = pair.side(role)
-            low = self.lower(role, side)
+            low = (lowerings or {}).get(role) or self.lower(role, side)
             if low.ell is not None and self._needs_chunks(role, side, low, has_data):
                 low = lower_adaptive(matrix, role, low.rows, block_nnz=side.launch.block_nnz,
                                      max_segments=side.launch.wg_stream)  # ELL is not cut

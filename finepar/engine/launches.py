@@ -301,6 +301,30 @@ class ShareLowering:
         top = int(self.seg_ptr[-1]) if self.seg_ptr is not None and self.seg_ptr.size else 0
         return np.dtype(np.int64) if top > np.iinfo(np.int32).max else np.dtype(np.int32)
 
+    _ARRAYS = ("rows", "seg_row", "seg_ptr", "seg_slot", "apply_rows", "slot_ptr", "blk_ptr")
+
+    def to_arrays(self) -> tuple[dict, dict] | None:
+        """``(arrays, scalars)`` that :meth:`from_arrays` rebuilds the lowering from (the
+        prepared-graph cache); None for an ELL share (its padded slots are not kept)."""
+        if self.ell is not None:
+            return None
+        arrays = {k: getattr(self, k) for k in self._ARRAYS if getattr(self, k) is not None}
+        if self.entries is not None:
+            arrays["entries_starts"], arrays["entries_ptr"] = self.entries.starts, self.entries.ptr
+        return arrays, {"role": self.role, "compact": self.compact, "nnz": self.nnz,
+                        "grouping": self.grouping,
+                        "launches": [dict(vars(spec)) for spec in self.launches]}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict, scalars: dict, partitions=None) -> "ShareLowering":
+        """The lowering :meth:`to_arrays` described (``partitions``: the throttled share's)."""
+        entries = (RowEntries(arrays["entries_starts"], arrays["entries_ptr"])
+                   if "entries_starts" in arrays else None)
+        return cls(role=scalars["role"], compact=scalars["compact"], nnz=scalars["nnz"],
+                   grouping=scalars["grouping"], entries=entries, partitions=partitions,
+                   launches=[LaunchSpec(**spec) for spec in scalars["launches"]],
+                   **{k: arrays[k] for k in cls._ARRAYS if k in arrays})
+
     def describe(self) -> dict:
         """Counts for reports: segments, cut rows, blocks, launches by mapping."""
         by: dict[str, int] = {}
