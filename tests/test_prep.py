@@ -82,3 +82,19 @@ def test_split_memory_gpu_reads_the_whole_csr_when_it_holds_most(pairs, threshol
     eng.rowop(x="x", y="y")
     y = eng.read("y")
     assert np.all(np.abs(y - reference.spmv(g, x)) <= reference.spmv_error_bound(g, x))
+
+
+def test_blocks_packed_by_pieces_keep_every_limit(monkeypatch):
+    """Long segment lists are packed on threads, piece by piece: a block starts at every
+    piece, and every block still fits local memory (or is one long segment), holds at most
+    the work-group's segments and never crosses a partition bound."""
+    from finepar.engine import launches
+    monkeypatch.setattr(launches, "PACK_SEGMENTS", 37)
+    rng = np.random.default_rng(5)
+    seg_len = rng.integers(0, 300, 2000)
+    bounds = np.sort(rng.choice(2000, 9, replace=False))
+    blk = launches.pack_blocks(seg_len, 256, 16, bounds)
+    assert blk[0] == 0 and blk[-1] == seg_len.size and np.all(np.diff(blk) > 0)
+    assert set(range(0, 2000, 37)) | set(bounds.tolist()) <= set(blk.tolist())
+    for a, b in zip(blk[:-1], blk[1:]):
+        assert b - a <= 16 and (seg_len[a:b].sum() <= 256 or b - a == 1)

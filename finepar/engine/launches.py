@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..graph import Graph, RowEntries, row_positions
+from ..parallel import chunked
 
 # ----------------------------------------------------------------------------- arguments
 
@@ -400,24 +401,29 @@ def cut_rows(rows: np.ndarray, lengths: np.ndarray, split: int):
     slot_ptr : ndarray of int32, shape (A+1,)
     """
     lengths = np.asarray(lengths, dtype=np.int64)
+    rows = np.asarray(rows, dtype=np.int32)
     pieces = np.maximum(1, -(-lengths // split))
-    seg_row = np.repeat(np.asarray(rows, dtype=np.int32), pieces)
-    first = np.zeros(seg_row.size, dtype=np.int64)  # offset of each segment in its row
-    starts = np.concatenate(([0], np.cumsum(pieces)[:-1]))
-    within = np.arange(seg_row.size, dtype=np.int64) - np.repeat(starts, pieces)
-    first[:] = within * split
-    seg_len = np.minimum(np.repeat(lengths, pieces) - first, split)
-    seg_len = np.maximum(seg_len, 0)
     is_cut = pieces > 1
-    if not is_cut.any():
-        return seg_row, seg_len, None, np.zeros(0, np.int32), np.zeros(1, np.int32)
-    cut_seg = np.repeat(is_cut, pieces)
+    cut = np.flatnonzero(is_cut)
+    if not cut.size:
+        return rows, lengths, None, np.zeros(0, np.int32), np.zeros(1, np.int32)
+    first_seg = np.cumsum(pieces) - pieces  # a row's first segment
+    seg_row = np.repeat(rows, pieces)
+    seg_len = np.repeat(lengths, pieces)  # right for every row that is not cut
+    idx = _ranges(first_seg[cut], pieces[cut])  # the cut rows' segments
+    within = idx - np.repeat(first_seg[cut], pieces[cut])
+    seg_len[idx] = np.minimum(np.repeat(lengths[cut], pieces[cut]) - within * split, split)
     seg_slot = np.full(seg_row.size, -1, dtype=np.int32)
-    seg_slot[cut_seg] = np.arange(int(cut_seg.sum()), dtype=np.int32)
-    apply_rows = np.asarray(rows, dtype=np.int32)[is_cut]
-    slot_ptr = np.zeros(apply_rows.size + 1, dtype=np.int32)
-    np.cumsum(pieces[is_cut], out=slot_ptr[1:])
-    return seg_row, seg_len, seg_slot, apply_rows, slot_ptr
+    seg_slot[idx] = np.arange(idx.size, dtype=np.int32)
+    slot_ptr = np.zeros(cut.size + 1, dtype=np.int32)
+    np.cumsum(pieces[cut], out=slot_ptr[1:])
+    return seg_row, seg_len, seg_slot, rows[cut], slot_ptr
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenated ``arange(starts[i], starts[i] + lengths[i])`` (int64)."""
+    offset = np.cumsum(lengths) - lengths
+    return np.repeat(starts - offset, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
 
 
 def pack_blocks(seg_len: np.ndarray, block_nnz: int, max_segments: int,
@@ -449,14 +455,30 @@ def pack_blocks(seg_len: np.ndarray, block_nnz: int, max_segments: int,
     S = seg_len.size
     if S == 0:
         return np.zeros(1, dtype=np.int32)
+    b = None if bounds is None else np.asarray(bounds, dtype=np.int64)
     half = max(1, block_nnz // 2)
+
+    def piece(lo: int, hi: int) -> np.ndarray:
+        inner = None if b is None else b[(b >= lo) & (b < hi)] - lo
+        return _block_starts(seg_len[lo:hi], half, max_segments, inner) + lo
+    starts = chunked(piece, S, PACK_SEGMENTS)  # no block crosses a piece of the list
+    return np.concatenate(starts + [np.array([S])]).astype(np.int32)
+
+
+#: Segments packed into blocks by one thread (a block starts where each such piece does).
+PACK_SEGMENTS = 1 << 21
+
+
+def _block_starts(seg_len: np.ndarray, half: int, max_segments: int,
+                  bounds: np.ndarray | None) -> np.ndarray:
+    """The segments of one piece that start a block (see :func:`pack_blocks`)."""
+    S = seg_len.size
     big = seg_len > half
     start = big.copy()  # a block starts at every big segment ...
     start[1:] |= big[:-1]  # ... and right after one
     start[0] = True
     if bounds is not None:
-        b = np.asarray(bounds, dtype=np.int64)
-        start[b[(b >= 0) & (b < S)]] = True
+        start[bounds] = True
     # windows of `half` entries, counted from each run's start
     run = np.cumsum(start) - 1
     before = np.cumsum(seg_len) - seg_len
@@ -468,7 +490,7 @@ def pack_blocks(seg_len: np.ndarray, block_nnz: int, max_segments: int,
     grp_first = np.flatnonzero(start)
     idx = np.arange(S) - grp_first[grp]
     start |= (idx % max_segments) == 0
-    return np.concatenate((np.flatnonzero(start), [S])).astype(np.int32)
+    return np.flatnonzero(start)
 
 
 def lower_adaptive(matrix: Graph, role: str, rows: np.ndarray, *, block_nnz: int,
