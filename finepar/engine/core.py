@@ -539,9 +539,11 @@ class Engine:
         last = {}
         for _, events, _ in self.pending:
             last.update({role: evs[-1] for role, evs in events.items() if evs})
+        done = cl().command_execution_status.COMPLETE
+        if any(ev.command_execution_status != done for ev in last.values()):
+            self.host_syncs += 1  # steps a blocking read already waited for cost no sync
         for ev in last.values():
             ev.wait()
-        self.host_syncs += 1
         if self.options.profile == "launch":
             for rec, events, _ in self.pending:
                 for role, evs in events.items():
