@@ -61,7 +61,8 @@ class ConnectedComponents(FrontierApp, App):
                            ("mn", np.full(n, np.iinfo(np.int32).max)), ("stamp", np.full(n, -1))):
             engine.vector(name, init.astype(np.int32))
         push, vrole = engine.push_role(), engine.vertex_role()
-        q = FrontierQueue(engine, push, sym, ("cc.cl", "frontier.cl")) if push else None
+        q = (FrontierQueue(engine, push, sym, ("cc.cl", "frontier.cl"), local=False) if push
+             else None)
         wide = sym.indptr.dtype == np.int64
         side = engine.pair.side(vrole)
         prg = (q.program if q else engine.pair.program(
@@ -95,10 +96,10 @@ class ConnectedComponents(FrontierApp, App):
         engine.launch(role, st["grand"], n, (np.int32(n), b["f"], b["gf"], b["stamp"],
                                              np.int32(it), st["indptr"], st["counters"]),
                       kind="shortcut", wg=256, wait=False)
-        cl().enqueue_copy(queue, st["host"], st["counters"], is_blocking=True)
+        engine.read_buffer(role, st["host"], st["counters"])
         changed, edges = int(st["host"][0]), int(st["host"][1])
         if changed and q is not None:
-            q.from_stamp(b["stamp"], it)
+            q.from_stamp(b["stamp"], it, changed, edges)
         return changed, edges
 
     def pull(self, engine: Engine, st: dict, it: int):
@@ -110,12 +111,12 @@ class ConnectedComponents(FrontierApp, App):
 
     def push(self, engine: Engine, st: dict, it: int):
         role = st["push_role"]
-        st["queue"].advance((engine.buffer("gf", role), engine.buffer("mn", role)), kind="push")
+        st["queue"].enqueue_level(0, it, (engine.buffer("gf", role), engine.buffer("mn", role)))
         changed = self._vertex_phase(engine, st, it)
         sync_from_push_side(engine, ("gf",))
         return changed
 
-    def queue_from_marks(self, engine: Engine, st: dict, it: int) -> None:
+    def queue_from_marks(self, engine: Engine, st: dict, it: int, size: int, edges: int) -> None:
         """The queue is rebuilt after every round's vertex phase: nothing to do."""
 
     # ---------------------------------------------------------------- the app
@@ -143,6 +144,7 @@ class ConnectedComponents(FrontierApp, App):
 
     def wants_pull(self, st, size, edges, processed, policy, two_roles) -> bool:
         return policy.corun(edges, 0, st["nnz"], two_roles)  # every round counts anew
+        # (a FastSV push is one level, never refused on the device)
 
     def profile_step(self, engine: Engine) -> None:
         engine.write("gf", np.arange(engine.n, dtype=np.int32))
