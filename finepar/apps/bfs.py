@@ -29,7 +29,7 @@ from ..engine import Engine, RowOp
 from ..graph import Graph
 from . import register
 from .base import MAX_ITER, App, AppResult, Param, positive, vertex_label
-from .frontier import FrontierApp, FrontierQueue, launch_line
+from .frontier import FrontierApp, FrontierQueue, launch_line, push_line
 
 DIRECTIONS = ("auto", "top-down", "bottom-up")
 
@@ -62,6 +62,7 @@ class BFS(FrontierApp, App):
     vertex_values = ("values", "parent")
     vertex_ids = ("parent",)
     sync_vectors = ("level", "parent")
+    owned_rows = True
     direction_names = {"push": "top-down", "pull": "bottom-up"}
     #: a bottom-up scan stops at its first frontier in-neighbour: per-row mappings only
     #: (CSR-adaptive blocks and ELL read every entry)
@@ -87,8 +88,9 @@ class BFS(FrontierApp, App):
         engine.vector("parent", np.full(n, -1, np.int32))
         engine.vector("front", np.zeros(words, np.uint32))
         engine.vector("next", np.zeros(words, np.uint32))
-        push = engine.push_role()
-        return {"outdeg": outdeg, "push_role": push, "words": words,
+        pp = self.prepare_push(engine)
+        push = pp["push_role"]
+        return {"outdeg": outdeg, "words": words, **pp,
                 "queue": (FrontierQueue(engine, push, graph, ("bfs.cl", "frontier.cl"))
                           if push is not None else None)}
 
@@ -175,6 +177,7 @@ class BFS(FrontierApp, App):
         return AppResult(values=None, iterations=iters, converged=True,
                          extra={"root": st["root"], "trace": trace.steps,
                                 "launches": trace.launches, "per_launch": trace.per_launch(),
+                                "push_role": st["push_role"], "push_costs": st["push_costs"],
                                 "steps": trace.counts(), "where": where,
                                 "reached": 1 + sum(s["found"] for s in trace.steps),
                                 "depth": sum(1 for s in trace.steps if s["found"])},
@@ -220,4 +223,5 @@ class BFS(FrontierApp, App):
                 ("reached", f"{ex['reached']:,} of {graph.n:,} vertices"),
                 ("depth", f"{ex['depth']}"),
                 ("levels", ", ".join(f"{k}: {v}" for k, v in ex["steps"].items())),
-                ("launches", launch_line(ex["per_launch"]))]
+                ("launches", launch_line(ex["per_launch"])),
+                ("push role", push_line(ex["push_role"], ex["push_costs"]))]

@@ -68,6 +68,115 @@ def sync_from_push_side(engine: Engine, names: tuple[str, ...], push: str | None
         engine.write(name, engine.read(name, role=push), roles=others)
 
 
+class RowMover:
+    """Moves the entries of the rows each other role owns between it and the push side
+    (split memory, two roles): what a pull step writes only on its own rows (BFS's levels
+    and parents) goes to the push side before a push, and back after it, so a switch moves
+    the other side's rows, not whole vectors.
+
+    Parameters
+    ----------
+    engine : Engine
+    push : str
+        The push role.
+    """
+
+    def __init__(self, engine: Engine, push: str):
+        from ..runtime import alloc
+        self.engine, self.push = engine, push
+        self.parts = []
+        for o in engine.roles:
+            rows = engine.plan.shares[o].rows if o != push else np.empty(0)
+            if rows.size:  # the rows' ids and a 4-byte staging buffer on both sides
+                idx = np.ascontiguousarray(rows, dtype=np.int32)
+                sides = (o, push)
+                self.parts.append({"role": o, "count": idx.size,
+                                   "idx": {r: alloc(engine.pair.side(r), idx, read_only=True)
+                                           for r in sides},
+                                   "tmp": {r: alloc(engine.pair.side(r), nbytes=4 * idx.size)
+                                           for r in sides},
+                                   "host": np.empty(4 * idx.size, np.uint8)})
+        self.rows = sum(p["count"] for p in self.parts)
+
+    def _move(self, name: str, to_push: bool) -> None:
+        from ..engine.exchange import _TYPES
+        eng, mod = self.engine, cl()
+        dtype = eng._vec_dtype[name]
+        for p in self.parts:
+            src, dst = (p["role"], self.push) if to_push else (self.push, p["role"])
+            ss, ds = eng.pair.side(src), eng.pair.side(dst)
+            count, host = p["count"], p["host"].view(dtype)
+            grid = (-(-count // 64) * 64,)
+            eng.pair.kernel(ss, ("vector.cl",), {"T": _TYPES[dtype]}, "gather")(
+                ss.queue, grid, None, np.int32(count), p["idx"][src], eng.buffer(name, src),
+                p["tmp"][src])
+            eng.read_buffer(src, host, p["tmp"][src])
+            mod.enqueue_copy(ds.queue, p["tmp"][dst], host, is_blocking=False)
+            eng.pair.kernel(ds, ("vector.cl",), {"T": _TYPES[dtype]}, "scatter")(
+                ds.queue, grid, None, np.int32(count), p["idx"][dst], p["tmp"][dst],
+                eng.buffer(name, dst))
+
+    def to_push(self, names: tuple) -> None:
+        """The other roles' rows of each vector -> the push side."""
+        for name in names:
+            self._move(name, True)
+
+    def from_push(self, names: tuple) -> None:
+        """The push side's values of the other roles' rows -> those roles."""
+        for name in names:
+            self._move(name, False)
+
+
+def round_trip_seconds(engine: Engine, role: str, repeats: int = 3) -> float:
+    """The least time of an empty launch and a blocking 8-byte read on ``role`` (what a
+    push level costs before any work; not counted as a run's host sync)."""
+    side = engine.pair.side(role)
+    k = engine.pair.kernel(side, ("vector.cl",), {"T": "int"}, "iota")
+    buf, host = engine.dummy(role), np.zeros(2, np.int32)
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        k(side.queue, (64,), None, np.int32(0), buf)
+        cl().enqueue_copy(side.queue, host, buf, is_blocking=True)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def choose_push_role(engine: Engine, names: tuple, *, owned_rows: bool
+                     ) -> tuple[str | None, dict]:
+    """The role that pushes small frontiers (FinePar TKDE §4.2), where it pays.
+
+    Each role that can push (:meth:`Engine.push_roles`) is measured: the round trip of an
+    empty level on it (:func:`round_trip_seconds`) plus, in split memory with two roles,
+    moving the vectors ``names`` for one switch each way (with ``owned_rows``: the rows
+    the other role owns, :class:`RowMover`, timed once; otherwise whole vectors, the same
+    for either role). The cheapest wins; another role must beat the paper's choice (the
+    CPU first) by a quarter, so near-equal devices (an emulated pair) keep it.
+
+    Returns
+    -------
+    (str or None, dict)
+        The role, and each candidate's measured seconds.
+    """
+    roles = engine.push_roles()
+    if len(roles) < 2:
+        return (roles[0] if roles else None), {}
+    moves = (not engine.pair.shared and len(engine.roles) == 2 and owned_rows
+             and engine.plan.method != "dynamic")
+    cost = {}
+    for r in roles:
+        cost[r] = round_trip_seconds(engine, r)
+        if moves:
+            t0 = time.perf_counter()
+            RowMover(engine, r).to_push(names[:1])
+            cost[r] += 2 * len(names) * (time.perf_counter() - t0)
+    best = roles[0]
+    for r in roles[1:]:
+        if cost[r] < 0.75 * cost[best]:
+            best = r
+    return best, {r: float(v) for r, v in cost.items()}
+
+
 def tally_bits(n: int, nnz: int) -> int:
     """Bits of a list's 64-bit tally that sum out-degrees (the rest count up to ``n``
     vertices); see opencl/frontier.cl.
@@ -193,17 +302,30 @@ class FrontierQueue:
         opts = {"OFFSET_T": "long" if wide else "int", "EDGE_BITS": self.edge_bits,
                 "STATE": STATE, **(defines or {})}
         geo = local_geometry(side.info, self.offset_dtype.itemsize) if local else None
-        if geo is not None:
-            opts.update(LWG=geo[0], QCAP=geo[1], ELOCAL=16 * geo[0])
+        mod = cl()
+        while True:
+            if geo is not None:
+                opts.update(LWG=geo[0], QCAP=geo[1], ELOCAL=16 * geo[0])
+            prg = self.program = engine.pair.program(side, tuple(sources), opts)
+            self.local_kernel = mod.Kernel(prg, "advance_local") if geo is not None else None
+            fits = self._local_size_limit(geo)
+            if fits is None or fits >= geo[0]:
+                break
+            geo = (1 << (fits.bit_length() - 1), geo[1]) if fits >= 64 else None
         self.lwg, self.qcap = geo if geo is not None else (0, 0)
         self.elocal = 16 * self.lwg
-        prg = self.program = engine.pair.program(side, tuple(sources), opts)
-        mod = cl()
         self.advance_kernel = mod.Kernel(prg, "advance")
-        self.local_kernel = mod.Kernel(prg, "advance_local") if geo is not None else None
         self.kernels = {k: mod.Kernel(prg, k) for k in
                         ("queue_from_bitmap", "bitmap_from_queue", "queue_from_stamp")}
         self.grid_cap = max(256, side.info.compute_units * 2048)
+
+    def _local_size_limit(self, geo) -> int | None:
+        """The work-group size the device can run ``advance_local`` with (its registers and
+        local memory as compiled), or None when there is no such kernel."""
+        if self.local_kernel is None:
+            return None
+        info = cl().kernel_work_group_info.WORK_GROUP_SIZE
+        return int(self.local_kernel.get_work_group_info(info, self.side.queue.device))
 
     # ------------------------------------------------------------- the current list
     def _set_tally(self, size: int, edges: int) -> None:
@@ -421,6 +543,16 @@ class FrontierTrace:
         return out
 
 
+def push_line(role: str | None, costs: dict) -> str:
+    """The push role and what each candidate measured, as one summary line."""
+    if role is None:
+        return "none (no device holds the whole CSR): every level pulls"
+    if not costs:
+        return f"{role} (the only candidate)"
+    return f"{role} (" + ", ".join(f"{r} {1e6 * v:,.0f} us" for r, v in costs.items()) + \
+        " a level's round trip and a switch's moves)"
+
+
 def launch_line(per: dict) -> str:
     """:meth:`FrontierTrace.per_launch` as one summary line."""
     parts = [f"{per['round_trips']:,} host round trips, "
@@ -442,8 +574,32 @@ class FrontierApp:
     """
 
     sync_vectors: tuple = ()
+    #: A pull step writes only its own rows of the sync vectors and reads no other row of
+    #: them (BFS): a switch moves the other role's rows only (:class:`RowMover`).
+    owned_rows = False
     #: Direction names for reports (BFS calls them top-down and bottom-up).
     direction_names = {"push": "push", "pull": "pull"}
+
+    def prepare_push(self, engine: Engine) -> dict:
+        """The push role (:func:`choose_push_role`), its measured costs, and the mover of
+        owned rows where the app allows one (split memory, two roles)."""
+        push, costs = choose_push_role(engine, self.sync_vectors, owned_rows=self.owned_rows)
+        mover = (RowMover(engine, push) if push is not None and self.owned_rows
+                 and not engine.pair.shared and len(engine.roles) == 2
+                 and engine.plan.method != "dynamic" else None)
+        return {"push_role": push, "push_costs": costs, "mover": mover}
+
+    def _to_push(self, engine: Engine, st: dict) -> None:
+        if st.get("mover") is not None:
+            st["mover"].to_push(self.sync_vectors)
+        else:
+            sync_to_push_side(engine, self.sync_vectors, st["push_role"])
+
+    def _from_push(self, engine: Engine, st: dict) -> None:
+        if st.get("mover") is not None:
+            st["mover"].from_push(self.sync_vectors)
+        else:
+            sync_from_push_side(engine, self.sync_vectors, st["push_role"])
 
     def wants_pull(self, st: dict, size: int, edges: int, processed: int, policy,
                    two_roles: bool) -> bool:
@@ -489,7 +645,7 @@ class FrontierApp:
             pull = push_role is None or self.wants_pull(st, size, edges, processed, policy, two)
             if pull:
                 if where == "queue":
-                    sync_from_push_side(engine, self.sync_vectors, push_role)
+                    self._from_push(engine, st)
                     self.marks_from_queue(engine, st)
                     where = "marks"
                 found, found_edges = self.pull(engine, st, it)
@@ -498,7 +654,7 @@ class FrontierApp:
                 batch = 1
             else:
                 if where == "marks":
-                    sync_to_push_side(engine, self.sync_vectors, push_role)
+                    self._to_push(engine, st)
                     self.queue_from_marks(engine, st, it, size, edges)
                     where = "queue"
                 run = self.push_levels(engine, st, it, batch,

@@ -46,7 +46,7 @@ from ..runtime import cl
 from ..graph import Graph
 from . import register
 from .base import MAX_ITER, App, AppResult, DynamicPolicy, Param, in_unit, positive, vertex_label
-from .frontier import STATE, FrontierApp, FrontierQueue, launch_line
+from .frontier import FrontierApp, FrontierQueue, launch_line, push_line
 
 WEIGHTS = ("values", "abs")
 
@@ -143,14 +143,15 @@ class SSSP(FrontierApp, App):
         engine.vector("stamp", np.full(n, -1, np.int32))
         engine.vector("outdeg", outdeg)
         engine.prepare_exchange()
-        push = engine.push_role()
+        pp = self.prepare_push(engine)
+        push = pp["push_role"]
         if push is None:
-            return {"outdeg": outdeg, "push_role": None, "queue": None}
+            return {"outdeg": outdeg, **pp, "queue": None}
         q = FrontierQueue(engine, push, graph, ("sssp.cl", "frontier.cl", "sssp_refill.cl"),
                           with_data=True, refill=True)
         piles = {k: engine.scratch(push, np.full(max(n, 1), -1, np.int32))
                  for k in ("fstamp", "far0", "far1")}
-        return {"outdeg": outdeg, "push_role": push, "queue": q, **piles,
+        return {"outdeg": outdeg, **pp, "queue": q, **piles,
                 "refill": cl().Kernel(q.program, "far_refill"), "mean_length": {}}
 
     def default_delta(self, graph: Graph, st: dict, weights: str) -> float:
@@ -245,8 +246,9 @@ class SSSP(FrontierApp, App):
         return AppResult(values=None, iterations=iters, converged=converged,
                          extra={"root": st["root"], "weights": p["weights"], "delta": d,
                                 "trace": trace.steps, "launches": trace.launches,
-                                "per_launch": trace.per_launch(), "steps": trace.counts(),
-                                "where": where})
+                                "per_launch": trace.per_launch(),
+                                "push_role": st["push_role"], "push_costs": st["push_costs"],
+                                "steps": trace.counts(), "where": where})
 
     def collect(self, engine: Engine, graph: Graph, result: AppResult) -> AppResult:
         st = engine.state[self.name]
@@ -287,4 +289,5 @@ class SSSP(FrontierApp, App):
                 ("rounds", f"{result.iterations} ("
                            + ", ".join(f"{k}: {v}" for k, v in ex["steps"].items())
                            + f"; near-far delta {ex['delta']:.4g})"),
-                ("launches", launch_line(ex["per_launch"]))]
+                ("launches", launch_line(ex["per_launch"])),
+                ("push role", push_line(ex["push_role"], ex["push_costs"]))]
