@@ -40,7 +40,7 @@ def pick_root(g):
 
 #: Per app, the parameters of the three runs of a case (frontier apps take each direction).
 VARIANTS = {"bfs": ({"direction": "auto"}, {"direction": "bottom-up"}, {"direction": "top-down"}),
-            "cc": ({}, {"static": True}, {"frontier_fraction": 0.6}),
+            "cc": ({}, {"static": True}, {"algorithm": "fastsv", "frontier_fraction": 0.6}),
             "sssp": ({}, {"static": True}, {"frontier_fraction": 1.0}),
             "coloring": ({}, {"seed": 1}, {"seed": 2})}
 
@@ -95,7 +95,8 @@ def test_cc_rounds_grow_with_log_n_not_the_diameter(pairs):
     """luxembourg is a road graph (diameter near 1,000 levels): FastSV needs at most 2 log2 n
     rounds where label propagation needed about the diameter."""
     g = shared_graph("luxembourg.mtx")
-    labels, rep = api.connected_components(g, pair=pairs["split"], threshold=4, warmup=False)
+    labels, rep = api.connected_components(g, pair=pairs["split"], threshold=4, warmup=False,
+                                           algorithm="fastsv")
     np.testing.assert_array_equal(labels, ref("components", "luxembourg.mtx", g))
     assert rep.result["iterations"] <= 2 * np.log2(g.n)
     level = ref("bfs_levels_fast", "luxembourg.mtx", g, 0)
