@@ -413,18 +413,23 @@ class Engine:
                                  dst_offset=int(i) * dtype.itemsize, is_blocking=True)
                 self.host_syncs += 1
 
-    def scalars(self, values, roles: tuple | None = None) -> None:
-        """Write the app's scalars (``fscal[0..]``, float32) to every side."""
+    def scalars(self, values, roles: tuple | None = None, wait: bool = True) -> None:
+        """Write the app's scalars (``fscal[0..]``, float32) to every side.
+
+        ``wait=False``: enqueue the writes, in order with the steps that follow on each
+        queue, without waiting (in shared memory with two roles, whose queues share one
+        buffer and are not ordered with each other, the write still waits)."""
         mod = cl()
         v = np.zeros(N_SCALARS, np.float32)
         v[:len(values)] = values
+        block = wait or (self.pair.shared and len(self.roles) == 2)
         done = set()
         for r in roles or self.roles:
             if id(self.fscal[r]) in done:
                 continue
             done.add(id(self.fscal[r]))
-            mod.enqueue_copy(self.pair.side(r).queue, self.fscal[r], v, is_blocking=True)
-            self.host_syncs += 1
+            mod.enqueue_copy(self.pair.side(r).queue, self.fscal[r], v, is_blocking=block)
+            self.host_syncs += int(block)
 
     def read(self, name: str, role: str | None = None) -> np.ndarray:
         """Vector ``name`` on the host: each entry from the side that owns its row.
