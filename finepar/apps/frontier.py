@@ -231,6 +231,10 @@ class PushRun:
         The app's limit stopped the run: the next level should pull.
     size, edges : int
         The current list after the run.
+    stop : str
+        Why it stopped: ``empty`` (no frontier left), ``refused``, ``paused`` (a local
+        launch whose list outgrew local memory or its level cap), ``batch`` (every level
+        enqueued ran).
     """
 
     mode: str
@@ -239,6 +243,7 @@ class PushRun:
     refused: bool
     size: int
     edges: int
+    stop: str = "batch"
 
 
 class FrontierQueue:
@@ -472,16 +477,17 @@ class FrontierQueue:
         """Read a run's tallies: the levels that ran, where it stopped and why; make the
         list it stopped at the current one (its buffers and its tally at index 0)."""
         h = self.host
-        levels, refused, m = [], False, 0
+        levels, stop, m = [], "batch", 0
         while m < k:
             nxt = h[STATE + m + 1]
             if nxt >= PAUSED:
-                refused = nxt == REFUSED
+                stop = "refused" if nxt == REFUSED else "paused"
                 break
             size, edges = self._split(h[STATE + m])
             levels.append((size, edges, *self._split(nxt)))
             m += 1
             if self._split(nxt)[0] == 0:
+                stop = "empty"
                 break
         size, edges = self._split(h[STATE + m])
         if mode == "local" or m % 2:  # the list is in `next` (a local run always leaves it there)
@@ -491,7 +497,7 @@ class FrontierQueue:
             cl().enqueue_copy(self.side.queue, self.tallies, self.tallies, byte_count=8,
                               src_offset=8 * (STATE + m), dst_offset=8 * STATE)
         self.size, self.edges = size, edges
-        return PushRun(mode, levels, k, bool(refused), size, edges)
+        return PushRun(mode, levels, k, stop == "refused", size, edges, stop)
 
 
 @dataclass
@@ -507,8 +513,8 @@ class FrontierTrace:
         ``launch`` (index into ``launches``), ``seconds`` (its share of the launch's
         wall time, the direction change included).
     launches : list of dict
-        ``mode`` ('pull', 'local', 'batch' or 'step'), ``levels`` run and ``enqueued``:
-        one entry per host round trip of the loop.
+        ``mode`` ('pull', 'local', 'batch' or 'step'), ``levels`` run, ``enqueued`` and
+        ``stop`` (:class:`PushRun`): one entry per host round trip of the loop.
     """
 
     steps: list = field(default_factory=list)
@@ -522,11 +528,13 @@ class FrontierTrace:
             out[k] = out.get(k, 0) + 1
         return out
 
-    def add(self, mode: str, levels: list, enqueued: int, seconds: float, **common) -> None:
+    def add(self, mode: str, levels: list, enqueued: int, seconds: float, stop: str = "",
+            **common) -> None:
         """Record one launch (or batch) and its levels: ``levels`` as dicts of
         ``iteration, frontier, frontier_edges, found, found_edges``."""
         li = len(self.launches)
-        self.launches.append({"mode": mode, "levels": len(levels), "enqueued": int(enqueued)})
+        self.launches.append({"mode": mode, "levels": len(levels), "enqueued": int(enqueued),
+                              "stop": stop})
         for lv in levels:
             self.steps.append({**lv, **common, "launch": li,
                                "seconds": seconds / max(len(levels), 1)})
@@ -621,7 +629,8 @@ class FrontierApp:
         :meth:`push`."""
         t0 = st["queue"].size, st["queue"].edges
         found, found_edges = self.push(engine, st, it)
-        return PushRun("step", [(*t0, found, found_edges)], 1, False, found, found_edges)
+        return PushRun("step", [(*t0, found, found_edges)], 1, False, found, found_edges,
+                       "empty" if not found else "batch")
 
     def frontier_loop(self, engine: Engine, st: dict, *, policy, max_iter: int | None
                       ) -> tuple[int, FrontierTrace, str]:
@@ -650,7 +659,8 @@ class FrontierApp:
                     where = "marks"
                 found, found_edges = self.pull(engine, st, it)
                 levels = [(size, edges, found, found_edges)]
-                run = PushRun("pull", levels, 1, False, int(found), int(found_edges))
+                run = PushRun("pull", levels, 1, False, int(found), int(found_edges),
+                              "empty" if not found else "batch")
                 batch = 1
             else:
                 if where == "marks":
@@ -669,7 +679,7 @@ class FrontierApp:
                                   else push_role, "frontier": int(s), "frontier_edges": int(e),
                                   "found": int(f), "found_edges": int(fe)}
                                  for i, (s, e, f, fe) in enumerate(run.levels)],
-                      run.enqueued, time.perf_counter() - t0)
+                      run.enqueued, time.perf_counter() - t0, run.stop)
             processed += sum(lv[1] for lv in run.levels)
             it += len(run.levels)
             size, edges = run.size, run.edges
