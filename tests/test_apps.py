@@ -42,7 +42,7 @@ def pick_root(g):
 VARIANTS = {"bfs": ({"direction": "auto"}, {"direction": "bottom-up"}, {"direction": "top-down"}),
             "cc": ({}, {"static": True}, {"algorithm": "fastsv", "frontier_fraction": 0.6}),
             "sssp": ({}, {"static": True}, {"frontier_fraction": 1.0}),
-            "coloring": ({}, {"seed": 1}, {"seed": 2})}
+            "coloring": ({}, {"seed": 1}, {"seed": 2, "algorithm": "jp"})}
 
 def app_reference(app, name, g, params):
     key = ("app", app.name, name, tuple(sorted((k, v) for k, v in params.items()
