@@ -31,6 +31,18 @@
 #define IN_WINDOW(c, base) ((uint)((c) - (base)) < 64u)
 #define LOWEST_FREE(mask) (63 - (int)clz(~(mask) & ((mask) + 1ul)))
 
+/* Round j (round `round` of the run) over its short or long worklist `list`. */
+#define ASSIGN_ARGS const int j, const int round, __global const OFFSET_T *restrict indptr, \
+    __global const int *restrict indices, __global const int *restrict color,               \
+    __global int *restrict tent, __global int *restrict lo, __global int *restrict stamp,   \
+    __global const int *restrict list, __global const ulong *cnt
+/* ... and the losers' worklist `next` of round j + 1; `key` keys the ids' hash. */
+#define RESOLVE_ARGS const int j, const int round, const uint key,                         \
+    __global const OFFSET_T *restrict indptr, __global const int *restrict indices,         \
+    __global int *restrict color, __global const int *restrict tent,                        \
+    __global const int *restrict stamp, __global const int *restrict list,                  \
+    __global int *next, __global ulong *cnt
+
 /* Round j's worklist (0: short, 1: long) gets v, with its entries. */
 void append(__global ulong *cnt, const int j, const int cls, __global int *list, const int v,
             const OFFSET_T deg)
@@ -56,12 +68,7 @@ __kernel void spec_init(const int n, __global const OFFSET_T *restrict indptr,
     else append(cnt, 0, 0, list_s, v, d);
 }
 
-__kernel void spec_assign_short(const int j, const int round,
-                                __global const OFFSET_T *restrict indptr,
-                                __global const int *restrict indices,
-                                __global const int *restrict color, __global int *restrict tent,
-                                __global int *restrict lo, __global int *restrict stamp,
-                                __global const int *restrict list, __global const ulong *cnt)
+__kernel void spec_assign_short(ASSIGN_ARGS)
 {
     const uint count = (uint)cnt[3 * j];
     for (uint i = get_global_id(0); i < count; i += get_global_size(0)) {
@@ -84,12 +91,7 @@ __kernel void spec_assign_short(const int j, const int round,
     }
 }
 
-__kernel void spec_assign_long(const int j, const int round,
-                               __global const OFFSET_T *restrict indptr,
-                               __global const int *restrict indices,
-                               __global const int *restrict color, __global int *restrict tent,
-                               __global int *restrict lo, __global int *restrict stamp,
-                               __global const int *restrict list, __global const ulong *cnt)
+__kernel void spec_assign_long(ASSIGN_ARGS)
 {
     __local uint lmask[2];
     const int lid = (int)get_local_id(0), wg = (int)get_local_size(0);
@@ -128,13 +130,7 @@ __kernel void spec_assign_long(const int j, const int round,
 /* Whether a neighbour of this round (stamp == round) took v's colour and outranks v. */
 #define LOSES_TO(v, t, w) ((w) != (v) && stamp[w] == round && tent[w] == (t) && OUTRANKS(w, v))
 
-__kernel void spec_resolve_short(const int j, const int round, const uint key,
-                                 __global const OFFSET_T *restrict indptr,
-                                 __global const int *restrict indices,
-                                 __global int *restrict color, __global const int *restrict tent,
-                                 __global const int *restrict stamp,
-                                 __global const int *restrict list, __global int *next,
-                                 __global ulong *cnt)
+__kernel void spec_resolve_short(RESOLVE_ARGS)
 {
     const uint count = (uint)cnt[3 * j];
     for (uint i = get_global_id(0); i < count; i += get_global_size(0)) {
@@ -150,13 +146,7 @@ __kernel void spec_resolve_short(const int j, const int round, const uint key,
     }
 }
 
-__kernel void spec_resolve_long(const int j, const int round, const uint key,
-                                __global const OFFSET_T *restrict indptr,
-                                __global const int *restrict indices,
-                                __global int *restrict color, __global const int *restrict tent,
-                                __global const int *restrict stamp,
-                                __global const int *restrict list, __global int *next,
-                                __global ulong *cnt)
+__kernel void spec_resolve_long(RESOLVE_ARGS)
 {
     __local int llose;
     const int lid = (int)get_local_id(0), wg = (int)get_local_size(0);

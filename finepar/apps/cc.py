@@ -37,9 +37,8 @@ from ..graph import Graph
 from . import register
 from ..runtime import cl
 from .base import MAX_ITER, App, AppResult, DynamicPolicy, Param, in_unit
-from ..errors import UsageError
 from .afforest import ROUNDS, Afforest
-from .frontier import (FrontierApp, FrontierQueue, choose_push_role, push_line,
+from .frontier import (FrontierApp, FrontierQueue, choose_push_role, pick_algorithm, push_line,
                        sync_from_push_side, sync_to_push_side)
 
 ALGORITHMS = ("auto", "afforest", "fastsv")
@@ -168,20 +167,8 @@ class ConnectedComponents(FrontierApp, App):
 
     def algorithm(self, engine: Engine, asked: str, static: bool = False) -> str:
         """The algorithm a run takes: ``auto`` is Afforest where a device holds the whole
-        CSR (and no static run is asked for), else FastSV.
-
-        Raises
-        ------
-        UsageError
-            ``afforest`` asked for where no device holds the whole CSR.
-        """
-        holds = bool(engine.push_roles())
-        if asked == "afforest" and not holds:
-            raise UsageError("algorithm afforest needs one device holding the whole CSR "
-                             "(none can here: use --algorithm fastsv)")
-        if asked == "auto":
-            return "afforest" if holds and not static else "fastsv"
-        return asked
+        CSR (and no static run is asked for), else FastSV (:func:`pick_algorithm`)."""
+        return pick_algorithm(engine, asked, "afforest", "fastsv", plan_anyway=static)
 
     def _afforest(self, engine: Engine, graph: Graph) -> AppResult:
         """Afforest on the role that pays (:func:`choose_push_role`), built once per engine."""

@@ -38,10 +38,9 @@ import numpy as np
 from ..engine import Engine, RowOp
 from ..errors import DeviceError
 from ..graph import Graph
-from ..errors import UsageError
 from . import register
 from .base import MAX_ITER, App, AppResult, Param, at_least
-from .frontier import choose_push_role, push_line
+from .frontier import choose_push_role, pick_algorithm, push_line
 from .speculative import SpeculativeColoring
 
 ALGORITHMS = ("auto", "speculative", "jp")
@@ -127,18 +126,9 @@ class Coloring(App):
                                               buf), kind="priorities", wg=64)
 
     def algorithm(self, engine: Engine, asked: str) -> str:
-        """The algorithm a run takes (``auto``: speculative where a device holds the CSR).
-
-        Raises
-        ------
-        UsageError
-            ``speculative`` asked for where no device holds the whole CSR.
-        """
-        holds = bool(engine.push_roles())
-        if asked == "speculative" and not holds:
-            raise UsageError("algorithm speculative needs one device holding the whole CSR "
-                             "(none can here: use --algorithm jp)")
-        return ("speculative" if holds else "jp") if asked == "auto" else asked
+        """The algorithm a run takes (``auto``: speculative where a device holds the CSR;
+        :func:`pick_algorithm`)."""
+        return pick_algorithm(engine, asked, "speculative", "jp")
 
     def run(self, engine: Engine, graph: Graph, *, algorithm: str = "auto", seed: int = 0,
             max_iter: int | None = None) -> AppResult:

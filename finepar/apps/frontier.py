@@ -127,6 +127,28 @@ class RowMover:
             self._move(name, False)
 
 
+def pick_algorithm(engine: Engine, asked: str, one_device: str, over_plan: str, *,
+                   plan_anyway: bool = False) -> str:
+    """The algorithm a run of an app with two takes: ``auto`` is ``one_device`` (which
+    needs one device holding the whole CSR) where a device does (:meth:`Engine.push_roles`)
+    and ``plan_anyway`` is false, else ``over_plan`` (row operations over the plan, chunked
+    shares included).
+
+    Raises
+    ------
+    UsageError
+        ``one_device`` asked for where no device holds the whole CSR.
+    """
+    from ..errors import UsageError
+    holds = bool(engine.push_roles())
+    if asked == one_device and not holds:
+        raise UsageError(f"algorithm {one_device} needs one device holding the whole CSR "
+                         f"(none can here: use --algorithm {over_plan})")
+    if asked == "auto":
+        return one_device if holds and not plan_anyway else over_plan
+    return asked
+
+
 def round_trip_seconds(engine: Engine, role: str, repeats: int = 3) -> float:
     """The least time of an empty launch and a blocking 8-byte read on ``role`` (what a
     push level costs before any work; not counted as a run's host sync)."""

@@ -45,7 +45,8 @@ class SpeculativeColoring:
         n = max(self.n, 1)
         z = np.zeros(n, np.int32)
         self.color, self.tent, self.lo, self.stamp = (engine.scratch(role, z) for _ in range(4))
-        self.lists = [[engine.scratch(role, z) for _ in range(2)] for _ in range(2)]  # [cls][parity]
+        # worklists [short, long][parity]: round r reads parity r % 2, fills the other
+        self.lists = [[engine.scratch(role, z) for _ in range(2)] for _ in range(2)]
         self.cnt = engine.scratch(role, np.zeros(3 * (MAX_BATCH + 1), np.uint64))
         self.host = np.zeros(3 * (MAX_BATCH + 1), np.uint64)
         prg = engine.pair.program(side, ("coloring.cl", "coloring_spec.cl"),
