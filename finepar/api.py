@@ -22,6 +22,7 @@ from .errors import FineParError, UsageError
 from .graph import Graph
 from .io import from_scipy
 from .partition import GROUPINGS, Plan, fine_grained, single_device
+from .prepcache import PrepCache
 from .report import RunReport
 from .runtime import DevicePair, select_pair
 from .throttle.plan import ThrottleOptions, remap_permutation, throttle_share
@@ -152,7 +153,7 @@ class Workload:
             warmup: bool = True, plan: Plan | None = None, engine: Engine | None = None,
             load_seconds: float = 0.0, model: Any = None, step: int = 64,
             options: EngineOptions | None = None, calibrate: Any = None,
-            throttle: ThrottleOptions | None = None,
+            throttle: ThrottleOptions | None = None, cache: Any = True,
             **params: Any) -> tuple[AppResult, RunReport]:
         """Run the app once; see :func:`run` for the parameters.
 
@@ -160,6 +161,7 @@ class Workload:
         """
         params = self.app.check_params(self.graph, params)  # bad parameters fail before any work
         throttle = (throttle or ThrottleOptions()).check()
+        cache = open_cache(cache)
         pair = engine.pair if engine is not None else (pair or make_pair(memory=memory))
         if engine is not None:
             return self._execute(engine, params, warmup, load_seconds, "given", None)
@@ -171,11 +173,13 @@ class Workload:
             wl, plan, perm, secs, eng, source, tuning = self.prepare(
                 pair, throttle=throttle, threshold=threshold, devices=devices,
                 grouping=grouping, model=model, step=step, calibrate=calibrate,
-                options=options)
+                options=options, cache=cache)
+        run_params = params if perm is None else self.app.permute_params(params, perm)
+        result, report = wl._execute(eng, run_params, warmup, load_seconds, source, tuning)
+        if cache is not None:
+            report.cache = wl._cache_after_run(cache, eng)
         if perm is None:
-            return wl._execute(eng, params, warmup, load_seconds, source, tuning)
-        result, report = wl._execute(eng, self.app.permute_params(params, perm), warmup,
-                                     load_seconds, source, tuning)
+            return result, report
         result = self.app.unpermute(result, perm)  # back to the input's vertex ids
         report.plan["remap"] = {"kind": throttle.remap, "seconds": secs}
         report.result["summary"] = self.app.summary(result, self.graph)
@@ -183,11 +187,13 @@ class Workload:
 
     def prepare(self, pair: DevicePair, *, throttle: ThrottleOptions, threshold: int | None,
                 devices: str, grouping: str, model: Any, step: int, calibrate: Any,
-                options: EngineOptions | None = None):
+                options: EngineOptions | None = None, cache: PrepCache | None = None):
         """Everything :meth:`run` does before the app's first step: choose the plan
         (:meth:`choose_plan`), throttle the GPU share (:meth:`throttled`), build the
         engine and, for a tuned split on two devices, check it with one measured step
         (:meth:`_correction`), tuning and building again where one device's model was off.
+        With a ``cache``, an entry for the same input, devices and options replaces all
+        of that but the engine's build (:meth:`_restore`); a new decision is stored.
 
         Returns
         -------
@@ -198,6 +204,13 @@ class Workload:
         """
         how = dict(threshold=threshold, devices=devices, grouping=grouping, model=model,
                    step=step, calibrate=calibrate, options=options)
+        key = None
+        if cache is not None:
+            key = cache.key(self._cache_parts(pair, throttle, how))
+            entry = cache.get(key)
+            if entry is not None:
+                return self._restore(entry, pair, options)
+        t0 = time.perf_counter()
         plan, source, tuning = self.choose_plan(pair, **how)
         wl, plan, perm, secs = self.throttled(pair, plan, throttle)
         eng = wl.engine(pair, plan, options)
@@ -208,7 +221,57 @@ class Workload:
                 del eng
                 wl, plan, perm, secs = self.throttled(pair, plan, throttle)
                 eng = wl.engine(pair, plan, options)
+        if cache is not None:
+            cache.put(key, *_entry_of(plan, devices, source, tuning, perm, secs,
+                                      time.perf_counter() - t0, app=self.name,
+                                      graph=self.graph.name))
+            eng.cache_key = key
         return wl, plan, perm, secs, eng, source, tuning
+
+    def _cache_parts(self, pair: DevicePair, throttle: ThrottleOptions, how: dict) -> dict:
+        """What a prepared-graph cache entry is keyed by (besides FinePar's code): the
+        input's content, the app, the platform and every option of the preparation."""
+        from dataclasses import asdict
+        from .prepcache import input_digest
+        model = how["model"]
+        model_id = (model if model is None or isinstance(model, str)
+                    else getattr(model, "name", type(model).__name__))
+        devs = {r: {k: v for k, v in pair.selection.to_dict()[r].items()
+                    if k in ("platform", "name", "vendor", "version", "driver", "address",
+                             "global_mem_bytes", "max_alloc_bytes", "cache_bytes")}
+                for r in ("cpu", "gpu")}
+        return {"input": input_digest(self.graph), "app": self.name, "devices": devs,
+                "emulated": pair.emulated, "memory": pair.mode,
+                "throttle": asdict(throttle), "model": model_id,
+                "options": asdict(how["options"]) if how["options"] is not None else None,
+                **{k: how[k] for k in ("threshold", "devices", "grouping", "step")}}
+
+    def _restore(self, entry, pair: DevicePair, options: EngineOptions | None):
+        """:meth:`prepare`'s answer from a cache entry: the plan (rebuilt from its T_f and
+        grouping), the relabelling, the cache-fit partitions and the split-join cover as
+        stored; only the engine is built anew."""
+        m = entry.meta
+        perm = entry.arrays.get("perm")
+        wl = self.remapped(perm, m["remap_seconds"]) if perm is not None else self
+        plan = plan_for(wl.matrix, threshold=m["threshold"], devices=m["devices"],
+                        grouping=m["grouping"])
+        if m.get("throttle"):
+            plan.throttle = _throttle_of(entry)
+        eng = wl.engine(pair, plan, options)
+        eng.cache_key = entry.key
+        if m.get("sj_cover") is not None and hasattr(eng.executor, "use_cover"):
+            eng.executor.use_cover(eng, m["sj_cover"])
+        return wl, plan, perm, m["remap_seconds"], eng, m["source"], m["tuning"]
+
+    def _cache_after_run(self, cache: PrepCache, eng: Engine) -> dict:
+        """After a run: store the split-join cover the run measured (the next run starts
+        from it); the cache's part of the report."""
+        cover = getattr(eng.executor, "cover", None)
+        key = getattr(eng, "cache_key", None)
+        hit = "hit" in cache.events
+        if key is not None and cover is not None and not getattr(eng.executor, "given", False):
+            cache.update_meta(key, sj_cover=[int(v) for v in cover])
+        return {"dir": str(cache.dir), "key": key, "hit": hit, "events": list(cache.events)}
 
     def _correction(self, eng: Engine, wl: "Workload", pair: DevicePair, tuning: dict,
                     how: dict):
@@ -331,6 +394,49 @@ class Workload:
             tuning=tuning)
 
 
+def open_cache(cache: Any) -> PrepCache | None:
+    """The prepared-graph cache a ``cache=`` keyword names: True (the user's cache
+    directory, unless ``$FINEPAR_NO_CACHE`` is set), False or None (none), a path, or a
+    :class:`~finepar.prepcache.PrepCache`."""
+    import os
+    if cache is True:
+        return None if os.environ.get("FINEPAR_NO_CACHE") else PrepCache()
+    if cache is False or cache is None or isinstance(cache, PrepCache):
+        return cache or None
+    return PrepCache(cache)
+
+
+def _entry_of(plan: Plan, devices: str, source: str, tuning: dict | None,
+              perm: np.ndarray | None, remap_seconds: float, seconds: float, **labels: str):
+    """``(meta, arrays)`` of a cache entry for a prepared run (``labels``: the app and
+    graph names ``finepar cache list`` shows)."""
+    meta = {**labels, "threshold": plan.threshold, "grouping": plan.grouping, "devices": devices,
+            "source": source, "tuning": tuning, "remap_seconds": remap_seconds,
+            "prepare_seconds": seconds, "throttle": None, "sj_cover": None}
+    arrays = {} if perm is None else {"perm": perm}
+    spec = plan.throttle
+    if spec is not None:
+        part_arrays, part_scalars = spec.partitioning.to_arrays()
+        arrays.update({f"part_{k}": v for k, v in part_arrays.items()})
+        meta["throttle"] = {"schedule": spec.schedule, "cache_bytes": spec.cache_bytes,
+                            "capacity": spec.capacity, "seconds": spec.seconds,
+                            "remap": spec.remap, "remap_seconds": spec.remap_seconds,
+                            "partitioning": part_scalars}
+    return meta, arrays
+
+
+def _throttle_of(entry) -> "ThrottleSpec":
+    """The throttled share a cache entry stored."""
+    from .throttle.dbwp import Partitioning
+    from .throttle.plan import ThrottleSpec
+    t = entry.meta["throttle"]
+    part = Partitioning.from_arrays({k[5:]: v for k, v in entry.arrays.items()
+                                     if k.startswith("part_")}, t["partitioning"])
+    return ThrottleSpec(schedule=t["schedule"], partitioning=part, cache_bytes=t["cache_bytes"],
+                        capacity=t["capacity"], seconds=t["seconds"], remap=t["remap"],
+                        remap_seconds=t["remap_seconds"])
+
+
 def _memory_parts(lowering: dict) -> dict:
     """The three parts of §4.3: the nonzeros the CPU keeps, those the GPU keeps resident,
     and those it streams every iteration."""
@@ -404,6 +510,12 @@ def run(app: str, graph: Any, **kw: Any) -> tuple[AppResult, RunReport]:
         Run the app's kernels once before the timed run (compilation stays out).
     plan : Plan, optional
         Use this plan instead of building one.
+    cache : bool, str or PrepCache
+        The prepared-graph cache (:mod:`finepar.prepcache`): True (default) the user's
+        cache directory (off when ``$FINEPAR_NO_CACHE`` is set), False none, or a
+        directory or :class:`~finepar.prepcache.PrepCache`. A second run on the same
+        input, devices and options reuses the plan, the tuned ``T_f``, the cache-fit
+        partitions, the relabelling and the split-join cover.
     **params
         App parameters (``damping``, ``tol``, ``max_iter``, ``root``,
         ``repeat``, ``x``, ``policy``).

@@ -235,7 +235,7 @@ def _groups_for(role: str, rows: np.ndarray, lengths: np.ndarray, grouping: str,
     if grouping != "pow4":
         raise ValueError(f"unknown grouping {grouping!r} (use {', '.join(GROUPINGS)})")
     lens = lengths[rows].astype(np.int64)
-    gid = length_group(lens)
+    gid = length_group(lens).astype(np.uint8)  # < 32 groups: a radix sort
     order = np.argsort(gid, kind="stable")
     gid_sorted = gid[order]
     bounds = np.flatnonzero(np.diff(gid_sorted)) + 1

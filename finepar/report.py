@@ -64,6 +64,9 @@ class RunReport:
         together, or many levels of one work-group-local launch).
     tuning : dict or None
         The tuner's trajectory and predictions, when it chose T_f.
+    cache : dict or None
+        The prepared-graph cache: its folder, the entry's key, whether the run reused
+        it (``hit``) and what happened (:attr:`finepar.prepcache.PrepCache.events`).
     """
 
     app: str
@@ -75,6 +78,7 @@ class RunReport:
     throughput: dict
     result: dict
     tuning: dict | None = None
+    cache: dict | None = None
     date: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc)
                       .isoformat(timespec="seconds"))
     environment: dict = field(default_factory=environment)
@@ -137,6 +141,10 @@ class RunReport:
                              f"prediction; T_f {fix['threshold_before']} "
                              f"({fix['grouping_before']}) -> {tr['threshold']} "
                              f"({tr['grouping']})")
+        if self.cache:
+            c = self.cache
+            what = "reused the prepared plan" if c.get("hit") else "prepared and stored"
+            lines.append(f"  cache      {what} ({c['dir']}; finepar cache list)")
         k = t.get("kernel", {})
         lines.append(
             f"  time       run {t['run']:.4f} s ({t['per_iteration'] * 1e3:.3f} ms/iter); "

@@ -732,12 +732,15 @@ class DevicePair:
         if prg is None:
             src = "\n".join(kernel_source(n) for n in source_names)
             dev = _cl_device(side.info)
-            try:
-                prg = mod.Program(side.context, src).build(options=list(opts), devices=[dev])
-            except mod.RuntimeError as exc:
-                raise BuildError(f"building {'+'.join(source_names)} with "
-                                 f"{' '.join(opts)} for {side.info.name} failed",
-                                 str(exc)) from exc
+            prg = _cached_binary(mod, side, dev, src, opts)
+            if prg is None:
+                try:
+                    prg = mod.Program(side.context, src).build(options=list(opts), devices=[dev])
+                except mod.RuntimeError as exc:
+                    raise BuildError(f"building {'+'.join(source_names)} with "
+                                     f"{' '.join(opts)} for {side.info.name} failed",
+                                     str(exc)) from exc
+                _store_binary(mod, side, prg, src, opts)
             self._programs[key] = prg
         return prg
 
@@ -759,6 +762,45 @@ class DevicePair:
         self.cpu.queue.finish()
         if self.gpu.queue is not self.cpu.queue:
             self.gpu.queue.finish()
+
+
+def _binary_path(side: Side, src: str, opts: tuple):
+    """Where the program binary of ``src`` built with ``opts`` for ``side``'s device is kept:
+    the prepared-graph cache's ``programs/`` folder, keyed by source, options, device and
+    driver (None when ``$FINEPAR_NO_CACHE`` is set)."""
+    if os.environ.get("FINEPAR_NO_CACHE"):
+        return None
+    from .prepcache import cache_root
+    i = side.info
+    ident = "\0".join((src, " ".join(opts), i.platform, i.name, i.vendor, i.version, i.driver))
+    return cache_root() / "programs" / (hashlib.sha256(ident.encode()).hexdigest()[:40] + ".bin")
+
+
+def _cached_binary(mod, side: Side, dev, src: str, opts: tuple):
+    """The program built from a kept binary, or None (none kept, or the driver refused it:
+    then the source is built and the binary replaced)."""
+    path = _binary_path(side, src, opts)
+    if path is None or not path.is_file():
+        return None
+    try:
+        return mod.Program(side.context, [dev], [path.read_bytes()]).build(options=list(opts))
+    except (mod.Error, OSError, ValueError):
+        return None
+
+
+def _store_binary(mod, side: Side, prg, src: str, opts: tuple) -> None:
+    """Keep a built program's binary for later processes (atomically; a cache that cannot
+    be written costs the next process a build, nothing else)."""
+    path = _binary_path(side, src, opts)
+    if path is None:
+        return
+    try:
+        (binary,) = prg.get_info(mod.program_info.BINARIES)
+        if binary:
+            from .files import atomic_write_bytes
+            atomic_write_bytes(path, bytes(binary))
+    except (mod.Error, OSError, ValueError):
+        pass
 
 
 def host_memory_limit() -> tuple[int, str]:

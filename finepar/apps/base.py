@@ -327,6 +327,23 @@ def vertex_label(graph: Graph, v: int) -> str:
     return graph.vertex_label(v)
 
 
+def top_vertices(values: np.ndarray, k: int = 5) -> np.ndarray:
+    """The ``k`` vertices of largest value, largest first, ties by vertex id: what
+    ``np.argsort(-values, kind="stable")[:k]`` gives, in O(n) (no sort of all n)."""
+    k = min(int(k), values.size)
+    if k == 0:
+        return np.zeros(0, dtype=np.int64)
+    kth = np.partition(values, values.size - k)[values.size - k]
+    cand = np.flatnonzero(values >= kth)
+    return cand[np.lexsort((cand, -values[cand].astype(np.float64)))][:k]
+
+
+def component_sizes(labels: np.ndarray) -> np.ndarray:
+    """Vertices per label (labels are vertex ids, int, shape (n,)), zero for ids that
+    label nothing: ``np.bincount``, O(n), where ``np.unique`` sorts or hashes all n."""
+    return np.bincount(labels, minlength=labels.size)
+
+
 @dataclass
 class DynamicPolicy:
     """When a frontier app's iteration runs on both devices (FinePar TKDE §4.2).

@@ -36,8 +36,8 @@ from ..engine import Engine, RowOp
 from ..graph import Graph
 from . import register
 from ..runtime import cl
-from .base import MAX_ITER, App, AppResult, DynamicPolicy, Param, in_unit
 from .afforest import ROUNDS, Afforest
+from .base import MAX_ITER, App, AppResult, DynamicPolicy, Param, component_sizes, in_unit
 from .frontier import (FrontierApp, FrontierQueue, choose_push_role, pick_algorithm, push_line,
                        sync_from_push_side, sync_to_push_side)
 
@@ -191,7 +191,7 @@ class ConnectedComponents(FrontierApp, App):
             result.extra["hooked"] = st["afforest"].hooked()
         else:
             result.values = engine.read("gf", role=st["vertex_role"])
-        result.extra["components"] = int(np.unique(result.values).size)
+        result.extra["components"] = int(np.count_nonzero(component_sizes(result.values)))
         return result
 
     def wants_pull(self, st, size, edges, processed, policy, two_roles) -> bool:
@@ -236,7 +236,7 @@ class ConnectedComponents(FrontierApp, App):
 
     def summary(self, result: AppResult, graph: Graph) -> list[tuple[str, str]]:
         ex = result.extra
-        _, counts = np.unique(result.values, return_counts=True)
+        counts = component_sizes(result.values)
         out = [("components", f"{ex['components']:,}"),
                ("largest", f"{counts.max():,} vertices ({100.0 * counts.max() / graph.n:.1f}%)")]
         if ex["algorithm"] == "afforest":

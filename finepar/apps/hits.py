@@ -33,7 +33,7 @@ from ..errors import InputError
 from ..graph import INT32_MAX, Graph, as_indices, as_indptr
 from ..runtime import cl
 from . import register
-from .base import MAX_ITER, App, AppResult, Param, positive, vertex_label
+from .base import MAX_ITER, App, AppResult, Param, positive, top_vertices, vertex_label
 from .pagerank import MAX_BATCH
 
 _F32 = np.dtype(np.float32)
@@ -186,7 +186,7 @@ class HITS(App):
                               f"last L1 change of the hubs {tail:.2e})")]
         for label, v in (("top hubs", result.values),
                          ("top authorities", result.extra["authorities"])):
-            top = np.argsort(-v, kind="stable")[:5]
+            top = top_vertices(v)
             out.append((label, ", ".join(f"{vertex_label(graph, u)} ({v[u]:.3e})"
                                          for u in top)))
         return out

@@ -21,7 +21,8 @@ import numpy as np
 from ..engine import Engine, RowOp
 from ..graph import Graph
 from . import register
-from .base import MAX_ITER, App, AppResult, Param, in_open_unit, positive, vertex_label
+from .base import (MAX_ITER, App, AppResult, Param, in_open_unit, positive, top_vertices,
+                   vertex_label)
 
 _F32 = np.dtype(np.float32)
 #: Largest batch of iterations enqueued between two reads of their sums.
@@ -165,7 +166,7 @@ class PageRank(App):
 
     def summary(self, result: AppResult, graph: Graph) -> list[tuple[str, str]]:
         pr = result.values
-        top = np.argsort(-pr, kind="stable")[:5]
+        top = top_vertices(pr)
         tail = result.extra["l1_change"][-1] if result.extra["l1_change"] else float("nan")
         return [("iterations", f"{result.iterations} ("
                                f"{'converged' if result.converged else 'NOT converged'}, "

@@ -164,7 +164,23 @@ class Engine:
                 self.fscal[r], self.stop[r] = self.fscal[self.roles[0]], self.stop[self.roles[0]]
         self.executor = self._executor()
         self._needs_halo = not pair.shared and len(self.roles) == 2 and not dynamic
+        self.prebuild()
         self.setup_seconds = time.perf_counter() - t0
+
+    def prebuild(self) -> None:
+        """Compile every row operation's programs for every store at once, on the pool's
+        threads (pyopencl releases the GIL while a driver builds); a program that fails
+        here is built, and its error raised, where it is first used."""
+        from ..errors import BuildError
+        from ..parallel import pool
+
+        def build(job) -> None:
+            try:
+                job[0].programs(job[1])
+            except BuildError:
+                pass
+        jobs = [(store, op) for store in self.stores.values() for op in self.ops]
+        list(pool().map(build, jobs)) if len(jobs) > 1 else [build(j) for j in jobs]
 
     def _executor(self):
         """The executor the plan needs: split-join profiling for an SJ / SJ-Q throttled
@@ -222,9 +238,19 @@ class Engine:
 
     # ------------------------------------------------------------------ lowering
     def compact(self, role: str) -> bool:
-        """Whether ``role``'s share gets arrays of its own (split memory: the GPU always,
-        the CPU when the whole CSR does not fit one of its allocations)."""
-        return (not self.pair.shared) and (role == "gpu" or not self.fits_whole(self.pair.cpu))
+        """Whether ``role``'s share gets arrays of its own (split memory: the CPU when the
+        whole CSR does not fit one of its allocations; the GPU unless its share holds at
+        least half the matrix's entries and the whole CSR fits its budget, when uploading
+        the matrix's arrays as they are costs less than gathering the share's rows)."""
+        if self.pair.shared:
+            return False
+        side = self.pair.side(role)
+        if role == "cpu" or not self.fits_whole(side):
+            return not self.fits_whole(side)
+        has_data = any(op.has_data for op in self.ops)
+        whole = self.matrix.nnz * (8 if has_data else 4) + self.matrix.indptr.nbytes
+        share = self.plan.shares[role].nnz
+        return 2 * share < self.matrix.nnz or whole > self.options.budget(role, side)
 
     def fits_whole(self, side: Side) -> bool:
         """Whether the whole CSR's largest array fits one allocation on ``side``."""

@@ -113,6 +113,13 @@ class ProfilingExecutor(StaticExecutor):
         self.stime = None
         self.cover = None
         self.chosen_after = 0
+        self.given = False
+
+    def use_cover(self, eng, cover: list) -> None:
+        """Skip the profiling passes: run ``cover`` (SJ-tree nodes a run measured before,
+        kept by the prepared-graph cache) from the first step."""
+        self.cover, self.given = [int(v) for v in cover], True
+        eng.stores[self.role].relaunch(self.cover, queue=self.queue)
 
     def step(self, eng, op, args: dict, roles: tuple, *, wait: bool, exchange: str | None,
              slot: int | None = None):

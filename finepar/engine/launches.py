@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ..graph import Graph, row_positions
+from ..graph import Graph, RowEntries, row_positions
 
 # ----------------------------------------------------------------------------- arguments
 
@@ -246,9 +246,10 @@ class ShareLowering:
     seg_ptr : ndarray of int64, shape (S+1,) or None
         Compact only: segment ``s`` holds compact entries ``seg_ptr[s] ..
         seg_ptr[s+1]``.
-    entries : ndarray of int64, shape (nnz,) or None
-        Compact only: position in the matrix's ``indices`` / ``data`` of each
-        compact entry.
+    entries : RowEntries or None
+        Compact only: the position in the matrix's ``indices`` / ``data`` of each
+        compact entry (runs of consecutive positions: slices, not gathers, where the
+        share's rows are consecutive).
     seg_slot : ndarray of int32, shape (S,) or None
         Accumulator slot of each segment (-1: a whole row, epilogue in place);
         None when no row is cut.
@@ -347,7 +348,7 @@ def lower_groups(matrix: Graph, role: str, groups: list, *, compact: bool) -> Sh
         lengths = np.diff(matrix.indptr)[rows].astype(np.int64)
         low.seg_ptr = np.zeros(rows.size + 1, dtype=np.int64)
         np.cumsum(lengths, out=low.seg_ptr[1:])
-        low.entries = row_positions(matrix.indptr, rows)
+        low.entries = RowEntries.of_rows(matrix.indptr, rows)
     low.nnz = int(sum(int(g.nnz) for g in groups))
     return low
 
@@ -482,7 +483,7 @@ def lower_adaptive(matrix: Graph, role: str, rows: np.ndarray, *, block_nnz: int
     launches = [LaunchSpec("stream", 0, int(blk_ptr.size - 1), nnz=nnz,
                            label=f"{role} stream, {blk_ptr.size - 1} blocks")] if rows.size else []
     return ShareLowering(role=role, rows=rows, compact=True, seg_row=seg_row, seg_ptr=seg_ptr,
-                         entries=row_positions(matrix.indptr, rows), seg_slot=seg_slot,
+                         entries=RowEntries.of_rows(matrix.indptr, rows), seg_slot=seg_slot,
                          apply_rows=apply_rows, slot_ptr=slot_ptr, blk_ptr=blk_ptr,
                          launches=launches, nnz=nnz, grouping="adaptive")
 
@@ -540,7 +541,8 @@ def lower_partitioned(matrix: Graph, role: str, rows: np.ndarray, part, *, block
         np.cumsum(per_row[split_row], out=slot_ptr[1:])
     blk_ptr = pack_blocks(seg_len, block_nnz, max_segments, bounds=part.part_seg)
     low = ShareLowering(role=role, rows=rows, compact=True, seg_row=seg_row,
-                        seg_ptr=seg_ptr.astype(np.int64), entries=share_pos[part.order],
+                        seg_ptr=seg_ptr.astype(np.int64),
+                        entries=RowEntries.of_positions(share_pos[part.order]),
                         seg_slot=seg_slot, apply_rows=apply_rows, slot_ptr=slot_ptr,
                         blk_ptr=blk_ptr, nnz=int(part.seg_ptr[-1]), grouping="throttled",
                         partitions=part)
@@ -658,5 +660,6 @@ def lower_ell(matrix: Graph, role: str, rows: np.ndarray, *, with_data: bool) ->
         data[slot] = matrix.data[pos]
     launches = [LaunchSpec("ell", 0, R, nnz=nnz, label=f"{role} ell, width {width}")] if R else []
     return ShareLowering(role=role, rows=rows, compact=True, seg_row=rows,
-                         seg_ptr=np.array([0, width], dtype=np.int64), entries=pos,
+                         seg_ptr=np.array([0, width], dtype=np.int64),
+                         entries=RowEntries.of_positions(pos),
                          launches=launches, nnz=nnz, grouping="ell", ell=(idx, data))

@@ -203,6 +203,25 @@ class Partitioning:
             **self.extra,
         }
 
+    _ARRAYS = ("order", "seg_row", "seg_ptr", "part_seg", "nnz", "distinct_x", "distinct_y")
+    _TREE = ("left", "right", "lo", "hi", "depth")
+
+    def to_arrays(self) -> tuple[dict, dict]:
+        """``(arrays, scalars)``: everything to rebuild it with :meth:`from_arrays` (the
+        prepared-graph cache, :mod:`finepar.prepcache`)."""
+        arrays = {k: getattr(self, k) for k in self._ARRAYS}
+        arrays.update({f"tree_{k}": getattr(self.tree, k) for k in self._TREE})
+        scalars = {"capacity": int(self.capacity), "method": self.method,
+                   "seconds": float(self.seconds), "min_nnz": int(self.min_nnz),
+                   "n_rows": int(self.n_rows), "n_cols": int(self.n_cols), "extra": self.extra}
+        return arrays, scalars
+
+    @classmethod
+    def from_arrays(cls, arrays: dict, scalars: dict) -> "Partitioning":
+        """The partitioning :meth:`to_arrays` described."""
+        tree = SJTree(**{k: arrays[f"tree_{k}"] for k in cls._TREE})
+        return cls(tree=tree, **{k: arrays[k] for k in cls._ARRAYS}, **scalars)
+
     def check(self, indptr, indices) -> None:
         """Raise if the partitioning does not describe this share or breaks an invariant.
 
