@@ -146,7 +146,7 @@ class SSSP(FrontierApp, App):
         pp = self.prepare_push(engine)
         push = pp["push_role"]
         if push is None:
-            return {"outdeg": outdeg, **pp, "queue": None}
+            return {"outdeg": outdeg, **pp, "queue": None, "mean_length": {}}
         q = FrontierQueue(engine, push, graph, ("sssp.cl", "frontier.cl", "sssp_refill.cl"),
                           with_data=True, refill=True)
         piles = {k: engine.scratch(push, np.full(max(n, 1), -1, np.int32))
