@@ -25,10 +25,12 @@
 ``auto`` (the default) is speculative where a device holds the whole CSR, else jp.
 Chosen by measurement: on Graph500 graphs Jones-Plassmann's random priorities take far
 more rounds than colours (2,825 rounds of two full row operations at scale 22 on the
-H100: 14.1 s), while the speculative rounds number about the colours (57 rounds, 57
-colours at scale 14, equal to greedy largest-first's; JP: 297 rounds and 74 colours;
-JP with largest-degree-first priorities: 267 rounds and 57 colours), each over the
-uncoloured vertices alone.
+H100: 14.1 s), while the speculative rounds number about the colours. Replayed on the
+host on a Kronecker graph of scale 14 (greedy largest-first: 57 colours): speculative
+rounds with largest-degree-first priorities, 57 rounds and 57 colours; Jones-Plassmann
+with random priorities, 297 rounds and 74 colours; with largest-degree-first priorities
+and the same window, 267 rounds and 57 colours. The speculative rounds also touch only
+the uncoloured vertices' rows.
 """
 
 from __future__ import annotations
