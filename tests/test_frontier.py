@@ -222,3 +222,29 @@ def test_batch_kernel_times_read_two_events(pairs):
                         EngineOptions(profile=profile))
         res, rep = wl.run(engine=eng, warmup=False)
         assert rep.timings["kernel"]["gpu"] > 0 and rep.timings["steps"] >= res.iterations
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_push_role_is_taken_where_it_pays(mode, pairs, monkeypatch):
+    """The push role is the candidate whose measured level round trip (and, in split
+    memory, the moves of a switch: the rows the other role owns) costs least; another
+    role must beat the CPU by a quarter. With a slow CPU the GPU pushes; with equal round
+    trips the CPU keeps it in shared memory (nothing moves), and in split memory the
+    cheaper moves decide. The report names the costs; the answers stay exact."""
+    g = generated_graph(12, 3)
+    root = root_of(g)
+    for cpu_s in (0.06, 0.0):
+        monkeypatch.setattr(frontier, "round_trip_seconds",
+                            lambda engine, role, cpu_s=cpu_s: cpu_s if role == "cpu" else 0.0)
+        res, rep = api.run("bfs", g, pair=pairs[mode], threshold=32, warmup=False, root=root)
+        bfs_ok(g, res, root)
+        cost = res.extra["push_costs"]
+        assert set(cost) == {"cpu", "gpu"}
+        if mode == "shared":
+            assert cost["gpu"] == 0.0 and cost["cpu"] == cpu_s
+        want = "gpu" if cost["gpu"] < 0.75 * cost["cpu"] else "cpu"
+        assert res.extra["push_role"] == want == ("gpu" if cpu_s else want)
+        if mode == "shared" and not cpu_s:
+            assert want == "cpu"
+        assert f"top-down on {want}" in dict(rep.result["summary"])["levels"]
+        assert "push role" in dict(rep.result["summary"])
