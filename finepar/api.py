@@ -361,12 +361,14 @@ class Workload:
         t0 = time.perf_counter()
         result = self.app.run(eng, self.graph, **params)
         wall = time.perf_counter() - t0  # the run, its results still on the devices
+        syncs = eng.host_syncs  # the run's own, before collect reads the results
         t0 = time.perf_counter()
         result = self.app.collect(eng, self.graph, result)
         collect = time.perf_counter() - t0
         report = self._report(eng.pair, plan, eng, result, wall, warm, load_seconds, source,
                               tuning)
         report.timings["collect"] = collect
+        report.timings["host_syncs"] = syncs
         if tuning is not None:
             steps = max(report.timings["corun_steps"], 1)
             tuning["measured"] = {"t_cpu": report.timings["kernel"]["cpu"] / steps,
@@ -408,7 +410,7 @@ class Workload:
             threshold_source=source, timings=timings, throughput=throughput,
             result={"iterations": result.iterations, "converged": result.converged,
                     "summary": self.app.summary(result, g),
-                    **({"trace": result.extra["trace"]} if "trace" in result.extra else {})},
+                    **{k: result.extra[k] for k in ("trace", "launches") if k in result.extra}},
             tuning=tuning)
 
 

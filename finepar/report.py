@@ -51,13 +51,17 @@ class RunReport:
         Seconds: ``load``, ``preprocess`` (building the app's matrix),
         ``partition``, ``setup`` (buffers, halo), ``warmup``, ``run`` (wall, the
         results still on the devices), ``collect`` (reading them to the host),
-        ``per_iteration``, ``kernel`` / ``span`` per device, ``exchange``.
+        ``per_iteration``, ``kernel`` / ``span`` per device, ``exchange``; and
+        ``host_syncs``, the run's blocking waits of the host on a device (reads,
+        blocking writes, event waits; a count, not seconds).
     throughput : dict
         ``nnz_per_s`` or ``teps``, and the edge count it is based on.
     result : dict
         ``iterations``, ``converged``, and the app's summary lines; for frontier
         apps ``trace``, one entry per iteration (direction, where it ran, the
-        frontier's size and edges, what it found, its wall seconds).
+        frontier's size and edges, what it found, the launch that ran it), and
+        ``launches``, the levels each launch ran (a batch of levels enqueued
+        together, or many levels of one work-group-local launch).
     tuning : dict or None
         The tuner's trajectory and predictions, when it chose T_f.
     cache : dict or None
@@ -153,7 +157,8 @@ class RunReport:
         lines.append(
             f"  time       run {t['run']:.4f} s ({t['per_iteration'] * 1e3:.3f} ms/iter); "
             f"kernels cpu {k.get('cpu', 0):.4f} s, gpu {k.get('gpu', 0):.4f} s; "
-            f"exchange {t.get('exchange', 0):.4f} s")
+            f"exchange {t.get('exchange', 0):.4f} s"
+            + (f"; {t['host_syncs']:,} host syncs" if "host_syncs" in t else ""))
         lines.append(
             f"             load {t.get('load', 0):.3f} s, preprocess {t.get('preprocess', 0):.3f} s, "
             f"partition {t.get('partition', 0):.4f} s, setup {t.get('setup', 0):.3f} s, "

@@ -116,7 +116,7 @@ class HITS(App):
         trace = []
         for it in range(1, max_iter + 1):
             for half in (AUTHORITY, HUB):
-                engine.scalars([scale, tol, half])
+                engine.scalars([scale, tol, half], wait=False)
                 w, change = engine.rowop(exchange="ha", **self._step_args(engine))
                 scale = 1.0 / w
             trace.append(float(change))
@@ -129,7 +129,7 @@ class HITS(App):
         role = engine.roles[0]
         cl().enqueue_fill_buffer(engine.pair.side(role).queue, engine.stop[role],
                                  np.zeros(1, np.int32), 0, 4)
-        engine.scalars([scale, tol, AUTHORITY])
+        engine.scalars([scale, tol, AUTHORITY], wait=False)
         op = self.ops[1].name
         args = self._step_args(engine)
         trace, it, batch = [], 0, 1

@@ -82,7 +82,7 @@ class PageRank(App):
         dangling = st["n_dangling"] / n
         engine.vector_kernel("multiply", "contrib", None, "pr", "inv_outdeg")
         scal = [(1 - d) * w + d * w * dangling, d, (1 - d) * w, d * w, p["tol"]]
-        engine.scalars(scal)
+        engine.scalars(scal, wait=False)
         device = len(engine.roles) == 1
         run = self._device_iterations if device else self._host_iterations
         it, trace, converged = run(engine, scal, p["tol"], max_iter, False)
@@ -108,7 +108,7 @@ class PageRank(App):
         """Two devices: each iteration's sums come back; the host sets the next base term."""
         trace, it = [], 0
         while it < max_iter:
-            engine.scalars(scal)
+            engine.scalars(scal, wait=False)
             diff, dangling = engine.rowop(op=self.ops[0].name, exchange="contrib_next",
                                           **self._args(personalized))
             self._swap(engine)

@@ -126,7 +126,7 @@ class RandomWalkWithRestart(PageRank):
         engine.copy("restart", "pr")  # x starts at p
         engine.vector_kernel("multiply", "contrib", None, "pr", "inv_outdeg")
         scal = [c + d * dangling, d, c, d, p["tol"]]  # PageRank's fscal with w = 1
-        engine.scalars(scal)
+        engine.scalars(scal, wait=False)
         device = len(engine.roles) == 1
         iterate = self._device_iterations if device else self._host_iterations
         it, trace, converged = iterate(engine, scal, p["tol"], p.get("max_iter") or 100, True)
