@@ -75,6 +75,8 @@ class Coloring(App):
     params = (Param("seed", "int", 0, "seed of the random priorities (0)", at_least(0)),
               MAX_ITER)
 
+    matrix_form = "symmetrized"
+
     def matrix(self, graph: Graph) -> Graph:
         return graph.symmetrized()
 

@@ -31,8 +31,9 @@ from ..runtime import cl
 
 def sync_to_push_side(engine: Engine, names: tuple[str, ...]) -> None:
     """Gather each vector's owned entries onto the vertex role (the push role where there
-    is one; a no-op in shared memory or with one role: one copy of the truth)."""
-    if engine.pair.shared or len(engine.roles) < 2:
+    is one; a no-op in shared memory or with one role: one copy of the truth; across
+    ranks on a distributed engine)."""
+    if engine.whole_copies:
         return
     for name in names:
         engine.write(name, engine.read(name), roles=(engine.vertex_role(),))
