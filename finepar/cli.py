@@ -326,6 +326,10 @@ def _cache(config: dict):
 
 
 def cmd_run(args) -> int:
+    from .dist.cli import wanted
+    if wanted(args):  # mpiexec started several ranks, or --distributed
+        from .dist.cli import cmd_run as distributed
+        return distributed(args)
     import time
     from . import apps
     from .api import load_graph, make_pair, memory_check, run
@@ -657,6 +661,7 @@ def cmd_compare(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from . import apps
     from .baselines import METHODS, THROTTLE_METHODS
+    from .dist.cli import add_options as add_distributed_options
     p = _Parser(
         prog="finepar",
         description="Run irregular graph and sparse-matrix work on a CPU and a GPU at once, "
@@ -700,6 +705,7 @@ def build_parser() -> argparse.ArgumentParser:
         o.add_argument("--no-cache", action="store_true",
                        help="neither reuse nor store the prepared plan (the prepared-graph "
                             "cache: 'finepar cache list')")
+        add_distributed_options(ra)
         ra.set_defaults(func=cmd_run)
 
     gen = sub.add_parser("generate", help="write a Graph500 Kronecker graph",
