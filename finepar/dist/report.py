@@ -32,7 +32,8 @@ def rank_record(comm, eng, rs: dict, rows, result, times: dict, source: str, tun
     return {
         "rank": comm.rank, "local_rank": comm.local_rank, "host": _platform.node(),
         "devices": eng.pair.describe(), "emulated": eng.pair.emulated, "memory": eng.pair.mode,
-        "gpu": eng.pair.selection.gpu.name, "cpu": eng.pair.selection.cpu.name,
+        "gpu": eng.pair.selection.gpu.name, "gpu_address": eng.pair.selection.gpu.address,
+        "cpu": eng.pair.selection.cpu.name,
         "rows": int(eng.partition.count(comm.rank)), "nnz": int(eng.matrix.nnz),
         "input_rows": int(rows.hi - rows.lo), "input_nnz": int(rows.indices.size),
         "plan": {"label": plan.label, "threshold": plan.threshold, "source": source,

@@ -142,8 +142,8 @@ def _execute(comm: Communicator, app, eng: DistEngine, rgraph, rows, params: dic
     if warmup:
         app.warmup(eng, rgraph, **params)
     times["warmup"] = time.perf_counter() - t0
-    eng.reset_records()
     comm.barrier()
+    eng.reset_records()
     t0 = time.perf_counter()
     result = app.run(eng, rgraph, **params)
     eng.drain()
