@@ -334,7 +334,6 @@ def cmd_run(args) -> int:
     from . import apps
     from .api import load_graph, make_pair, memory_check, run
     from .config import load_config
-    from .files import atomic_save_npy
     app = apps.get(args.app)
     config = load_config(args.config)
     _check_outputs(args, output=(".npy",), json_=(".json",))
@@ -356,6 +355,14 @@ def cmd_run(args) -> int:
                          calibrate=False if args.no_calibrate else None,
                          throttle=_throttle_options(args, config),
                          cache=False if args.no_cache else _cache(config), **params)
+    return finish_run(args, result, report, graph.ids)
+
+
+def finish_run(args, result, report, ids) -> int:
+    """The outputs of ``finepar run``: the report as JSON (``--json``, ``-`` for standard
+    output), the result vector (``--output``, with the input's ``ids`` beside it when the
+    loader compacted them) and the text report."""
+    from .files import atomic_save_npy
     if args.json == "-":
         print(json.dumps(report.to_dict(), indent=2))
         args.quiet = True
@@ -363,13 +370,13 @@ def cmd_run(args) -> int:
         report.write_json(args.json)
     if args.output:
         atomic_save_npy(args.output, result.values)
-        if graph.ids is not None:
-            atomic_save_npy(str(args.output)[:-4] + ".ids.npy", graph.ids)
+        if ids is not None:
+            atomic_save_npy(str(args.output)[:-4] + ".ids.npy", ids)
     if not args.quiet:
         print(report.text())
         if args.output:
             extra = (f" (vertex i is input id ids[i], saved as "
-                     f"{str(args.output)[:-4]}.ids.npy)" if graph.ids is not None else "")
+                     f"{str(args.output)[:-4]}.ids.npy)" if ids is not None else "")
             print(f"  output     {args.output}{extra}")
         if args.json:
             print(f"  report     {args.json}")
