@@ -267,9 +267,13 @@ def test_each_local_rank_takes_its_gpu_from_a_list():
     assert local_gpu(5, "emulate") == "emulate"
 
 
-def test_bad_generator_spec_is_an_input_error():
-    from finepar.dist.kronecker import parse_spec
+def test_generator_spec_parsed_once_for_every_path():
+    from finepar.api import load_graph
     from finepar.errors import InputError
+    from finepar.graph500 import parse_spec
     assert parse_spec("graph500:9:3") == (9, 3)
-    with pytest.raises(InputError, match="graph500:x"):
-        parse_spec("graph500:x")
+    for bad, why in (("graph500:x", "graph500:SCALE"), ("graph500:31", "scale must be from 1")):
+        with pytest.raises(ValueError, match=why):
+            parse_spec(bad)
+        with pytest.raises(InputError, match=why):
+            load_graph(bad)

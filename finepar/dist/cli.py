@@ -10,7 +10,6 @@ rank 0; an error during the run ends every rank at once (``MPI_Abort``).
 
 from __future__ import annotations
 
-import json
 import sys
 import traceback
 
@@ -58,9 +57,9 @@ def cmd_run(args) -> int:
 def _run(args, comm) -> int:
     from .. import apps
     from ..api import make_pair, memory_check
-    from ..cli import (_check_outputs, _engine_options, _throttle_options, check_output)
+    from ..cli import (_check_outputs, _engine_options, _throttle_options, check_output,
+                       finish_run)
     from ..config import load_config
-    from ..files import atomic_save_npy
     from .comm import checked
     from .runner import run
     from .setup import local_gpu
@@ -88,21 +87,4 @@ def _run(args, comm) -> int:
                          drop_zeros=args.drop_zeros,
                          check_size=memory_check(app.name, pair, options), input_ids=True,
                          **params)
-    if comm.rank != 0:
-        return 0
-    if args.json == "-":
-        print(json.dumps(report.to_dict(), indent=2))
-        args.quiet = True
-    elif args.json:
-        report.write_json(args.json)
-    if args.output:
-        atomic_save_npy(args.output, result.values)
-        if report.ids is not None:
-            atomic_save_npy(str(args.output)[:-4] + ".ids.npy", report.ids)
-    if not args.quiet:
-        print(report.text())
-        if args.output:
-            print(f"  output     {args.output}")
-        if args.json:
-            print(f"  report     {args.json}")
-    return 0
+    return finish_run(args, result, report, report.ids) if comm.rank == 0 else 0

@@ -50,9 +50,10 @@ class DistEngine(Engine):
     Attributes
     ----------
     stats : dict
-        ``reductions`` (sums combined), ``gathers``, ``gather_seconds`` and
-        ``gather_bytes`` (vectors read whole; bytes this rank sent), ``merges``, ``merge_seconds``, ``merge_bytes``, ``as_list`` and
-        ``as_words`` (frontier bitmaps merged, bytes this rank sent, in which form).
+        ``reductions`` (sums combined); ``gathers``, ``gather_seconds`` and
+        ``gather_bytes`` (vectors read whole; bytes this rank sent); ``merges``,
+        ``merge_seconds``, ``merge_bytes``, ``as_list`` and ``as_words`` (frontier
+        bitmaps merged, bytes this rank sent, in which form).
     """
 
     def __init__(self, pair, matrix, plan, ops, *, comm: Communicator, partition: RowPartition,

@@ -55,7 +55,10 @@ class RankHalo:
     def __init__(self, engine, comm: Communicator, partition: RowPartition):
         self.engine, self.comm = engine, comm
         t0 = time.perf_counter()
-        cols = np.unique(engine.matrix.indices)
+        read = np.zeros(engine.matrix.n, dtype=bool)  # a mask, not a sort of every entry
+        read[engine.matrix.indices] = True
+        cols = np.flatnonzero(read)
+        del read
         owners = partition.owner(cols)
         far = owners != comm.rank
         need, need_owner = cols[far], owners[far]

@@ -17,8 +17,8 @@ import numpy as np
 
 from ..edges import RowBuckets, n_workers, thread_map
 from ..errors import InputError
-from ..graph500 import (_CHUNK, DEFAULT_ABCD, _check_parameters, _chunk_edges, _name,
-                        _permutation, _seeds)
+from ..graph500 import (_CHUNK, DEFAULT_ABCD, _chunk_edges, _name, _permutation, _seeds,
+                        parse_spec)
 from .comm import Communicator, checked
 from .load import RankRows, finish_rows
 from .partition import RowPartition, by_nnz
@@ -28,28 +28,12 @@ EDGEFACTOR = 16
 _COUNT_BATCH = 16
 
 
-def parse_spec(spec: str) -> tuple[int, int]:
-    """``graph500:SCALE[:SEED]`` as (scale, seed).
-
-    Raises
-    ------
-    InputError
-        Naming the spec, as :func:`finepar.api.load_graph` does.
-    """
-    parts = spec.split(":")[1:]
+def _parse(spec: str) -> tuple[int, int]:
+    """:func:`finepar.graph500.parse_spec`, its errors naming the spec."""
     try:
-        scale = int(parts[0])
-        seed = int(parts[1]) if len(parts) > 1 else 0
-        if len(parts) > 2:
-            raise ValueError
-    except (ValueError, IndexError):
-        raise InputError(spec, "generator spec must be graph500:SCALE[:SEED], "
-                               "e.g. graph500:16 or graph500:20:1") from None
-    try:
-        _check_parameters(scale, EDGEFACTOR, *DEFAULT_ABCD, seed, None)
+        return parse_spec(spec)
     except ValueError as exc:
         raise InputError(spec, str(exc)) from None
-    return scale, seed
 
 
 def graph500_rows(spec: str, comm: Communicator, check_size=None) -> RankRows:
@@ -68,7 +52,7 @@ def graph500_rows(spec: str, comm: Communicator, check_size=None) -> RankRows:
     RankRows
         Rows equal to those of ``kronecker(SCALE, seed=SEED)``; ``nnz`` partition.
     """
-    scale, seed = checked(comm, parse_spec, spec)
+    scale, seed = checked(comm, _parse, spec)
     a, b, c, d = DEFAULT_ABCD
     n = 1 << scale
     m = n * EDGEFACTOR

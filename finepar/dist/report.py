@@ -11,12 +11,10 @@ step, summed) and its run's wall time. The whole run's time is the slowest rank'
 
 from __future__ import annotations
 
-import datetime as _dt
 import platform as _platform
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 
-from ..files import atomic_write_json, jsonable
-from ..report import environment, format_table
+from ..report import Stamped, format_table
 
 
 def rank_record(comm, eng, rs: dict, rows, result, times: dict, source: str, tuning) -> dict:
@@ -81,7 +79,7 @@ def whole_record(app, rows, result, ranks: list, summary: list) -> dict:
 
 
 @dataclass
-class DistReport:
+class DistReport(Stamped):
     """Everything about one distributed run (what ``mpiexec ... finepar run`` prints and
     its ``--json`` writes).
 
@@ -114,16 +112,6 @@ class DistReport:
     throughput: dict
     result: dict
     ranks: list
-    date: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc)
-                      .isoformat(timespec="seconds"))
-    environment: dict = field(default_factory=environment)
-
-    def to_dict(self) -> dict:
-        return jsonable(asdict(self))
-
-    def write_json(self, path) -> None:
-        """Write the report as JSON, atomically."""
-        atomic_write_json(path, self.to_dict())
 
     def text(self) -> str:
         """The summary rank 0 prints."""
@@ -146,9 +134,9 @@ class DistReport:
                          f"{r['timings']['exchange']:.4f}", f"{r['timings']['compute']:.4f}",
                          f"{r['timings']['run']:.4f}"])
         lines += ["  " + ln for ln in format_table(head, rows, align="rlrrlrrrrrr").split("\n")]
-        lines.append(f"  time       run {t['run']:.4f} s, the slowest rank ({t['per_iteration'] * 1e3:.3f} "
-                     f"ms/iter); exchange between ranks up to {100 * t['exchange_fraction']:.1f}% "
-                     f"of a rank's run; load {t['load']:.3f} s")
+        lines.append(f"  time       run {t['run']:.4f} s, the slowest rank "
+                     f"({t['per_iteration'] * 1e3:.3f} ms/iter); exchange between ranks up to "
+                     f"{100 * t['exchange_fraction']:.1f}% of a rank's run; load {t['load']:.3f} s")
         thr = self.throughput
         rate = (f"{thr['teps'] / 1e9:.4f} GTEPS" if "teps" in thr
                 else f"{thr['nnz_per_s'] / 1e9:.4f} Gnnz/s")
