@@ -2,8 +2,9 @@
 
     mpiexec -n P python tests/dist_cases.py OUT_DIR CASES.json
 
-``CASES.json`` lists cases ``{"id", "app", "graph", "memory", "partition", "params"}``.
-Every rank runs every case (:func:`finepar.dist.run`, the emulated pair, ``T_f`` 64);
+``CASES.json`` lists cases ``{"id", "app", "graph", "memory", "partition", "params",
+"in_memory"}``; ``in_memory``: every rank loads the graph itself and passes the Graph (the
+API's in-memory path). Every rank runs every case (:func:`finepar.dist.run`, the emulated pair, ``T_f`` 64);
 rank 0 writes ``OUT_DIR/ID.npz`` (the answer's vectors) and ``OUT_DIR/ID.json`` (the
 report). A failing case is written as ``OUT_DIR/ID.error`` and the others still run.
 """
@@ -24,8 +25,12 @@ def main(out: str, cases_file: str) -> int:
     out_dir = Path(out)
     cases = json.loads(Path(cases_file).read_text())
     for case in cases:
+        graph = case["graph"]
+        if case.get("in_memory"):
+            from finepar.io import load
+            graph = load(graph)
         try:
-            result, report = dist.run(case["app"], case["graph"], comm=comm,
+            result, report = dist.run(case["app"], graph, comm=comm,
                                       memory=case["memory"], gpu="emulate", threshold=64,
                                       partition=case.get("partition", "nnz"),
                                       **case.get("params", {}))

@@ -39,7 +39,11 @@ def _cases() -> list[dict]:
             {"id": "bfs-metis-mtx", "app": "bfs", "graph": "directed.mtx", "memory": "split",
              "partition": "metis", "params": {"root": 7}},
             {"id": "cc-metis-g500", "app": "cc", "graph": "graph500:9", "memory": "shared",
-             "partition": "metis"}]
+             "partition": "metis"},
+            {"id": "spmv-in-memory", "app": "spmv", "graph": "directed.npz", "memory": "split",
+             "in_memory": True},
+            {"id": "rwr-in-memory-metis", "app": "rwr", "graph": "directed.npz",
+             "memory": "shared", "partition": "metis", "in_memory": True, "params": {"seed": 9}}]
     return out
 
 

@@ -105,7 +105,7 @@ class DistEngine(Engine):
             self._halo = Halo(self.pair, self.matrix, self.stores, owner)
             self.halo = self._halo.needs
             self.setup_seconds += time.perf_counter() - t0
-        if self.rank_halo is None:
+        if self.rank_halo is None and self.comm.size > 1:
             self.rank_halo = RankHalo(self, self.comm, self.partition)
             self.setup_seconds += self.rank_halo.stats["setup_seconds"]
 

@@ -88,8 +88,11 @@ def full_rows(n_rows: int, blocks: list[tuple[int, np.ndarray, np.ndarray, np.nd
         lengths[first:first + ptr.size - 1] = np.diff(ptr)
     indptr = np.zeros(n_rows + 1, dtype=np.int64)
     np.cumsum(lengths, out=indptr[1:])
-    indices = (np.concatenate([b[2] for b in blocks]) if blocks else np.zeros(0, np.int32))
-    data = (np.concatenate([b[3] for b in blocks]) if blocks else np.zeros(0, np.float32))
+    if len(blocks) == 1:  # the block's own arrays, not a copy
+        indices, data = blocks[0][2], blocks[0][3]
+    else:
+        indices = (np.concatenate([b[2] for b in blocks]) if blocks else np.zeros(0, np.int32))
+        data = (np.concatenate([b[3] for b in blocks]) if blocks else np.zeros(0, np.float32))
     return as_indptr(indptr), as_indices(indices), np.ascontiguousarray(data, np.float32)
 
 
@@ -114,7 +117,8 @@ def _csr(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, first: int, count
     return a.indptr.astype(np.int64), as_indices(a.indices), data
 
 
-def app_matrix(rows: RankRows, form: str, comm: Communicator) -> tuple[Graph, RowPartition]:
+def app_matrix(rows: RankRows, form: str, comm: Communicator,
+               graph: RankGraph | None = None) -> tuple[Graph, RowPartition]:
     """This rank's rows of the app's matrix, and the partition of its rows.
 
     Parameters
@@ -122,6 +126,9 @@ def app_matrix(rows: RankRows, form: str, comm: Communicator) -> tuple[Graph, Ro
     rows : RankRows
     form : {'graph', 'transpose', 'symmetrized', 'stacked'}
     comm : Communicator
+    graph : RankGraph, optional
+        :func:`rank_graph` of ``rows``: where the matrix is the graph itself, its arrays
+        serve (no second copy of the rank's entries).
 
     Returns
     -------
@@ -140,13 +147,14 @@ def app_matrix(rows: RankRows, form: str, comm: Communicator) -> tuple[Graph, Ro
                          f"(known: {', '.join(FORMS)})")
     n, part = rows.n, rows.partition
     lo, hi = rows.lo, rows.hi
-    r, c, v = rows.entries()
     notes = list(rows.notes)
     if form == "graph" or (form == "transpose" and rows.symmetric) or (
             form == "symmetrized" and rows.symmetric and rows.pattern):
-        blocks = [(lo, rows.indptr, rows.indices, rows.data)]
-        out_n, blocks_n, pattern, symmetric = n, 1, rows.pattern, rows.symmetric
-    elif form == "transpose":
+        graph = graph if graph is not None else rank_graph(rows)
+        return (Graph(graph.indptr, graph.indices, graph.data, rows.name, rows.source,
+                      rows.pattern, None, notes, rows.symmetric), part)
+    r, c, v = rows.entries()
+    if form == "transpose":
         tr, tc, tv = comm.route(part.owner(c), c.astype(np.int32), r.astype(np.int32), v)
         blocks = [(lo, *_csr(tr, tc, tv, lo, hi - lo, n, rows.pattern))]
         out_n, blocks_n, pattern, symmetric = n, 1, rows.pattern, False

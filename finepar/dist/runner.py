@@ -91,8 +91,8 @@ def run(app: str, graph: Any, *, comm=None, pair=None, cpu: str | None = None,
     if options is not None:  # every rank keeps whole vectors
         options.reserve_bytes = max(options.reserve_bytes, the_app.state_bytes(rows.n))
     t0 = time.perf_counter()
-    matrix, part = checked(comm, app_matrix, rows, the_app.matrix_form, comm)
     rgraph = rank_graph(rows)
+    matrix, part = checked(comm, app_matrix, rows, the_app.matrix_form, comm, rgraph)
     matrix_s = time.perf_counter() - t0
     params = checked(comm, _params, the_app, rgraph, rows.perm, params, input_ids)
     if pair is None:
