@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..edges import RowBuckets, n_workers, thread_map
+from ..edges import RowBuckets
+from ..parallel import n_workers, thread_map
 from ..errors import InputError
 from ..graph500 import (_CHUNK, DEFAULT_ABCD, _chunk_edges, _name, _permutation, _seeds,
                         parse_spec)

@@ -16,7 +16,6 @@ every rank knows of the whole graph (vertex count, entries, out-degrees).
 
 from __future__ import annotations
 
-import struct
 import time
 import zipfile
 from dataclasses import dataclass, field
@@ -225,20 +224,26 @@ def _whole_on_root(spec: str, comm: Communicator, method: str, weights, drop_zer
 
 class NpzMember:
     """One ``.npy`` member of a zip archive, read by element ranges without reading the
-    rest: a memory map at the member's offset when it is stored, else a seek in its
-    inflated stream.
+    rest: straight from the file where it is stored (:func:`finepar.npz.read_member`),
+    by a seek in its inflated stream where it is deflated.
 
     Parameters
     ----------
     archive : zipfile.ZipFile
     path : str
-        The archive's file (for the memory map).
+        The archive's file.
     key : str
         The array's name (the member is ``key + '.npy'``).
+    stored : dict
+        :func:`finepar.npz.stored_members` of the archive.
     """
 
-    def __init__(self, archive: zipfile.ZipFile, path: str, key: str):
+    def __init__(self, archive: zipfile.ZipFile, path: str, key: str, stored: dict):
         self.archive, self.path = archive, path
+        self.member = stored.get(key)
+        if self.member is not None:
+            self.dtype, self.size, self.stored = self.member.dtype, self.member.shape[0], True
+            return
         self.info = archive.getinfo(key + ".npy")
         with archive.open(self.info) as f:
             version = np.lib.format.read_magic(f)
@@ -248,25 +253,15 @@ class NpzMember:
             self.header = f.tell()
         if len(shape) != 1:
             raise InputError(path, f"'{key}' has shape {shape}, expected 1-D")
-        self.size = int(shape[0])
-        self.stored = self.info.compress_type == zipfile.ZIP_STORED
-        if self.stored:  # the data's offset: after the local file header and the .npy header
-            with open(path, "rb") as f:
-                f.seek(self.info.header_offset)
-                fixed = f.read(30)
-            name_len, extra_len = struct.unpack("<HH", fixed[26:30])
-            self.offset = self.info.header_offset + 30 + name_len + extra_len + self.header
+        self.size, self.stored = int(shape[0]), False
 
     def read(self, start: int, stop: int) -> np.ndarray:
-        """Elements ``start .. stop`` (a copy)."""
+        """Elements ``start .. stop`` (a new array)."""
+        from ..npz import read_member
+        if self.stored:
+            return read_member(self.path, self.member, start, stop)
         count = max(int(stop) - int(start), 0)
         item = self.dtype.itemsize
-        if count == 0:
-            return np.zeros(0, dtype=self.dtype)
-        if self.stored:
-            mm = np.memmap(self.path, dtype=self.dtype, mode="r",
-                           offset=self.offset + int(start) * item, shape=(count,))
-            return np.array(mm)
         with self.archive.open(self.info) as f:
             f.seek(self.header + int(start) * item)
             return np.frombuffer(f.read(count * item), dtype=self.dtype).copy()
@@ -298,14 +293,16 @@ def _npz_rows(path: str, comm: Communicator, drop_zeros: bool, check_size) -> Ra
     from ..io import validate
 
     def read():
+        from ..npz import stored_members
+        stored = stored_members(path, min_bytes=0)
         with zipfile.ZipFile(path) as z:
             shape = tuple(int(s) for s in np.atleast_1d(_npz_scalar(z, "shape")))
             validate(name=path, shape=shape)
             n = shape[0]
             pattern = bool(_npz_scalar(z, "finepar_pattern", False))
-            ptr = NpzMember(z, path, "indptr")
+            ptr = NpzMember(z, path, "indptr", stored)
             indptr = ptr.read(0, ptr.size).astype(np.int64)
-            idx = NpzMember(z, path, "indices")
+            idx = NpzMember(z, path, "indices", stored)
             if (indptr.size != n + 1 or indptr[0] != 0 or indptr[-1] != idx.size
                     or np.any(np.diff(indptr) < 0)):
                 raise InputError(path, "not a valid CSR matrix: indptr does not run from 0 to "
@@ -316,7 +313,7 @@ def _npz_rows(path: str, comm: Communicator, drop_zeros: bool, check_size) -> Ra
             if check_size is not None:
                 check_size(n, b - a)
             indices = idx.read(a, b)
-            data = None if pattern else NpzMember(z, path, "data").read(a, b)
+            data = None if pattern else NpzMember(z, path, "data", stored).read(a, b)
             ids = _npz_scalar(z, "finepar_ids")
             meta = {"symmetric": bool(_npz_scalar(z, "finepar_symmetric", False)),
                     "pattern": pattern or (data is not None and data.dtype == np.bool_)}

@@ -62,7 +62,8 @@ def run(app: str, graph: Any, *, comm=None, pair=None, cpu: str | None = None,
     partition : {'nnz', 'metis'}
         How rows are spread over the ranks (:mod:`finepar.dist.partition`).
     threshold, devices, grouping, options, model, step, calibrate, throttle
-        Each rank's split, as :func:`finepar.api.run` takes them.
+        Each rank's split, as :func:`finepar.api.run` takes them (``throttle`` default:
+        ``ThrottleOptions()``, the ``auto`` schedule).
     warmup : bool
     drop_zeros : bool
     check_size : callable, optional
@@ -83,9 +84,11 @@ def run(app: str, graph: Any, *, comm=None, pair=None, cpu: str | None = None,
     RankFailure
         On every rank, when any rank met a bad input or option (one line naming it).
     """
+    from ..throttle.plan import ThrottleOptions
     comm = comm if isinstance(comm, Communicator) else Communicator(comm)
     the_app = checked(comm, apps.get, app)
     checked(comm, check_method, partition)
+    throttle = checked(comm, (throttle or ThrottleOptions()).check)
     rows = load_rows(graph, comm, partition=partition, weights=_weights(the_app),
                      drop_zeros=drop_zeros, check_size=check_size)
     if options is not None:  # every rank keeps whole vectors
@@ -104,7 +107,8 @@ def run(app: str, graph: Any, *, comm=None, pair=None, cpu: str | None = None,
     plan, source, tuning = checked(comm, rank_plan, the_app, matrix, owned, pair,
                                    threshold=threshold, devices=devices, grouping=grouping,
                                    model=model, step=step, calibrate=calibrate,
-                                   options=options, throttle=throttle)
+                                   options=options, throttle=throttle,
+                                   steps=the_app.row_steps(rgraph, params))
     plan_s = time.perf_counter() - t0
     eng = checked(comm, DistEngine, pair, matrix, plan, the_app.ops, comm=comm, partition=part,
                   options=options)

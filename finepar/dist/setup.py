@@ -85,7 +85,8 @@ class RankWorkload:
 
 
 def rank_plan(app, matrix, owned: np.ndarray, pair, *, threshold, devices: str, grouping: str,
-              model=None, step: int = 64, calibrate=None, options=None, throttle=None):
+              model=None, step: int = 64, calibrate=None, options=None, throttle=None,
+              steps: float = 1.0):
     """The plan of one rank: its rows only, split at ``threshold`` (or the tuner's).
 
     Parameters
@@ -101,6 +102,9 @@ def rank_plan(app, matrix, owned: np.ndarray, pair, *, threshold, devices: str, 
     throttle : ThrottleOptions, optional
         The GPU share's cache-fit partitions (relabelling is refused: it would have to
         be one order for every rank).
+    steps : float
+        Row operations the run is expected to make (:meth:`App.row_steps`), over which
+        ``schedule='auto'`` weighs the partitioning's cost.
 
     Returns
     -------
@@ -125,8 +129,11 @@ def rank_plan(app, matrix, owned: np.ndarray, pair, *, threshold, devices: str, 
     plan = plan_for(sub, threshold=threshold, devices=devices, grouping=grouping)
     _globalise(plan, owned, lengths)
     if throttle is not None and "gpu" in plan.active_roles():
+        how = {"steps": steps, "step_seconds": ((tuning or {}).get("predicted") or {})
+               .get("t_gpu"), "decision": {}}
         plan.throttle = throttle_share(matrix, plan.shares["gpu"].rows, throttle,
-                                       pair.gpu.info.cache_bytes)
+                                       pair.gpu.info.cache_bytes, **how)
+        plan.throttle_auto = how["decision"] or None
     return plan, source, tuning
 
 
