@@ -4,8 +4,8 @@
 
 ``CASES.json`` lists cases ``{"id", "app", "graph", "memory", "partition", "params",
 "in_memory"}``; ``in_memory``: every rank loads the graph itself and passes the Graph (the
-API's in-memory path). Every rank runs every case (:func:`finepar.dist.run`, the emulated pair, ``T_f`` 64);
-rank 0 writes ``OUT_DIR/ID.npz`` (the answer's vectors) and ``OUT_DIR/ID.json`` (the
+API's in-memory path). Every rank runs every case (:func:`finepar.dist.run`, the emulated
+pair, ``T_f`` 64); rank 0 writes ``OUT_DIR/ID.npz`` (the answer's vectors) and ``OUT_DIR/ID.json`` (the
 report). A failing case is written as ``OUT_DIR/ID.error`` and the others still run.
 """
 
