@@ -655,18 +655,10 @@ def load_graph(spec: str, *, drop_zeros: bool = False, check_size=None,
     from .errors import InputError
     from .io import load
     if spec.startswith("graph500:"):
-        from .graph500 import kronecker
-        parts = spec.split(":")[1:]
+        from .graph500 import kronecker, parse_spec
         try:
-            scale = int(parts[0])
-            seed = int(parts[1]) if len(parts) > 1 else 0
-            if len(parts) > 2:
-                raise ValueError
-        except (ValueError, IndexError):
-            raise InputError(spec, "generator spec must be graph500:SCALE[:SEED], "
-                                   "e.g. graph500:16 or graph500:20:1") from None
-        try:
-            if check_size is not None and 1 <= scale <= 30:
+            scale, seed = parse_spec(spec)
+            if check_size is not None:
                 check_size(1 << scale, 32 << scale)  # the edges before duplicates go
             return kronecker(scale, seed=seed)
         except ValueError as exc:

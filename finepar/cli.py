@@ -326,11 +326,14 @@ def _cache(config: dict):
 
 
 def cmd_run(args) -> int:
+    from .dist.cli import wanted
+    if wanted(args):  # mpiexec started several ranks, or --distributed
+        from .dist.cli import cmd_run as distributed
+        return distributed(args)
     import time
     from . import apps
     from .api import load_graph, make_pair, memory_check, run
     from .config import load_config
-    from .files import atomic_save_npy
     app = apps.get(args.app)
     config = load_config(args.config)
     _check_outputs(args, output=(".npy",), json_=(".json",))
@@ -352,6 +355,14 @@ def cmd_run(args) -> int:
                          calibrate=False if args.no_calibrate else None,
                          throttle=_throttle_options(args, config),
                          cache=False if args.no_cache else _cache(config), **params)
+    return finish_run(args, result, report, graph.ids)
+
+
+def finish_run(args, result, report, ids) -> int:
+    """The outputs of ``finepar run``: the report as JSON (``--json``, ``-`` for standard
+    output), the result vector (``--output``, with the input's ``ids`` beside it when the
+    loader compacted them) and the text report."""
+    from .files import atomic_save_npy
     if args.json == "-":
         print(json.dumps(report.to_dict(), indent=2))
         args.quiet = True
@@ -359,13 +370,13 @@ def cmd_run(args) -> int:
         report.write_json(args.json)
     if args.output:
         atomic_save_npy(args.output, result.values)
-        if graph.ids is not None:
-            atomic_save_npy(str(args.output)[:-4] + ".ids.npy", graph.ids)
+        if ids is not None:
+            atomic_save_npy(str(args.output)[:-4] + ".ids.npy", ids)
     if not args.quiet:
         print(report.text())
         if args.output:
             extra = (f" (vertex i is input id ids[i], saved as "
-                     f"{str(args.output)[:-4]}.ids.npy)" if graph.ids is not None else "")
+                     f"{str(args.output)[:-4]}.ids.npy)" if ids is not None else "")
             print(f"  output     {args.output}{extra}")
         if args.json:
             print(f"  report     {args.json}")
@@ -657,6 +668,7 @@ def cmd_compare(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from . import apps
     from .baselines import METHODS, THROTTLE_METHODS
+    from .dist.cli import add_options as add_distributed_options
     p = _Parser(
         prog="finepar",
         description="Run irregular graph and sparse-matrix work on a CPU and a GPU at once, "
@@ -700,6 +712,7 @@ def build_parser() -> argparse.ArgumentParser:
         o.add_argument("--no-cache", action="store_true",
                        help="neither reuse nor store the prepared plan (the prepared-graph "
                             "cache: 'finepar cache list')")
+        add_distributed_options(ra)
         ra.set_defaults(func=cmd_run)
 
     gen = sub.add_parser("generate", help="write a Graph500 Kronecker graph",

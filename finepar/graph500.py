@@ -40,7 +40,8 @@ from .edges import RowBuckets
 from .parallel import n_workers, thread_map
 from .graph import Graph, pattern_values
 
-__all__ = ["kronecker_edges", "kronecker", "diagonal_copy", "random_quadruplet", "DEFAULT_ABCD"]
+__all__ = ["kronecker_edges", "kronecker", "diagonal_copy", "random_quadruplet", "parse_spec",
+           "DEFAULT_ABCD"]
 
 DEFAULT_ABCD = (0.57, 0.19, 0.19, 0.05)
 """Graph500 initiator probabilities ``(A, B, C, D)``."""
@@ -256,6 +257,28 @@ class _Progress:
     def finish(self) -> None:
         if self._callback is not None:
             self._callback(1.0, self._stage or "done")
+
+
+def parse_spec(spec: str) -> tuple[int, int]:
+    """``graph500:SCALE[:SEED]`` as ``(scale, seed)`` (edgefactor 16, the default initiator).
+
+    Raises
+    ------
+    ValueError
+        With a one-line message: a spec of another shape, or a scale or seed that
+        :func:`kronecker` refuses.
+    """
+    parts = spec.split(":")[1:]
+    try:
+        scale = int(parts[0])
+        seed = int(parts[1]) if len(parts) > 1 else 0
+        if len(parts) > 2:
+            raise ValueError
+    except (ValueError, IndexError):
+        raise ValueError("generator spec must be graph500:SCALE[:SEED], "
+                         "e.g. graph500:16 or graph500:20:1") from None
+    _check_parameters(scale, 16, *DEFAULT_ABCD, seed, None)
+    return scale, seed
 
 
 def kronecker(scale: int, edgefactor: int = 16, a: float = 0.57, b: float = 0.19, c: float = 0.19,

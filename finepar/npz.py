@@ -53,20 +53,23 @@ class StoredMember:
         self.nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
 
 
-def stored_members(path: str | os.PathLike) -> dict[str, StoredMember]:
+def stored_members(path: str | os.PathLike,
+                   min_bytes: int | None = None) -> dict[str, StoredMember]:
     """The archive's members that can be read directly: stored, C-ordered, plain dtypes,
-    at least :data:`FAST_MIN_BYTES`. Keys are the names ``numpy.load`` uses (no ``.npy``).
+    at least ``min_bytes`` (default :data:`FAST_MIN_BYTES`). Keys are the names
+    ``numpy.load`` uses (no ``.npy``).
 
     Raises
     ------
     zipfile.BadZipFile, OSError, ValueError
         If the archive or a member's header is damaged.
     """
+    min_bytes = FAST_MIN_BYTES if min_bytes is None else min_bytes
     out: dict[str, StoredMember] = {}
     with zipfile.ZipFile(path) as zf, open(path, "rb") as f:
         for info in zf.infolist():
             if (info.compress_type != zipfile.ZIP_STORED or not info.filename.endswith(".npy")
-                    or info.file_size < FAST_MIN_BYTES):
+                    or info.file_size < min_bytes):
                 continue
             f.seek(info.header_offset)
             head = _LOCAL_HEADER.unpack(f.read(_LOCAL_HEADER.size))
@@ -88,25 +91,29 @@ def stored_members(path: str | os.PathLike) -> dict[str, StoredMember]:
     return out
 
 
-def read_member(path: str | os.PathLike, member: StoredMember) -> np.ndarray:
-    """The member's array, read by the pool's threads straight into a new array.
+def read_member(path: str | os.PathLike, member: StoredMember, start: int = 0,
+                stop: int | None = None) -> np.ndarray:
+    """The member's array, or its elements ``start .. stop`` (a 1-D member's: one rank's
+    rows of a graph), read by the pool's threads straight into a new array.
 
     Raises
     ------
     OSError
         A read error, or a file shorter than its directory says.
     """
-    out = np.empty(member.shape, dtype=member.dtype)
+    stop = member.shape[0] if stop is None else stop
+    out = np.empty(max(int(stop) - int(start), 0), dtype=member.dtype)  # members are 1-D
+    offset = member.offset + int(start) * member.dtype.itemsize
     raw = out.view(np.uint8).reshape(-1)
     fd = os.open(path, os.O_RDONLY)
     try:
         def span(lo: int, hi: int) -> None:
             done = lo
             while done < hi:
-                got = os.preadv(fd, [raw[done:hi]], member.offset + done)
+                got = os.preadv(fd, [raw[done:hi]], offset + done)
                 if got <= 0:
                     raise OSError(f"{path}: the file ends inside an array "
-                                  f"({member.offset + done:,} bytes read)")
+                                  f"({offset + done:,} bytes read)")
                 done += got
         chunked(span, raw.size, READ_SPAN)
     finally:

@@ -32,8 +32,25 @@ def environment() -> dict:
     return out
 
 
+@dataclass(kw_only=True)
+class Stamped:
+    """When and where a report was made (:func:`environment`), and its JSON: the base of
+    every report dataclass (keyword fields, after the report's own)."""
+
+    date: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc)
+                      .isoformat(timespec="seconds"))
+    environment: dict = field(default_factory=environment)
+
+    def to_dict(self) -> dict:
+        return jsonable(asdict(self))
+
+    def write_json(self, path) -> None:
+        """Write the report as JSON, atomically."""
+        atomic_write_json(path, self.to_dict())
+
+
 @dataclass
-class RunReport:
+class RunReport(Stamped):
     """Everything about one ``finepar run``.
 
     Attributes
@@ -79,16 +96,6 @@ class RunReport:
     result: dict
     tuning: dict | None = None
     cache: dict | None = None
-    date: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc)
-                      .isoformat(timespec="seconds"))
-    environment: dict = field(default_factory=environment)
-
-    def to_dict(self) -> dict:
-        return jsonable(asdict(self))
-
-    def write_json(self, path) -> None:
-        """Write the report as JSON, atomically."""
-        atomic_write_json(path, self.to_dict())
 
     def text(self) -> str:
         """The short human summary ``finepar run`` prints."""

@@ -184,6 +184,12 @@ class App(ABC):
         return 4 * self.state_words * int(n)
 
     # ------------------------------------------------------------- the matrix
+    #: How :meth:`matrix` makes the work's matrix from the graph, for runs that build its
+    #: rows rank by rank (:mod:`finepar.dist`): ``graph`` (A itself), ``transpose`` (A^T),
+    #: ``symmetrized`` (the pattern of A + A^T) or ``stacked`` (``[[0, A], [A^T, 0]]``,
+    #: the pattern, 2n rows).
+    matrix_form = "graph"
+
     def matrix(self, graph: Graph) -> Graph:
         """The matrix whose rows are the work (default: the graph itself)."""
         return graph

@@ -71,6 +71,8 @@ class BFS(FrontierApp, App):
     def static_params(self) -> dict:
         return {"direction": "bottom-up"}
 
+    matrix_form = "transpose"
+
     def matrix(self, graph: Graph) -> Graph:
         return graph.transpose()
 
@@ -128,9 +130,7 @@ class BFS(FrontierApp, App):
     def pull(self, engine: Engine, st: dict, it: int):
         found, found_edges = engine.rowop(x="front", y="parent", s0="level", s1="next",
                                           aux="outdeg", ia=it)
-        if not engine.pair.shared and len(engine.roles) == 2:  # each side set its own rows' bits
-            both = engine.read("next", role="cpu") | engine.read("next", role="gpu")
-            engine.write("next", both)
+        engine.merge_bits("next")  # each side (each rank) set its own rows' bits
         engine.swap("front", "next")
         engine.fill("next", 0)
         st["unexplored"] -= int(found_edges)

@@ -71,6 +71,8 @@ class ConnectedComponents(FrontierApp, App):
     def static_params(self) -> dict:
         return {"algorithm": "fastsv", "static": True}
 
+    matrix_form = "symmetrized"
+
     def matrix(self, graph: Graph) -> Graph:
         return graph.symmetrized()
 
@@ -80,7 +82,7 @@ class ConnectedComponents(FrontierApp, App):
     def prepare(self, engine: Engine, graph: Graph) -> dict:
         sym = engine.matrix
         n = sym.n
-        for name, init in (("f", np.arange(n)), ("gf", np.arange(n)),
+        for name, init in (("f", np.arange(n)), ("f_old", np.arange(n)), ("gf", np.arange(n)),
                            ("mn", np.full(n, np.iinfo(np.int32).max)), ("stamp", np.full(n, -1))):
             engine.vector(name, init.astype(np.int32))
         push, vrole = engine.push_role(), engine.vertex_role()
@@ -112,8 +114,10 @@ class ConnectedComponents(FrontierApp, App):
         next push's queue (where there is a push side)."""
         role, n, q = st["vertex_role"], st["n"], st["queue"]
         queue = engine.pair.side(role).queue
-        b = {v: engine.buffer(v, role) for v in ("f", "gf", "mn", "stamp")}
-        engine.launch(role, st["hook"], n, (np.int32(n), b["mn"], b["f"], b["gf"]),
+        b = {v: engine.buffer(v, role) for v in ("f", "f_old", "gf", "mn", "stamp")}
+        engine.copy("f", "f_old", roles=(role,))  # hooking indexes by the round's first f
+        engine.launch(role, st["hook"], n,
+                      (np.int32(n), b["mn"], b["f"], b["gf"], b["f_old"]),
                       kind="hook", wg=256, wait=False)  # in order; the counters' read waits
         cl().enqueue_fill_buffer(queue, st["counters"], np.zeros(1, np.uint32), 0, 16)
         engine.launch(role, st["grand"], n, (np.int32(n), b["f"], b["gf"], b["stamp"],

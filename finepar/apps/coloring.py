@@ -103,6 +103,8 @@ class Coloring(App):
                     at_least(0)),
               MAX_ITER)
 
+    matrix_form = "symmetrized"
+
     def matrix(self, graph: Graph) -> Graph:
         return graph.symmetrized()
 

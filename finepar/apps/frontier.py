@@ -51,8 +51,9 @@ PAUSED = np.uint64(0xFFFFFFFFFFFFFFFE)
 
 def sync_to_push_side(engine: Engine, names: tuple[str, ...], push: str | None = None) -> None:
     """Gather each vector's owned entries onto the push role (default: the engine's vertex
-    role; a no-op in shared memory or with one role: one copy of the truth)."""
-    if engine.pair.shared or len(engine.roles) < 2:
+    role; a no-op in shared memory or with one role: one copy of the truth; across ranks
+    on a distributed engine)."""
+    if engine.whole_copies:
         return
     for name in names:
         engine.write(name, engine.read(name), roles=(push or engine.vertex_role(),))

@@ -85,6 +85,8 @@ class HITS(App):
               MAX_ITER)
     vertex_values = ("values", "authorities")
 
+    matrix_form = "stacked"
+
     def matrix(self, graph: Graph) -> Graph:
         return stacked(graph)
 
@@ -104,7 +106,7 @@ class HITS(App):
         n = graph.n
         engine.fill("ha", np.float32(1.0 / n))  # uniform hubs; the first step is an authority
         scale = n / graph.nnz                   # step, whose W is sum(h * outdeg) = nnz / n
-        device = len(engine.roles) == 1
+        device = engine.device_iterations
         iterate = self._device_iterations if device else self._host_iterations
         it, trace, converged = iterate(engine, scale, p["tol"], p.get("max_iter") or 100)
         return AppResult(values=None, iterations=it, converged=converged,

@@ -54,6 +54,8 @@ class PageRank(App):
                     positive),
               MAX_ITER)
 
+    matrix_form = "transpose"
+
     def matrix(self, graph: Graph) -> Graph:
         return graph.transpose()
 
@@ -83,7 +85,7 @@ class PageRank(App):
         engine.vector_kernel("multiply", "contrib", None, "pr", "inv_outdeg")
         scal = [(1 - d) * w + d * w * dangling, d, (1 - d) * w, d * w, p["tol"]]
         engine.scalars(scal, wait=False)
-        device = len(engine.roles) == 1
+        device = engine.device_iterations
         run = self._device_iterations if device else self._host_iterations
         it, trace, converged = run(engine, scal, p["tol"], max_iter, False)
         return AppResult(values=None, iterations=it, converged=converged,

@@ -123,6 +123,8 @@ class SSSP(FrontierApp, App):
     def static_params(self) -> dict:
         return {"static": True}
 
+    matrix_form = "transpose"
+
     def matrix(self, graph: Graph) -> Graph:
         return graph.transpose()
 

@@ -361,6 +361,27 @@ class Engine:
         """A step argument: vector ``name``'s buffer on ``role``, or the dummy."""
         return self.buffer(name, role) if name else self.dummy(role)
 
+    @property
+    def device_iterations(self) -> bool:
+        """Whether an app may run its iterations on the device alone, testing convergence
+        there (one role in one process: no host round trip per iteration). A distributed
+        engine says False: each step's sums are combined across ranks on the host."""
+        return len(self.roles) == 1
+
+    @property
+    def whole_copies(self) -> bool:
+        """Whether every side's copy of a vector is whole after a step (shared memory, or
+        one role): nothing to gather before a phase that runs on one side."""
+        return self.pair.shared or len(self.roles) < 2
+
+    def merge_bits(self, name: str) -> None:
+        """Make bitmap ``name`` (uint32 words, bit ``v`` in word ``v // 32``) whole on every
+        side after a step in which each side set the bits of its own rows: an OR of the
+        sides' copies (split memory with two roles; otherwise one copy already holds all)."""
+        if self.pair.shared or len(self.roles) < 2:
+            return
+        self.write(name, self.read(name, role="cpu") | self.read(name, role="gpu"))
+
     def swap(self, a: str, b: str) -> None:
         """Exchange the names of two vectors (double buffering)."""
         self._vectors[a], self._vectors[b] = self._vectors[b], self._vectors[a]
