@@ -75,8 +75,10 @@ class DistEngine(Engine):
     def whole_copies(self) -> bool:
         return False
 
-    def push_role(self) -> str | None:
-        return None
+    def push_roles(self) -> tuple[str, ...]:
+        """None: a rank holds its rows only, so no device pushes from a whole out-edge CSR
+        (frontier apps pull every level; one-device algorithms are refused or replaced)."""
+        return ()
 
     # ------------------------------------------------------------ steps and halos
     def rowop(self, *, exchange: str | None = None, **kw):
