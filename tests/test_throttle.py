@@ -142,6 +142,10 @@ def test_grid_kd_tiling_is_cache_fit_and_near_the_exact_count(name, max_row, cap
     assert exact.n_parts <= 4 * part.n_parts and part.n_parts <= 8 * exact.n_parts
     back = type(part).from_arrays(*part.to_arrays())  # what the prepared-graph cache keeps
     np.testing.assert_array_equal(back.positions(), part.positions())
+    if max_row is None and g.symmetric:  # a symmetric share's column counts are its rows'
+        same = dbwp(indptr, indices, g.n, capacity, symmetric=True)
+        np.testing.assert_array_equal(same.seg_start, part.seg_start)
+        np.testing.assert_array_equal(same.distinct_x, part.distinct_x)
 
 
 def test_kd_on_cnr_2000_share():

@@ -309,7 +309,7 @@ def capacity_from_cache(cache_bytes, fraction: float = 0.5, bytes_per_entry: int
 
 
 def dbwp(indptr, indices, n, capacity, *, bisect: str = "kd", spac_levels: int = 4, seed: int = 0,
-         min_nnz: int = 1, checked: bool = False) -> Partitioning:
+         min_nnz: int = 1, checked: bool = False, symmetric: bool = False) -> Partitioning:
     """Cut a CSR share into cache-fit partitions (Algorithm 1, DBWP).
 
     Every sub-list of nonzeros whose distinct x plus distinct y entries exceed
@@ -343,6 +343,8 @@ def dbwp(indptr, indices, n, capacity, *, bisect: str = "kd", spac_levels: int =
     checked : bool
         The share comes from a validated :class:`~finepar.graph.Graph` (sorted rows,
         columns in range): its O(nnz) checks are skipped, the options' are not.
+    symmetric : bool
+        The share is a whole symmetric matrix (the grid tiling counts half as much).
 
     Returns
     -------
@@ -361,7 +363,8 @@ def dbwp(indptr, indices, n, capacity, *, bisect: str = "kd", spac_levels: int =
     check_options(capacity, bisect, spac_levels, seed, min_nnz, BISECTIONS)
     t0 = time.perf_counter()
     if bisect == "kd" and indices.shape[0] >= kdgrid.GRID_MIN_NNZ:
-        g = kdgrid.grid_tiling(indptr, indices, int(n), int(capacity), int(min_nnz))
+        g = kdgrid.grid_tiling(indptr, indices, int(n), int(capacity), int(min_nnz),
+                               symmetric)
         if g is not None:
             return Partitioning(
                 order=None, seg_start=g["seg_start"], seg_row=g["seg_row"],
@@ -369,7 +372,8 @@ def dbwp(indptr, indices, n, capacity, *, bisect: str = "kd", spac_levels: int =
                 tree=SJTree(**{k: g["tree"][k] for k in ("left", "right", "lo", "hi", "depth")}),
                 nnz=g["nnz"], distinct_x=g["dx"], distinct_y=g["dy"], capacity=int(capacity),
                 method=bisect, seconds=time.perf_counter() - t0, min_nnz=int(min_nnz),
-                n_rows=int(indptr.shape[0]) - 1, n_cols=int(n), extra={"grid": g["grid"]})
+                n_rows=int(indptr.shape[0]) - 1, n_cols=int(n),
+                extra={"grid": g["grid"], "stage_seconds": g["stage_seconds"]})
     split = _bisector(bisect, spac_levels, seed, min_nnz)
     work = _Work.from_csr(indptr, indices, int(n))
     nodes = _bisect_levels(work, int(capacity), int(min_nnz), split)

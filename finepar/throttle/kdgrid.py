@@ -55,7 +55,7 @@ def edges(count: int, shift: int) -> np.ndarray:
 
 
 def grid_tiling(indptr: np.ndarray, indices: np.ndarray, n: int, capacity: int,
-                min_nnz: int) -> dict | None:
+                min_nnz: int, symmetric: bool = False) -> dict | None:
     """Cache-fit partitions of a CSR share by K-D tiling on a grid.
 
     Parameters
@@ -68,37 +68,54 @@ def grid_tiling(indptr: np.ndarray, indices: np.ndarray, n: int, capacity: int,
         ``T``, distinct x plus y entries a partition may touch.
     min_nnz : int
         A node with fewer than ``2 * min_nnz`` nonzeros is not split.
+    symmetric : bool
+        The share is a whole symmetric matrix (``k == n``): a cell's columns with an entry
+        are the transposed cell's rows with one, so they are not counted again.
 
     Returns
     -------
     dict or None
         What :class:`~finepar.throttle.dbwp.Partitioning` needs (``seg_row``,
         ``seg_start``, ``seg_ptr``, ``part_seg``, ``tree`` arrays, ``nnz``, ``dx``,
-        ``dy``, ``grid``), or None when the grid cannot resolve ``capacity``.
+        ``dy``, ``grid``, ``stage_seconds``), or None when the grid cannot resolve
+        ``capacity``.
     """
+    import time
     k = indptr.shape[0] - 1
     rs, cs = bin_shift(k, capacity), bin_shift(n, capacity)
     if rs is None or cs is None:
         return None
+    symmetric = symmetric and k == n
     redge, cedge = edges(k, rs), edges(n, cs)
     gr, gc = redge.size - 1, cedge.size - 1
-    hist, rows_in, cols_in, col_seen = _histogram(indptr, indices, n, redge, cs, gc)
+    clock = [time.perf_counter()]
+
+    def lap() -> float:
+        clock.append(time.perf_counter())
+        return clock[-1] - clock[-2]
+    hist, rows_in, cols_in, col_seen = _histogram(indptr, indices, n, redge, cs, gc, symmetric)
     row_full = (np.diff(indptr) > 0).astype(np.int64)
     rows_ne = np.add.reduceat(row_full, redge[:-1])  # rows with an entry, per row bin
     cols_ne = np.add.reduceat(col_seen.astype(np.int64), cedge[:-1])
+    stages = {"histogram": lap()}
     tree = _Tiler(hist, rows_in, cols_in, rows_ne, cols_ne, capacity, min_nnz).run()
     rects = np.array([(redge[a], redge[b], cedge[c], cedge[d]) for a, b, c, d in tree["rects"]],
                      dtype=np.int64)
+    stages["tree"] = lap()
     segs = _segments(indptr, indices, rects)
+    stages["segments"] = lap()
     dx, dy = _distinct(indices, segs, n)
-    return {**segs, "tree": tree, "dx": dx, "dy": dy, "grid": [gr, gc]}
+    stages["distinct"] = lap()
+    return {**segs, "tree": tree, "dx": dx, "dy": dy, "grid": [gr, gc],
+            "stage_seconds": stages}
 
 
-def _histogram(indptr, indices, n, redge, cs, gc):
+def _histogram(indptr, indices, n, redge, cs, gc, symmetric=False):
     """Per grid cell (int64, (gr, gc) each): the nonzeros ``H``, the rows of the row bin
     with an entry in the cell ``R``, the columns of the column bin with an entry in the
-    cell ``C``; and the columns holding any entry (bool, n). One task per row bin on the
-    pool's threads; column ``c`` is in bin ``c >> cs``."""
+    cell ``C`` (``R`` transposed for a ``symmetric`` share); and the columns holding any
+    entry (bool, n). One task per row bin on the pool's threads; column ``c`` is in bin
+    ``c >> cs``."""
     gr = redge.size - 1
     hist, rows_in, cols_in = (np.zeros((gr, gc), dtype=np.int64) for _ in range(3))
     col_seen = np.zeros(n, dtype=bool)
@@ -115,10 +132,15 @@ def _histogram(indptr, indices, n, redge, cs, gc):
         first[1:] = cb[1:] != cb[:-1]
         first[indptr[a:b][indptr[a:b] < hi] - lo] = True
         rows_in[i] = np.bincount(cb[first], minlength=gc)
+        if symmetric:
+            return
         u = cols[_first_of_each(cols, n)]
         cols_in[i] = np.bincount(u >> cs, minlength=gc)
         col_seen[u] = True  # every task writes True: no race that matters
     list(pool().map(one, range(gr)))
+    if symmetric:  # entry (r, c) is entry (c, r): a column is seen where its row has entries
+        cols_in = rows_in.T.copy()
+        col_seen = np.diff(indptr) > 0
     return hist, rows_in, cols_in, col_seen
 
 

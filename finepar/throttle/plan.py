@@ -234,7 +234,8 @@ def throttle_share(matrix: Graph, rows: np.ndarray, options: ThrottleOptions,
         if not verdict["throttle"]:
             return None
         schedule = "sj"  # let the measured split-join decide
-    part = dbwp(indptr, indices, matrix.n, capacity, bisect=options.bisect, checked=True)
+    part = dbwp(indptr, indices, matrix.n, capacity, bisect=options.bisect, checked=True,
+                symmetric=matrix.symmetric and rows.size == matrix.n)
     seconds = time.perf_counter() - t0
     if options.bisect == "kd":
         record_rate(seconds, int(indices.shape[0]))
