@@ -63,3 +63,30 @@ def backend_info() -> dict:
         "functions": {name: {"additional_docs": doc} for name, doc in FUNCTIONS.items()},
         "default_config": dict(DEFAULT_CONFIG),
     }
+
+
+def register() -> bool:
+    """Register the backend in this process where FinePar runs from a source tree without
+    its package metadata (so without its entry points), as NetworkX's own test setup
+    registers its loopback backend. Returns False when it was registered already.
+
+    Raises
+    ------
+    ImportError
+        If the installed NetworkX is older than 3.4 (no backend interface to follow).
+    """
+    from importlib.metadata import EntryPoint
+
+    import networkx as nx
+    if tuple(int(x) for x in nx.__version__.split(".")[:2]) < (3, 4):
+        raise ImportError(f"the finepar backend needs networkx >= 3.4, not {nx.__version__}")
+    backends = nx.utils.backends
+    if "finepar" in backends.backends:
+        return False
+    backends.backends["finepar"] = EntryPoint("finepar", "finepar.nx.interface:BackendInterface",
+                                              "networkx.backends")
+    backends.backend_info["finepar"] = backend_info()
+    if "finepar" not in nx.config.backends:
+        nx.config.backends = nx.utils.Config(finepar=nx.utils.Config(**DEFAULT_CONFIG),
+                                             **nx.config.backends)
+    return True
