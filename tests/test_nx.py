@@ -167,8 +167,9 @@ def test_bfs_orders(kind):
                 == list(nx.bfs_predecessors(G, src, depth_limit=depth)))
         assert (list(nx.bfs_successors(G, src, depth_limit=depth, **FP))
                 == list(nx.bfs_successors(G, src, depth_limit=depth)))
-    T, T0 = nx.bfs_tree(G, src, **FP), nx.bfs_tree(G, src)
-    assert list(T.edges) == list(T0.edges) and list(T) == list(T0)
+    for reverse in (False, True):  # reverse: along predecessors, in G.pred's order
+        T, T0 = nx.bfs_tree(G, src, reverse, **FP), nx.bfs_tree(G, src, reverse)
+        assert list(T.edges) == list(T0.edges) and list(T) == list(T0)
     for cutoff in (None, 1, 2.5):
         got = nx.single_source_shortest_path_length(G, src, cutoff, **FP)
         want = nx.single_source_shortest_path_length(G, src, cutoff)
@@ -226,7 +227,7 @@ def test_can_run_reasons():
     assert can_run("greedy_color", (D,), {}) is not True
     assert can_run("greedy_color", (nx.path_graph(3), "DSATUR"), {}) is not True
     assert can_run("greedy_color", (nx.path_graph(3),), {"interchange": True}) is not True
-    assert can_run("bfs_edges", (D, "v1"), {"reverse": True}) is not True
+    assert can_run("bfs_edges", (D, "nowhere"), {}) is not True
     assert can_run("bfs_edges", (D, "v1"), {"sort_neighbors": sorted}) is not True
     assert can_run("bfs_layers", (D, ["v1", "v2"]), {}) is not True
     assert can_run("pagerank", (D,), {"weight": lambda u, v, d: 1}) is not True

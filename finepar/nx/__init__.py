@@ -34,7 +34,7 @@ FUNCTIONS = {
     "is_weakly_connected": "FinePar's CC on the symmetrised graph.",
     "bfs_layers": "One source; levels by FinePar's BFS, NetworkX's order within layers.",
     "bfs_edges": "Levels by FinePar's BFS; NetworkX's edge order and parents rebuilt on "
-                 "the host; no sort_neighbors, no reverse on digraphs.",
+                 "the host; reverse follows predecessors; no sort_neighbors.",
     "bfs_tree": "As bfs_edges.",
     "bfs_predecessors": "As bfs_edges.",
     "bfs_successors": "As bfs_edges.",

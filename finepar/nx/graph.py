@@ -154,10 +154,30 @@ class FineParGraph:
         """The NetworkX graph converted (None once it has been freed)."""
         return self._source() if self._source is not None else None
 
+    def adjacency(self, reverse: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """``(indptr, cols)`` in NetworkX's order: the successors, or with ``reverse`` (a
+        digraph) the predecessors in ``G._pred``'s order, read from the source graph on
+        first use.
+
+        Raises
+        ------
+        LookupError
+            For ``reverse`` once the source graph is gone (its order with it).
+        """
+        if not reverse or not self.directed:
+            return self.indptr, self.cols
+        source = self.source_graph()
+        if source is None and ("pred",) not in self._cache:
+            raise LookupError("the predecessor order went with the source graph")
+        return self.cached(("pred",), lambda: _csr(source._pred, None if self.range_ids
+                                                   else self.index))
+
     # ------------------------------------------------------------ FinePar views
-    def structure(self) -> Graph:
-        """The FinePar pattern graph (row ``i`` the out-neighbours of ``nodes[i]``);
-        flagged symmetric for an undirected graph."""
+    def structure(self, reverse: bool = False) -> Graph:
+        """The FinePar pattern graph (row ``i`` the out-neighbours of ``nodes[i]``, or with
+        ``reverse`` its in-neighbours); flagged symmetric for an undirected graph."""
+        if reverse and self.directed:
+            return self.cached(("structure", "reverse"), lambda: self.structure().transpose())
         return self.cached(("structure",), lambda: self._finepar(None))
 
     def weighted(self, attr: str, which: str) -> Graph:
@@ -189,6 +209,18 @@ def _is_range(nodes: list) -> bool:
     if not n or type(nodes[0]) is not int or type(nodes[-1]) is not int:
         return False
     return nodes[0] == 0 and nodes[-1] == n - 1 and nodes == list(range(n))
+
+
+def _csr(adj: dict, index: dict | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(indptr, cols)`` of an adjacency dict of dicts, each row in the dict's order;
+    ``index`` maps nodes to rows (None: the nodes are 0 .. n-1)."""
+    n = len(adj)
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, adj.values()), np.int64, n), out=indptr[1:])
+    neighbours = chain.from_iterable(adj.values())
+    if index is not None:
+        neighbours = map(index.__getitem__, neighbours)
+    return indptr, np.fromiter(neighbours, np.int32, int(indptr[-1]))
 
 
 def _edge_values(G, attr: str, default, nnz: int) -> EdgeValues:
@@ -251,19 +283,10 @@ def convert_from_nx(G, edge_attrs=None, node_attrs=None, preserve_edge_attrs=Fal
         edge_attrs = preserve_edge_attrs.get(graph_name, edge_attrs)
     elif preserve_edge_attrs is True:
         edge_attrs = {"weight": 1}
-    adj = G._adj
-    nodes = list(adj)
-    n = len(nodes)
-    lengths = np.fromiter(map(len, adj.values()), np.int64, n)
-    indptr = np.zeros(n + 1, np.int64)
-    np.cumsum(lengths, out=indptr[1:])
-    nnz = int(indptr[-1])
-    neighbours = chain.from_iterable(adj.values())
-    if not _is_range(nodes):
-        index = {v: i for i, v in enumerate(nodes)}
-        neighbours = map(index.__getitem__, neighbours)
-    cols = np.fromiter(neighbours, np.int32, nnz)
-    values = {a: _edge_values(G, a, d, nnz) for a, d in (edge_attrs or {}).items()
+    nodes = list(G._adj)
+    indptr, cols = _csr(G._adj, None if _is_range(nodes) else
+                        {v: i for i, v in enumerate(nodes)})
+    values = {a: _edge_values(G, a, d, cols.size) for a, d in (edge_attrs or {}).items()
               if a is not None}
     from .device import STATS
     STATS["conversions"] += 1

@@ -19,22 +19,29 @@ from .device import run
 from .dispatch import implements, networkx_call
 
 
-def levels(G, root: int) -> np.ndarray:
-    """FinePar's BFS levels from row ``root`` (int32, -1 unreached)."""
-    return run(G, "bfs", G.structure(), root=root).values
+def levels(G, root: int, reverse: bool = False) -> np.ndarray:
+    """FinePar's BFS levels from row ``root`` (int32, -1 unreached), along in-edges with
+    ``reverse``."""
+    return run(G, "bfs", G.structure(reverse), root=root).values
 
 
-def layers(G, root: int, depth_limit: int | None = None):
+def layers(G, root: int, depth_limit: int | None = None, reverse: bool = False):
     """The BFS layers from ``root`` in NetworkX's order, each with its vertices' parents.
 
     Returns
     -------
     list of (ndarray, ndarray)
         Per layer, its rows in NetworkX's order and each one's parent row (the root's
-        layer: ``[root]`` and ``[-1]``), down to ``depth_limit`` layers below the root.
+        layer: ``[root]`` and ``[-1]``), down to ``depth_limit`` layers below the root;
+        along predecessors with ``reverse`` (a digraph).
+
+    Raises
+    ------
+    LookupError
+        ``reverse`` after the source graph was freed (:meth:`FineParGraph.adjacency`).
     """
-    lev = levels(G, root)
-    indptr, cols = G.indptr, G.cols
+    indptr, cols = G.adjacency(reverse)
+    lev = levels(G, root, reverse)
     cur = np.array([root], np.int64)
     out = [(cur, np.array([-1], np.int64))]
     depth = 0
@@ -66,8 +73,6 @@ def _single_source(a: dict):
 def _edges_args(a: dict):
     if a.get("sort_neighbors") is not None:
         return "sort_neighbors is given"
-    if a.get("reverse") and a["G"].is_directed():
-        return "reverse=True on a directed graph (predecessor order is not converted)"
     if a["source"] not in a["G"]:
         return "source is not in G (NetworkX raises its own error)"
     return True
@@ -87,11 +92,11 @@ def bfs_layers(G, sources):
         yield G.labels(rows)
 
 
-def _edge_rows(G, source, depth_limit):
+def _edge_rows(G, source, depth_limit, reverse=False):
     """(parent rows, child rows) of NetworkX's ``bfs_edges`` order."""
     if _depth(G, depth_limit) <= 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
-    found = layers(G, G.row(source), _depth(G, depth_limit))[1:]
+    found = layers(G, G.row(source), _depth(G, depth_limit), reverse)[1:]
     if not found:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     return (np.concatenate([p for _, p in found]), np.concatenate([c for c, _ in found]))
@@ -99,10 +104,13 @@ def _edge_rows(G, source, depth_limit):
 
 @implements("bfs_edges", can_run=_edges_args)
 def bfs_edges(G, source, reverse=False, depth_limit=None, sort_neighbors=None):
-    if G.nnz == 0:
+    try:
+        if G.nnz == 0:
+            raise LookupError("no edges")
+        parents, children = _edge_rows(G, source, depth_limit, reverse)
+    except LookupError:  # no edges, or the predecessor order went with the source graph
         yield from networkx_call("bfs_edges", G, source, reverse, depth_limit, sort_neighbors)
         return
-    parents, children = _edge_rows(G, source, depth_limit)
     yield from zip(G.labels(parents), G.labels(children))
 
 
