@@ -11,7 +11,7 @@ import pytest
 
 nx = pytest.importorskip("networkx")
 
-from finepar.nx import FUNCTIONS  # noqa: E402
+from finepar.nx import FUNCTIONS, register  # noqa: E402
 from finepar.nx.device import STATS  # noqa: E402
 from finepar.nx.dispatch import ALGORITHMS, can_run  # noqa: E402
 from finepar.nx.graph import FineParGraph, convert_from_nx, convert_to_nx  # noqa: E402
@@ -52,6 +52,7 @@ def test_registered():
     assert "finepar" in nx.utils.backends.backends
     assert set(nx.utils.backends.backend_info["finepar"]["functions"]) == set(ALGORITHMS)
     assert set(FUNCTIONS) == set(ALGORITHMS)
+    assert register() is False  # the entry points did it
     for name, (func, _) in ALGORITHMS.items():
         theirs = inspect.signature(nx.utils.backends._registered_algorithms[name])
         want = [p for p in theirs.parameters if p not in ("backend", "backend_kwargs")]

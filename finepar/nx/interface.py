@@ -34,13 +34,6 @@ def should_run(name: str, args, kwargs):
     return True
 
 
-def on_start_tests(items) -> None:
-    """NetworkX's test hook (``NETWORKX_TEST_BACKEND=finepar``): mark the tests whose
-    expected answer the backend defines differently (:data:`finepar.nx.testing.XFAIL`)."""
-    from .testing import mark_tests
-    mark_tests(items)
-
-
 class BackendInterface:
     """The FinePar backend as NetworkX sees it."""
 
@@ -48,7 +41,6 @@ class BackendInterface:
     convert_to_nx = staticmethod(convert_to_nx)
     can_run = staticmethod(can_run)
     should_run = staticmethod(should_run)
-    on_start_tests = staticmethod(on_start_tests)
     stats = STATS
 
 
