@@ -122,6 +122,8 @@ class FineParGraph:
         return self.multigraph
 
     def __contains__(self, node) -> bool:
+        if self.range_ids and isinstance(node, int):
+            return 0 <= node < self.n
         try:
             return node in self.index
         except TypeError:  # unhashable: not a node (NetworkX's own answer)
