@@ -15,6 +15,7 @@ and as their minimum (Dijkstra: NetworkX takes the lightest parallel edge).
 
 from __future__ import annotations
 
+import numbers
 import weakref
 from dataclasses import dataclass, replace
 from itertools import chain
@@ -225,26 +226,38 @@ def _csr(adj: dict, index: dict | None) -> tuple[np.ndarray, np.ndarray]:
     return indptr, np.fromiter(neighbours, np.int32, int(indptr[-1]))
 
 
+def _numbers(dicts, count: int, attr: str, default) -> tuple[np.ndarray, bool, bool]:
+    """``attr`` of the ``count`` edge data dicts ``dicts()`` iterates (``default`` where
+    absent) as float64, whether all were integers (NetworkX then sums ints) and whether all
+    were real numbers."""
+    if not any(map(len, dicts())):  # no edge carries data (an unweighted graph): no reads
+        ok = isinstance(default, numbers.Real)
+        return (np.full(count, float(default) if ok else 0.0),
+                isinstance(default, numbers.Integral), ok)
+    raw = list(map(methodcaller("get", attr, default), dicts()))
+    kinds = set(map(type, raw))
+    ok = all(issubclass(k, numbers.Real) for k in kinds)
+    vals = np.fromiter(raw, np.float64, count) if ok else np.zeros(count)
+    return vals, all(issubclass(k, numbers.Integral) for k in kinds), ok
+
+
 def _edge_values(G, attr: str, default, nnz: int) -> EdgeValues:
-    """``attr`` of every neighbour pair, in adjacency order (one pass over the edge dicts)."""
-    get = methodcaller("get", attr, default)
-    nbr_dicts = chain.from_iterable(map(dict.values, G._adj.values()))
+    """``attr`` of every neighbour pair, in adjacency order."""
+    def pairs():
+        return chain.from_iterable(map(dict.values, G._adj.values()))
     if not G.is_multigraph():
-        raw = np.asarray(list(map(get, nbr_dicts)))
-        ok = raw.dtype.kind in "biuf"
-        vals = raw.astype(np.float64) if ok else np.zeros(nnz)
-        return EdgeValues(vals, vals, raw.dtype.kind in "biu", ok)
-    keydicts = list(nbr_dicts)  # one dict of parallel edges per neighbour pair
-    counts = np.fromiter(map(len, keydicts), np.int64, len(keydicts))
-    raw = np.asarray(list(map(get, chain.from_iterable(map(dict.values, keydicts)))))
-    ok = raw.dtype.kind in "biuf"
-    flat = raw.astype(np.float64) if ok else np.zeros(int(counts.sum()))
+        vals, integers, ok = _numbers(pairs, nnz, attr, default)
+        return EdgeValues(vals, vals, integers, ok)
+    # one dict of parallel edges per neighbour pair
+    counts = np.fromiter(map(len, pairs()), np.int64, nnz)
+    flat, integers, ok = _numbers(lambda: chain.from_iterable(map(dict.values, pairs())),
+                                  int(counts.sum()), attr, default)
     if not flat.size:
-        return EdgeValues(flat, flat, True, ok)
+        return EdgeValues(flat, flat, integers, ok)
     starts = np.zeros(counts.size, np.int64)
     np.cumsum(counts[:-1], out=starts[1:])
     return EdgeValues(np.add.reduceat(flat, starts), np.minimum.reduceat(flat, starts),
-                      raw.dtype.kind in "biu", ok)
+                      integers, ok)
 
 
 def convert_from_nx(G, edge_attrs=None, node_attrs=None, preserve_edge_attrs=False,
