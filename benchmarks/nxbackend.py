@@ -5,9 +5,9 @@ the algorithm), end to end.
 For each graph the NetworkX graph is built once (from FinePar's CSR, each edge added once;
 its time and the process's resident memory growth are recorded: at Graph500 scale 20 this
 alone took 5 minutes and 7.5 GiB on the 2-core box through ``from_scipy_sparse_array``,
-and scale 22 holds four times as many edges). For each algorithm and backend: the **first** call on a fresh
-``G.__networkx_cache__`` (conversion included), then ``--repeats`` **cached** calls
-(min / median / max). Plain NetworkX has no conversion: all its calls are alike (a call
+and scale 22 holds four times as many edges). For each algorithm and backend: the
+**first** call on a fresh ``G.__networkx_cache__`` (conversion included), then
+``--repeats`` **cached** calls (min / median / max). Plain NetworkX has no conversion: all its calls are alike (a call
 slower than ``--nx-slow-s`` is not repeated). Generators are consumed (``list``) and lazy
 mappings read into dicts, inside the timing. The
 first FinePar call of the process (opening the pair, building kernels) is measured

@@ -72,10 +72,3 @@ def networkx_call(name: str, G, *args, **kwargs):
     STATS["networkx"] += 1
     return nx_function(name).orig_func(convert_to_nx(G), *args, **kwargs)
 
-
-def node_sequence(sources):
-    """A list of ``sources`` (an iterable of nodes), or None when it is not one."""
-    try:
-        return list(sources)
-    except TypeError:
-        return None
