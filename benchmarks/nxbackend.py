@@ -129,11 +129,18 @@ def _unordered(value):
 
 def materialized(out):
     """A lazy mapping (graphblas-algorithms answers with NodeMaps) read into the dict that
-    NetworkX and FinePar return; tuples (HITS) entry by entry."""
+    NetworkX and FinePar return, through the NodeMap's own bulk ``vector_to_dict`` (one
+    ``to_coo``; ``dict(nodemap)`` would look up every key in GraphBLAS); tuples (HITS)
+    entry by entry."""
     from collections.abc import Mapping
     if isinstance(out, tuple):
         return tuple(materialized(x) for x in out)
-    return dict(out) if isinstance(out, Mapping) and not isinstance(out, dict) else out
+    if not isinstance(out, Mapping) or isinstance(out, dict):
+        return out
+    bulk = getattr(out, "vector_to_dict", None)
+    if bulk is not None and not getattr(out, "_values_are_keys", True):
+        return bulk(out.vector.dup(), fill_value=getattr(out, "_fill_value", None))
+    return dict(out)
 
 
 def timed(fn) -> tuple[float, object]:
