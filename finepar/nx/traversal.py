@@ -6,7 +6,8 @@ are ordered: a layer lists vertices in the order NetworkX's queue meets them, an
 vertex's parent is the first vertex of the layer above, in that order, with an edge to
 it. :func:`layers` recovers both from the levels on the host, one vectorised pass per
 layer over the layer's out-edges in NetworkX's adjacency order (kept by the
-conversion): the candidates one level further, their first occurrences in order. The
+conversion): the candidates one level further, their first occurrences in order (found
+by ``np.minimum.at`` in linear time). The
 result is NetworkX's order exactly, so FinePar's own parents are not used.
 """
 
@@ -44,6 +45,9 @@ def layers(G, root: int, depth_limit: int | None = None, reverse: bool = False):
     lev = levels(G, root, reverse)
     cur = np.array([root], np.int64)
     out = [(cur, np.array([-1], np.int64))]
+    # each vertex's first position among its layer's candidates (ufunc.at runs in order;
+    # a vertex is a candidate in one layer only, so the array is never reset)
+    first = np.full(G.n, np.iinfo(np.int64).max, np.int64)
     depth = 0
     while depth_limit is None or depth < depth_limit:
         pos = row_positions(indptr, cur)
@@ -53,10 +57,11 @@ def layers(G, root: int, depth_limit: int | None = None, reverse: bool = False):
             break
         parent = np.repeat(cur, indptr[cur + 1] - indptr[cur])[keep]
         cand = cand[keep]
-        _, first = np.unique(cand, return_index=True)
-        first.sort()
-        cur = cand[first].astype(np.int64)
-        out.append((cur, parent[first]))
+        at = np.arange(cand.size, dtype=np.int64)
+        np.minimum.at(first, cand, at)
+        head = first[cand] == at
+        cur = cand[head].astype(np.int64)
+        out.append((cur, parent[head]))
         depth += 1
     return out
 
