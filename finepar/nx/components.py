@@ -24,9 +24,10 @@ def _components(G, name: str):
         return
     labels = _labels(G)
     order = np.argsort(labels, kind="stable")
-    cuts = np.flatnonzero(np.diff(labels[order])) + 1
-    for rows in np.split(order, cuts):
-        yield set(G.labels(rows))
+    cuts = (np.flatnonzero(np.diff(labels[order])) + 1).tolist()
+    nodes = G.labels(order)  # one list; each component a slice of it
+    for a, b in zip([0, *cuts], [*cuts, len(nodes)]):
+        yield set(nodes[a:b])
 
 
 def _count(G, name: str) -> int:
