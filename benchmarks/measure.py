@@ -86,6 +86,9 @@ class Config:
     grouping : {'auto', 'none', 'pow4', 'adaptive'}
     throttle : ThrottleOptions
     options : EngineOptions or None
+    steps : float or None
+        The row operations ``schedule='auto'`` weighs its partitioning against (None:
+        the app's own estimate for the run's parameters, as ``api.run`` does).
     """
 
     label: str
@@ -94,6 +97,7 @@ class Config:
     grouping: str = "auto"
     throttle: object = None
     options: object = None
+    steps: float | None = None
 
     def __post_init__(self):
         from finepar.throttle.plan import ThrottleOptions
@@ -111,6 +115,8 @@ class Config:
             out["threshold"] = int(self.threshold)
         if self.grouping != "auto":
             out["grouping"] = self.grouping
+        if self.steps is not None:
+            out["steps"] = float(self.steps)
         for src, default in ((self.throttle, ThrottleOptions()),
                              (self.options, EngineOptions())):
             if src is None:
@@ -181,7 +187,8 @@ def finepar_config(wl, pair, cfg: Config, params: dict, ref, *, repeats: int,
             *prepared, eng, source, tuning = wl.prepare(
                 pair, throttle=cfg.throttle.check(), threshold=cfg.threshold,
                 devices=cfg.devices, grouping=cfg.grouping, model=model, step=64,
-                calibrate=None, options=cfg.options)
+                calibrate=None, options=cfg.options,
+                steps=cfg.steps or wl.app.row_steps(wl.graph, params))
             choose_s = time.perf_counter() - t0
         wl_run, plan, perm, remap_s = prepared
         rec.update(threshold_source=source, tuning=tuning,

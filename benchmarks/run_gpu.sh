@@ -3,7 +3,7 @@
 # Run from the repo root with the wheels in .whl/, the real inputs in .data/ and (for the
 # apps stage's previous FinePar) `git archive 8f3c88e` in .prev/ carried:
 #   bash benchmarks/run_gpu.sh STAGE [extra args for the stage's script]
-# Stages: check, train, throttle, apps, pipeline, peers, suite, sweep, probe, nxbackend.
+# Stages: check, train, throttle, apps, pipeline, peers, suite, sweep, probe, dist, nxbackend.
 # Everything a stage writes goes to $OUT (RESULTS.md with the stage's section, JSON, models,
 # training measurements) as it goes, so a stage cut off by its time limit still returns what
 # it finished. The benchmark stages stop starting new work after $BUDGET_S seconds (default
@@ -13,7 +13,7 @@
 # stays warm) read them, and their references, from there.
 # Training resumes from training/ in the checkout.
 set -u
-stage=${1:?stage: check, train, throttle, apps, pipeline, peers, suite, sweep, probe or nxbackend}; shift
+stage=${1:?stage: check, train, throttle, apps, pipeline, peers, suite, sweep, probe, dist or nxbackend}; shift
 out=${OUT:-/tmp/finepar-out}
 mkdir -p "$out"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
@@ -25,7 +25,7 @@ budget=(--budget-s "${BUDGET_S:-480}")
 # FinePar keeps each share within its device's limit
 # stages of one command share $out/RESULTS.md: start from the checkout's only once
 case $stage in
-  sweep|suite|peers|throttle|apps|pipeline|nxbackend)
+  sweep|suite|peers|throttle|apps|pipeline|dist|nxbackend)
     [ -f "$out/RESULTS.md" ] || cp benchmarks/RESULTS.md "$out/RESULTS.md" ;;
 esac
 platform=$(python3 -c "from finepar.api import make_pair; from finepar.perfmodel import platform_name; print(platform_name(make_pair().selection))")
@@ -66,5 +66,15 @@ for d in ('both', 'gpu'):
   sweep) python3 benchmarks/sweep.py "${md[@]}" --json "$out/sweep.json" "${budget[@]}" "$@" ;;
   nxbackend) python3 benchmarks/nxbackend.py "${md[@]}" --json "$out/nxbackend.json" "${budget[@]}" "$@" ;;
   probe) python3 benchmarks/probe.py --json "$out/probe.json" "$@" ;;
+  dist)
+    # MPI from the wheels in .whl/mpi/ (mpich, and mpi4py for this Python), installed under a
+    # prefix: pip --target drops MPICH's lib/, which mpi4py loads libmpi from
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --prefix /tmp/mpi \
+      .whl/mpi/*.whl || exit 1
+    site=$(python3 -c "import sysconfig; print(sysconfig.get_path('purelib', vars={'base': '/tmp/mpi', 'platbase': '/tmp/mpi'}))")
+    export PATH=/tmp/mpi/bin:$PATH LD_LIBRARY_PATH=/tmp/mpi/lib:${LD_LIBRARY_PATH:-} \
+      PYTHONPATH=$site:$PYTHONPATH
+    python3 benchmarks/dist.py "${md[@]}" --json "$out/dist.json" --mpiexec /tmp/mpi/bin/mpiexec \
+      "${budget[@]}" "$@" ;;
   *) echo "unknown stage $stage"; exit 2 ;;
 esac

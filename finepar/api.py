@@ -18,10 +18,12 @@ import numpy as np
 from . import apps
 from .apps.base import AppResult
 from .engine import Engine, EngineOptions
+from .engine.launches import ShareLowering
 from .errors import FineParError, UsageError
 from .graph import Graph
 from .io import from_scipy
 from .partition import GROUPINGS, Plan, fine_grained, single_device
+from .prepcache import PrepCache
 from .report import RunReport
 from .runtime import DevicePair, select_pair
 from .throttle.plan import ThrottleOptions, remap_permutation, throttle_share
@@ -102,9 +104,12 @@ class Workload:
             self._stats = RowStats(self.matrix.row_lengths())
         return self._stats
 
-    def engine(self, pair: DevicePair, plan: Plan, options: EngineOptions | None = None) -> Engine:
-        """An engine for ``plan`` with the app's state prepared (not timed)."""
-        eng = Engine(pair, self.matrix, plan, self.app.ops, options=options)
+    def engine(self, pair: DevicePair, plan: Plan, options: EngineOptions | None = None,
+               lowerings: dict | None = None) -> Engine:
+        """An engine for ``plan`` with the app's state prepared (not timed); ``lowerings``
+        as :class:`~finepar.engine.Engine` takes them."""
+        eng = Engine(pair, self.matrix, plan, self.app.ops, options=options,
+                     lowerings=lowerings)
         t0 = time.perf_counter()
         self.app.prepared(eng, self.graph)
         eng.setup_seconds += time.perf_counter() - t0
@@ -152,7 +157,7 @@ class Workload:
             warmup: bool = True, plan: Plan | None = None, engine: Engine | None = None,
             load_seconds: float = 0.0, model: Any = None, step: int = 64,
             options: EngineOptions | None = None, calibrate: Any = None,
-            throttle: ThrottleOptions | None = None,
+            throttle: ThrottleOptions | None = None, cache: Any = True,
             **params: Any) -> tuple[AppResult, RunReport]:
         """Run the app once; see :func:`run` for the parameters.
 
@@ -160,6 +165,7 @@ class Workload:
         """
         params = self.app.check_params(self.graph, params)  # bad parameters fail before any work
         throttle = (throttle or ThrottleOptions()).check()
+        cache = open_cache(cache)
         pair = engine.pair if engine is not None else (pair or make_pair(memory=memory))
         if engine is not None:
             return self._execute(engine, params, warmup, load_seconds, "given", None)
@@ -171,11 +177,13 @@ class Workload:
             wl, plan, perm, secs, eng, source, tuning = self.prepare(
                 pair, throttle=throttle, threshold=threshold, devices=devices,
                 grouping=grouping, model=model, step=step, calibrate=calibrate,
-                options=options)
+                options=options, cache=cache, steps=self.app.row_steps(self.graph, params))
+        run_params = params if perm is None else self.app.permute_params(params, perm)
+        result, report = wl._execute(eng, run_params, warmup, load_seconds, source, tuning)
+        if cache is not None:
+            report.cache = wl._cache_after_run(cache, eng)
         if perm is None:
-            return wl._execute(eng, params, warmup, load_seconds, source, tuning)
-        result, report = wl._execute(eng, self.app.permute_params(params, perm), warmup,
-                                     load_seconds, source, tuning)
+            return result, report
         result = self.app.unpermute(result, perm)  # back to the input's vertex ids
         report.plan["remap"] = {"kind": throttle.remap, "seconds": secs}
         report.result["summary"] = self.app.summary(result, self.graph)
@@ -183,11 +191,14 @@ class Workload:
 
     def prepare(self, pair: DevicePair, *, throttle: ThrottleOptions, threshold: int | None,
                 devices: str, grouping: str, model: Any, step: int, calibrate: Any,
-                options: EngineOptions | None = None):
+                options: EngineOptions | None = None, cache: PrepCache | None = None,
+                steps: float = 1.0):
         """Everything :meth:`run` does before the app's first step: choose the plan
         (:meth:`choose_plan`), throttle the GPU share (:meth:`throttled`), build the
         engine and, for a tuned split on two devices, check it with one measured step
         (:meth:`_correction`), tuning and building again where one device's model was off.
+        With a ``cache``, an entry for the same input, devices and options replaces all
+        of that but the engine's build (:meth:`_restore`); a new decision is stored.
 
         Returns
         -------
@@ -198,17 +209,79 @@ class Workload:
         """
         how = dict(threshold=threshold, devices=devices, grouping=grouping, model=model,
                    step=step, calibrate=calibrate, options=options)
+        key = None
+        if cache is not None:
+            key = cache.key(self._cache_parts(pair, throttle, {**how, "steps": steps}))
+            entry = cache.get(key)
+            if entry is not None:
+                return self._restore(entry, pair, options)
+        t0 = time.perf_counter()
         plan, source, tuning = self.choose_plan(pair, **how)
-        wl, plan, perm, secs = self.throttled(pair, plan, throttle)
+        wl, plan, perm, secs = self.throttled(pair, plan, throttle, steps, tuning)
         eng = wl.engine(pair, plan, options)
         if tuning is not None and len(plan.active_roles()) == 2:
             redo = self._correction(eng, wl, pair, tuning, how)
             if redo is not None:  # the model was off on one device: the split tuned again
                 plan, tuning = redo
                 del eng
-                wl, plan, perm, secs = self.throttled(pair, plan, throttle)
+                wl, plan, perm, secs = self.throttled(pair, plan, throttle, steps, tuning)
                 eng = wl.engine(pair, plan, options)
+        if cache is not None:
+            cache.put(key, *_entry_of(plan, eng, devices, source, tuning, perm, secs,
+                                      time.perf_counter() - t0, app=self.name,
+                                      graph=self.graph.name))
+            eng.cache_key = key
         return wl, plan, perm, secs, eng, source, tuning
+
+    def _cache_parts(self, pair: DevicePair, throttle: ThrottleOptions, how: dict) -> dict:
+        """What a prepared-graph cache entry is keyed by (besides FinePar's code): the
+        input's content, the app, the platform and every option of the preparation."""
+        from dataclasses import asdict
+        from .prepcache import input_digest
+        model = how["model"]
+        model_id = (model if model is None or isinstance(model, str)
+                    else getattr(model, "name", type(model).__name__))
+        devs = {r: {k: v for k, v in pair.selection.to_dict()[r].items()
+                    if k in ("platform", "name", "vendor", "version", "driver", "address",
+                             "global_mem_bytes", "max_alloc_bytes", "cache_bytes")}
+                for r in ("cpu", "gpu")}
+        return {"input": input_digest(self.graph), "app": self.name, "devices": devs,
+                "steps": how.get("steps"),
+                "emulated": pair.emulated, "memory": pair.mode,
+                "throttle": asdict(throttle), "model": model_id,
+                "options": asdict(how["options"]) if how["options"] is not None else None,
+                **{k: how[k] for k in ("threshold", "devices", "grouping", "step")}}
+
+    def _restore(self, entry, pair: DevicePair, options: EngineOptions | None):
+        """:meth:`prepare`'s answer from a cache entry: the plan (rebuilt from its T_f and
+        grouping), the relabelling, the cache-fit partitions and the split-join cover as
+        stored; only the engine is built anew."""
+        m, arrays = entry.meta, entry.arrays
+        perm = arrays.get("perm")
+        wl = self.remapped(perm, m["remap_seconds"]) if perm is not None else self
+        plan = Plan.from_arrays(_prefixed(arrays, "plan_"), m["plan"])
+        if m.get("throttle"):
+            plan.throttle = _throttle_of(entry)
+        plan.throttle_auto = m.get("throttle_auto")
+        parts = plan.throttle.partitioning if plan.throttle is not None else None
+        lowerings = {role: ShareLowering.from_arrays(_prefixed(arrays, f"low_{role}_"), sc,
+                                                     parts if role == "gpu" else None)
+                     for role, sc in m["lowerings"].items()}
+        eng = wl.engine(pair, plan, options, lowerings)
+        eng.cache_key = entry.key
+        if m.get("sj_cover") is not None and hasattr(eng.executor, "use_cover"):
+            eng.executor.use_cover(eng, m["sj_cover"])
+        return wl, plan, perm, m["remap_seconds"], eng, m["source"], m["tuning"]
+
+    def _cache_after_run(self, cache: PrepCache, eng: Engine) -> dict:
+        """After a run: store the split-join cover the run measured (the next run starts
+        from it); the cache's part of the report."""
+        cover = getattr(eng.executor, "cover", None)
+        key = getattr(eng, "cache_key", None)
+        hit = "hit" in cache.events
+        if key is not None and cover is not None and not getattr(eng.executor, "given", False):
+            cache.update_meta(key, sj_cover=[int(v) for v in cover])
+        return {"dir": str(cache.dir), "key": key, "hit": hit, "events": list(cache.events)}
 
     def _correction(self, eng: Engine, wl: "Workload", pair: DevicePair, tuning: dict,
                     how: dict):
@@ -236,9 +309,12 @@ class Workload:
                                    grouping_before=tuning["grouping"])
         return plan, again
 
-    def throttled(self, pair: DevicePair, plan: Plan, throttle: ThrottleOptions):
+    def throttled(self, pair: DevicePair, plan: Plan, throttle: ThrottleOptions,
+                  steps: float = 1.0, tuning: dict | None = None):
         """The workload and plan a run uses under ``throttle``: relabelled vertices (above
         the engine, throttling-atc18 §4.2) and the GPU share's cache-fit partitions.
+        ``steps`` (the run's expected row operations) and the tuner's predicted GPU step
+        (``tuning``) weigh ``schedule='auto'``'s partitioning against its saving.
 
         Returns
         -------
@@ -250,8 +326,12 @@ class Workload:
         cache = pair.gpu.info.cache_bytes
         if "gpu" not in plan.active_roles() or plan.throttle is not None:
             return self, plan, None, 0.0
+        t_gpu = ((tuning or {}).get("predicted") or {}).get("t_gpu")
+        how = {"steps": steps, "step_seconds": t_gpu, "decision": {}}
         if throttle.remap == "none":
-            plan.throttle = throttle_share(self.matrix, plan.shares["gpu"].rows, throttle, cache)
+            plan.throttle = throttle_share(self.matrix, plan.shares["gpu"].rows, throttle, cache,
+                                           **how)
+            plan.throttle_auto = how["decision"] or None
             return self, plan, None, 0.0
         mat, rows = self.matrix, plan.shares["gpu"].rows
         if mat.n != self.graph.n:  # a stacked matrix (HITS): row r is vertex r mod n
@@ -262,7 +342,9 @@ class Workload:
                           grouping=plan.grouping) if plan.method == "fine"
                  else plan_for(wl.matrix, threshold=None, devices=plan.active_roles()[0],
                                grouping=plan.grouping))
-        plan2.throttle = throttle_share(wl.matrix, plan2.shares["gpu"].rows, throttle, cache)
+        plan2.throttle = throttle_share(wl.matrix, plan2.shares["gpu"].rows, throttle, cache,
+                                        **how)
+        plan2.throttle_auto = how["decision"] or None
         if plan2.throttle is not None:
             plan2.throttle.remap, plan2.throttle.remap_seconds = throttle.remap, secs
         return wl, plan2, perm, secs
@@ -279,12 +361,14 @@ class Workload:
         t0 = time.perf_counter()
         result = self.app.run(eng, self.graph, **params)
         wall = time.perf_counter() - t0  # the run, its results still on the devices
+        syncs = eng.host_syncs  # the run's own, before collect reads the results
         t0 = time.perf_counter()
         result = self.app.collect(eng, self.graph, result)
         collect = time.perf_counter() - t0
         report = self._report(eng.pair, plan, eng, result, wall, warm, load_seconds, source,
                               tuning)
         report.timings["collect"] = collect
+        report.timings["host_syncs"] = syncs
         if tuning is not None:
             steps = max(report.timings["corun_steps"], 1)
             tuning["measured"] = {"t_cpu": report.timings["kernel"]["cpu"] / steps,
@@ -321,12 +405,70 @@ class Workload:
                   "grouping": plan.grouping, "stats": plan.stats, "lowering": summ["lowering"],
                   "executor": summ["executor"], "push_role": eng.push_role(),
                   "memory": _memory_parts(summ["lowering"]),
-                  "throttle": _throttle_report(plan, summ)},
+                  "throttle": _throttle_report(plan, summ),
+                  "throttle_auto": plan.throttle_auto},
             threshold_source=source, timings=timings, throughput=throughput,
             result={"iterations": result.iterations, "converged": result.converged,
                     "summary": self.app.summary(result, g),
-                    **({"trace": result.extra["trace"]} if "trace" in result.extra else {})},
+                    **{k: result.extra[k] for k in ("trace", "launches") if k in result.extra}},
             tuning=tuning)
+
+
+def open_cache(cache: Any) -> PrepCache | None:
+    """The prepared-graph cache a ``cache=`` keyword names: True (the user's cache
+    directory, unless ``$FINEPAR_NO_CACHE`` is set), False or None (none), a path, or a
+    :class:`~finepar.prepcache.PrepCache`."""
+    import os
+    if cache is True:
+        return None if os.environ.get("FINEPAR_NO_CACHE") else PrepCache()
+    if cache is False or cache is None or isinstance(cache, PrepCache):
+        return cache or None
+    return PrepCache(cache)
+
+
+def _prefixed(arrays: dict, prefix: str) -> dict:
+    return {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
+
+
+def _entry_of(plan: Plan, eng: Engine, devices: str, source: str, tuning: dict | None,
+              perm: np.ndarray | None, remap_seconds: float, seconds: float, **labels: str):
+    """``(meta, arrays)`` of a cache entry for a prepared run: the plan, each share's
+    lowering (what the engine built; not an ELL share's), the relabelling and the
+    partitions (``labels``: the app and graph names ``finepar cache list`` shows)."""
+    plan_arrays, plan_scalars = plan.to_arrays()
+    meta = {**labels, "threshold": plan.threshold, "grouping": plan.grouping, "devices": devices,
+            "source": source, "tuning": tuning, "remap_seconds": remap_seconds,
+            "prepare_seconds": seconds, "throttle": None, "sj_cover": None,
+            "throttle_auto": plan.throttle_auto, "plan": plan_scalars, "lowerings": {}}
+    arrays = {f"plan_{k}": v for k, v in plan_arrays.items()}
+    if perm is not None:
+        arrays["perm"] = perm
+    for role, store in eng.stores.items():
+        flat = None if plan.method == "dynamic" else store.low.to_arrays()
+        if flat is not None:
+            arrays.update({f"low_{role}_{k}": v for k, v in flat[0].items()})
+            meta["lowerings"][role] = flat[1]
+    spec = plan.throttle
+    if spec is not None:
+        part_arrays, part_scalars = spec.partitioning.to_arrays()
+        arrays.update({f"part_{k}": v for k, v in part_arrays.items()})
+        meta["throttle"] = {"schedule": spec.schedule, "cache_bytes": spec.cache_bytes,
+                            "capacity": spec.capacity, "seconds": spec.seconds,
+                            "remap": spec.remap, "remap_seconds": spec.remap_seconds,
+                            "partitioning": part_scalars}
+    return meta, arrays
+
+
+def _throttle_of(entry) -> "ThrottleSpec":
+    """The throttled share a cache entry stored."""
+    from .throttle.dbwp import Partitioning
+    from .throttle.plan import ThrottleSpec
+    t = entry.meta["throttle"]
+    part = Partitioning.from_arrays({k[5:]: v for k, v in entry.arrays.items()
+                                     if k.startswith("part_")}, t["partitioning"])
+    return ThrottleSpec(schedule=t["schedule"], partitioning=part, cache_bytes=t["cache_bytes"],
+                        capacity=t["capacity"], seconds=t["seconds"], remap=t["remap"],
+                        remap_seconds=t["remap_seconds"])
 
 
 def _memory_parts(lowering: dict) -> dict:
@@ -402,6 +544,12 @@ def run(app: str, graph: Any, **kw: Any) -> tuple[AppResult, RunReport]:
         Run the app's kernels once before the timed run (compilation stays out).
     plan : Plan, optional
         Use this plan instead of building one.
+    cache : bool, str or PrepCache
+        The prepared-graph cache (:mod:`finepar.prepcache`): True (default) the user's
+        cache directory (off when ``$FINEPAR_NO_CACHE`` is set), False none, or a
+        directory or :class:`~finepar.prepcache.PrepCache`. A second run on the same
+        input, devices and options reuses the plan, the tuned ``T_f``, the cache-fit
+        partitions, the relabelling and the split-join cover.
     **params
         App parameters (``damping``, ``tol``, ``max_iter``, ``root``,
         ``repeat``, ``x``, ``policy``).
@@ -507,18 +655,10 @@ def load_graph(spec: str, *, drop_zeros: bool = False, check_size=None,
     from .errors import InputError
     from .io import load
     if spec.startswith("graph500:"):
-        from .graph500 import kronecker
-        parts = spec.split(":")[1:]
+        from .graph500 import kronecker, parse_spec
         try:
-            scale = int(parts[0])
-            seed = int(parts[1]) if len(parts) > 1 else 0
-            if len(parts) > 2:
-                raise ValueError
-        except (ValueError, IndexError):
-            raise InputError(spec, "generator spec must be graph500:SCALE[:SEED], "
-                                   "e.g. graph500:16 or graph500:20:1") from None
-        try:
-            if check_size is not None and 1 <= scale <= 30:
+            scale, seed = parse_spec(spec)
+            if check_size is not None:
                 check_size(1 << scale, 32 << scale)  # the edges before duplicates go
             return kronecker(scale, seed=seed)
         except ValueError as exc:

@@ -317,12 +317,23 @@ def _throttle_options(args, config: dict):
     return ThrottleOptions(**table).check()
 
 
+def _cache(config: dict):
+    """The prepared-graph cache of a run (its cap from the config), or False when
+    ``$FINEPAR_NO_CACHE`` is set."""
+    from .prepcache import PrepCache, default_max_bytes
+    return False if os.environ.get("FINEPAR_NO_CACHE") else PrepCache(
+        max_bytes=default_max_bytes(config))
+
+
 def cmd_run(args) -> int:
+    from .dist.cli import wanted
+    if wanted(args):  # mpiexec started several ranks, or --distributed
+        from .dist.cli import cmd_run as distributed
+        return distributed(args)
     import time
     from . import apps
     from .api import load_graph, make_pair, memory_check, run
     from .config import load_config
-    from .files import atomic_save_npy
     app = apps.get(args.app)
     config = load_config(args.config)
     _check_outputs(args, output=(".npy",), json_=(".json",))
@@ -342,7 +353,16 @@ def cmd_run(args) -> int:
                          step=(config.get("tuner") or {}).get("step", 64),
                          options=options,
                          calibrate=False if args.no_calibrate else None,
-                         throttle=_throttle_options(args, config), **params)
+                         throttle=_throttle_options(args, config),
+                         cache=False if args.no_cache else _cache(config), **params)
+    return finish_run(args, result, report, graph.ids)
+
+
+def finish_run(args, result, report, ids) -> int:
+    """The outputs of ``finepar run``: the report as JSON (``--json``, ``-`` for standard
+    output), the result vector (``--output``, with the input's ``ids`` beside it when the
+    loader compacted them) and the text report."""
+    from .files import atomic_save_npy
     if args.json == "-":
         print(json.dumps(report.to_dict(), indent=2))
         args.quiet = True
@@ -350,16 +370,55 @@ def cmd_run(args) -> int:
         report.write_json(args.json)
     if args.output:
         atomic_save_npy(args.output, result.values)
-        if graph.ids is not None:
-            atomic_save_npy(str(args.output)[:-4] + ".ids.npy", graph.ids)
+        if ids is not None:
+            atomic_save_npy(str(args.output)[:-4] + ".ids.npy", ids)
     if not args.quiet:
         print(report.text())
         if args.output:
             extra = (f" (vertex i is input id ids[i], saved as "
-                     f"{str(args.output)[:-4]}.ids.npy)" if graph.ids is not None else "")
+                     f"{str(args.output)[:-4]}.ids.npy)" if ids is not None else "")
             print(f"  output     {args.output}{extra}")
         if args.json:
             print(f"  report     {args.json}")
+    return 0
+
+
+def cmd_cache(args) -> int:
+    """``finepar cache list|clear``."""
+    import datetime as dt
+    from .prepcache import PrepCache
+    cache = PrepCache()
+    if args.cache_command == "clear":
+        count, freed = cache.clear()
+        print(f"removed {count} prepared entries and {_human_bytes(freed)} from {cache.root}")
+        return 0
+    if args.json:
+        _check_outputs(args, json_=(".json",))
+    entries = cache.entries()
+    rows = [{"key": e.key, "app": e.meta.get("app"), "graph": e.meta.get("graph"),
+             "threshold": e.meta.get("threshold"), "grouping": e.meta.get("grouping"),
+             "schedule": (e.meta.get("throttle") or {}).get("schedule", "none"),
+             "prepare_seconds": e.meta.get("prepare_seconds"), "bytes": e.nbytes,
+             "used": dt.datetime.fromtimestamp(e.used).isoformat(timespec="seconds")}
+            for e in entries]
+    if args.json:
+        text = json.dumps({"dir": str(cache.dir), "max_bytes": cache.max_bytes,
+                           "entries": rows}, indent=2)
+        if args.json == "-":
+            print(text)
+            return 0
+        from .files import atomic_write_text
+        atomic_write_text(args.json, text + "\n")
+    from .report import format_table
+    total = sum(e.nbytes for e in entries)
+    print(f"{cache.dir}: {len(entries)} entries, {_human_bytes(total)} of "
+          f"{_human_bytes(cache.max_bytes)}")
+    if rows:
+        print(format_table(["key", "app", "graph", "T_f", "grouping", "schedule", "prepared in",
+                            "size", "last used"],
+                           [[r["key"][:12], r["app"], r["graph"], r["threshold"], r["grouping"],
+                             r["schedule"], f"{r['prepare_seconds'] or 0:.2f} s",
+                             _human_bytes(r["bytes"]), r["used"]] for r in rows]))
     return 0
 
 
@@ -609,6 +668,7 @@ def cmd_compare(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from . import apps
     from .baselines import METHODS, THROTTLE_METHODS
+    from .dist.cli import add_options as add_distributed_options
     p = _Parser(
         prog="finepar",
         description="Run irregular graph and sparse-matrix work on a CPU and a GPU at once, "
@@ -649,6 +709,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="replace output files even where they are read-only")
         o.add_argument("--quiet", "-q", action="store_true", help="print nothing")
         o.add_argument("--no-warmup", action="store_true", help="time the first run too")
+        o.add_argument("--no-cache", action="store_true",
+                       help="neither reuse nor store the prepared plan (the prepared-graph "
+                            "cache: 'finepar cache list')")
+        add_distributed_options(ra)
         ra.set_defaults(func=cmd_run)
 
     gen = sub.add_parser("generate", help="write a Graph500 Kronecker graph",
@@ -705,6 +769,22 @@ def build_parser() -> argparse.ArgumentParser:
                        help="replace output files even where they are read-only")
         o.add_argument("--quiet", "-q", action="store_true")
         ca.set_defaults(func=cmd_compare)
+
+    k = sub.add_parser("cache", help="list or clear the prepared-graph cache",
+                       description="The prepared-graph cache keeps what a run decided before "
+                                   "its first step (T_f, cache-fit partitions, relabelling, the "
+                                   "split-join cover) for the next run on the same input, "
+                                   "devices and options, and the kernels' program binaries. "
+                                   "Folder: $FINEPAR_CACHE_DIR, else the user cache directory; "
+                                   "cap: $FINEPAR_CACHE_MAX_BYTES or the config's "
+                                   "[prepared_cache] max_bytes.")
+    ksub = k.add_subparsers(dest="cache_command", metavar="ACTION")
+    ksub.required = True
+    kl = ksub.add_parser("list", help="every entry: app, T_f, schedule, size, last use")
+    kl.add_argument("--json", metavar="PATH", help="also write the listing as JSON ('-': stdout only)")
+    kl.set_defaults(func=cmd_cache)
+    kc = ksub.add_parser("clear", help="remove every entry and program binary")
+    kc.set_defaults(func=cmd_cache)
 
     from .training import RECIPES
     t = sub.add_parser("train", help="measure this platform and fit its performance models",

@@ -42,7 +42,7 @@ from pathlib import Path
 from .errors import ConfigError
 
 _TOP_KEYS = {"platform", "memory", "devices", "cache", "launch", "tuner", "budget", "models",
-             "throttle"}
+             "throttle", "prepared_cache"}
 _THROTTLE_KEYS = {"schedule": str, "bisect": str, "remap": str, "cache_bytes": int,
                   "fraction": float}
 _LAUNCH_KEYS = {"wg_item", "wg_team", "lanes", "wg_group", "wg_stream", "block_nnz",
@@ -128,6 +128,12 @@ def load_config(path: str | os.PathLike | None = None) -> dict:
     for k, v in out["budget"].items():
         _positive(p, f"budget.{k}", v)
     out["models"] = _typed(p, "models", raw.get("models", {}), dict)
+    prepared = _typed(p, "prepared_cache", raw.get("prepared_cache", {}), dict)
+    bad = set(prepared) - {"max_bytes"}
+    if bad:
+        raise ConfigError(f"{p}: unknown [prepared_cache] key(s) {', '.join(sorted(bad))} "
+                          f"(known: max_bytes)")
+    out["prepared_cache"] = {k: _positive(p, f"prepared_cache.{k}", v) for k, v in prepared.items()}
     throttle = _typed(p, "throttle", raw.get("throttle", {}), dict)
     bad = set(throttle) - set(_THROTTLE_KEYS)
     if bad:

@@ -18,8 +18,6 @@ Used by the edge-list loaders (:mod:`finepar.io`) and the Kronecker generator
 
 from __future__ import annotations
 
-import concurrent.futures
-import os
 import threading
 from collections.abc import Callable, Sequence
 
@@ -28,8 +26,9 @@ import scipy.sparse as sp
 
 from .errors import InputError
 from .graph import as_indptr
+from .parallel import n_workers, thread_map
 
-__all__ = ["RowBuckets", "pattern_csr", "n_workers", "thread_map"]
+__all__ = ["RowBuckets", "pattern_csr", "n_workers", "thread_map"]  # the last two from .parallel
 
 # Edges per work item in pattern_csr.
 _EDGE_CHUNK = 1 << 21
@@ -41,50 +40,6 @@ _BUCKET_TARGET = 1 << 22
 _BUCKET_MIN = 1 << 16
 # A bucket's first block holds this much more than an even share of entries.
 _SLACK = 1.15
-
-
-def n_workers(workers: int | None) -> int:
-    """Threads to use: `workers`, or every CPU this process may run on when None.
-
-    Raises
-    ------
-    ValueError
-        If `workers` is below 1.
-    """
-    if workers is None:
-        try:
-            return max(1, len(os.sched_getaffinity(0)))
-        except (AttributeError, OSError):
-            return max(1, os.cpu_count() or 1)
-    workers = int(workers)
-    if workers < 1:
-        raise ValueError(f"workers must be a positive integer, got {workers}")
-    return workers
-
-
-def thread_map(fn: Callable, items: Sequence, workers: int,
-               on_done: Callable[[int], None] | None = None) -> list:
-    """``[fn(x) for x in items]``, on a thread pool of `workers` when that can help.
-
-    `on_done(k)` is called in the calling thread once the first ``k`` results
-    are in (in item order), for progress reports.
-    """
-    results: list = []
-    if workers <= 1 or len(items) <= 1:
-        mapped = map(fn, items)
-        pool = None
-    else:
-        pool = concurrent.futures.ThreadPoolExecutor(max_workers=min(workers, len(items)))
-        mapped = pool.map(fn, items)
-    try:
-        for r in mapped:
-            results.append(r)
-            if on_done is not None:
-                on_done(len(results))
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-    return results
 
 
 class _Store:

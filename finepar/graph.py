@@ -43,6 +43,13 @@ def as_indices(a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=np.int32)
 
 
+def pattern_values(nnz: int) -> np.ndarray:
+    """The ``data`` of a pattern graph: ``nnz`` float32 ones as a read-only view of a single
+    value, so a pattern graph's values take no memory (``np.ascontiguousarray`` makes the
+    array where one is needed: an upload of an app that reads values)."""
+    return np.broadcast_to(np.float32(1.0), (int(nnz),))
+
+
 @dataclass(eq=False, repr=False)
 class Graph:
     """A square sparse matrix / directed graph in canonical CSR form.
@@ -62,7 +69,8 @@ class Graph:
         Column index of each stored entry, in ``[0, n)``, strictly increasing
         within each row (sorted, no duplicates).
     data : numpy.ndarray of float32, shape (nnz,)
-        Value of each stored entry; all ones when `pattern`.
+        Value of each stored entry; all ones when `pattern` (then usually a read-only
+        view of one value, :func:`pattern_values`).
     name : str
         Short name, e.g. the file name without its extensions (``"cnr-2000"``).
     source : str or None
@@ -223,7 +231,7 @@ class Graph:
         nnz = int(s.indptr[-1])
         s.sort_indices()
         note = f"symmetrized: structure of A + A^T ({self.nnz:,} -> {nnz:,} stored entries)"
-        return Graph(as_indptr(s.indptr), as_indices(s.indices), np.ones(nnz, dtype=np.float32),
+        return Graph(as_indptr(s.indptr), as_indices(s.indices), pattern_values(nnz),
                      self.name, self.source, True, self.ids, [*self.notes, note], symmetric=True)
 
     def permuted(self, perm: np.ndarray, *, note: str = "") -> Graph:
@@ -286,10 +294,117 @@ def row_positions(indptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
     ndarray of int64, shape (sum of the rows' lengths,)
         ``indices[row_positions(indptr, rows)]`` are the rows' column ids in order.
     """
-    rows = np.asarray(rows, dtype=np.int64)
-    starts = np.asarray(indptr)[rows].astype(np.int64)
-    lengths = np.asarray(indptr)[rows + 1].astype(np.int64) - starts
-    before = np.zeros(rows.size, dtype=np.int64)
-    np.cumsum(lengths[:-1], out=before[1:])
-    return np.repeat(starts - before, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
+    return RowEntries.of_rows(indptr, rows).positions()
 
+
+#: Runs a :meth:`RowEntries.take` copies slice by slice; with more it gathers.
+FEW_RUNS = 4096
+
+
+class RowEntries:
+    """Positions of a list of entries in a CSR's ``indices`` / ``data``, kept as runs of
+    consecutive positions: the nonzeros of rows taken in ascending order are one run, so
+    a share of every row (or of all rows but a few) costs two small arrays, not an int64
+    per entry, and its arrays are slices of the matrix's, not gathers.
+
+    Parameters
+    ----------
+    starts : ndarray of int64, shape (k,)
+        Matrix position of each run's first entry.
+    ptr : ndarray of int64, shape (k+1,)
+        Run ``r`` holds entries ``ptr[r] .. ptr[r+1]`` of the list.
+    """
+
+    def __init__(self, starts: np.ndarray, ptr: np.ndarray):
+        self.starts, self.ptr = starts, ptr
+
+    @classmethod
+    def of_rows(cls, indptr: np.ndarray, rows: np.ndarray) -> "RowEntries":
+        """The nonzeros of ``rows`` (int, shape (k,)), row by row."""
+        rows = np.asarray(rows)
+        indptr = np.asarray(indptr)
+        if rows.size and int(rows[-1]) - int(rows[0]) == rows.size - 1 and (
+                rows.size < 2 or bool(np.all(rows[1:] > rows[:-1]))):  # consecutive rows
+            a, b = int(indptr[rows[0]]), int(indptr[rows[-1] + 1])
+            return cls(np.array([a] if b > a else [], dtype=np.int64),
+                       np.array([0, b - a] if b > a else [0], dtype=np.int64))
+        rows = rows.astype(np.int64, copy=False)
+        return cls._merged(indptr[rows].astype(np.int64), indptr[rows + 1].astype(np.int64))
+
+    @classmethod
+    def of_runs(cls, starts: np.ndarray, lengths: np.ndarray) -> "RowEntries":
+        """Runs of ``lengths`` positions from ``starts`` (int, shape (k,)), in order."""
+        starts = np.asarray(starts, dtype=np.int64)
+        return cls._merged(starts, starts + np.asarray(lengths, dtype=np.int64))
+
+    @classmethod
+    def of_positions(cls, positions: np.ndarray) -> "RowEntries":
+        """Any list of matrix positions (int, shape (m,)), in its order."""
+        positions = np.asarray(positions, dtype=np.int64)
+        return cls._merged(positions, positions + 1)
+
+    @classmethod
+    def _merged(cls, starts: np.ndarray, ends: np.ndarray) -> "RowEntries":
+        keep = ends > starts  # empty runs hold nothing
+        starts, ends = starts[keep], ends[keep]
+        first = np.ones(starts.size, dtype=bool)  # a run starts where the last did not end
+        first[1:] = starts[1:] != ends[:-1]
+        begin = np.flatnonzero(first)
+        lengths = np.add.reduceat(ends - starts, begin) if begin.size else begin
+        ptr = np.zeros(begin.size + 1, dtype=np.int64)
+        np.cumsum(lengths, out=ptr[1:])
+        return cls(starts[begin], ptr)
+
+    @property
+    def size(self) -> int:
+        """Entries in the list."""
+        return int(self.ptr[-1])
+
+    @property
+    def runs(self) -> int:
+        return int(self.starts.size)
+
+    def _span(self, lo: int, hi: int):
+        """Runs ``j0 .. j1`` holding list entries ``lo .. hi``, with their offsets into
+        the matrix and their lengths clipped to ``lo .. hi``."""
+        j0 = int(np.searchsorted(self.ptr, lo, side="right")) - 1
+        j1 = int(np.searchsorted(self.ptr, hi, side="left"))
+        edges = self.ptr[j0:j1 + 1].copy()
+        edges[0], edges[-1] = lo, hi
+        return self.starts[j0:j1] - self.ptr[j0:j1], edges
+
+    def positions(self, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """Matrix positions of list entries ``lo .. hi`` (int64)."""
+        hi = self.size if hi is None else hi
+        if hi <= lo:
+            return np.zeros(0, dtype=np.int64)
+        offset, edges = self._span(lo, hi)
+        pos = np.repeat(offset, np.diff(edges))
+        pos += np.arange(lo, hi, dtype=np.int64)
+        return pos
+
+    def take(self, array: np.ndarray, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """``array[positions(lo, hi)]``: a view when the entries are one run, slices joined
+        when they are few, else a gather spread over the threads of
+        :func:`finepar.parallel.pool`.
+
+        Parameters
+        ----------
+        array : ndarray, shape (nnz,)
+            ``indices`` or ``data`` of the matrix the positions index.
+        """
+        from .parallel import chunked
+        hi = self.size if hi is None else hi
+        if hi <= lo:
+            return array[:0]
+        offset, edges = self._span(lo, hi)
+        if offset.size == 1:
+            a = int(offset[0]) + lo
+            return array[a:a + hi - lo]
+        if offset.size <= FEW_RUNS:
+            return np.concatenate([array[int(o) + a:int(o) + b]
+                                   for o, a, b in zip(offset, edges[:-1], edges[1:])])
+        out = np.empty(hi - lo, dtype=array.dtype)
+        chunked(lambda a, b: np.take(array, self.positions(lo + a, lo + b), out=out[a:b]),
+                hi - lo)
+        return out

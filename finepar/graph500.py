@@ -36,10 +36,12 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .edges import RowBuckets, n_workers, thread_map
-from .graph import Graph
+from .edges import RowBuckets
+from .parallel import n_workers, thread_map
+from .graph import Graph, pattern_values
 
-__all__ = ["kronecker_edges", "kronecker", "diagonal_copy", "random_quadruplet", "DEFAULT_ABCD"]
+__all__ = ["kronecker_edges", "kronecker", "diagonal_copy", "random_quadruplet", "parse_spec",
+           "DEFAULT_ABCD"]
 
 DEFAULT_ABCD = (0.57, 0.19, 0.19, 0.05)
 """Graph500 initiator probabilities ``(A, B, C, D)``."""
@@ -54,7 +56,6 @@ _COST_EDGE_LEVEL = 5.0
 _COST_ENTRY_GATHER = 22.0
 _COST_ENTRY_CSR = 46.0
 _PROGRESS_INTERVAL = 0.25  # seconds between progress reports within a stage
-_FILL_SLICE = 1 << 24  # fewest values a thread fills in the result's data
 
 
 def _check_parameters(scale, edgefactor, a, b, c, d, seed, workers) -> tuple[int, int, int]:
@@ -224,15 +225,6 @@ def _name(scale, edgefactor, a, b, c, d, seed, symmetric, relabel) -> str:
     return name
 
 
-def _ones(size: int, workers: int) -> np.ndarray:
-    """float32 ones of length `size`, filled in slices on threads (touching gigabytes
-    of fresh pages is slow on one)."""
-    data = np.empty(size, dtype=np.float32)
-    step = max(_FILL_SLICE, -(-size // workers))
-    thread_map(lambda lo: data[lo:lo + step].fill(1.0), range(0, size, step), workers)
-    return data
-
-
 class _Progress:
     """Reports of the whole job's done fraction to ``callback(fraction, stage)``.
 
@@ -265,6 +257,28 @@ class _Progress:
     def finish(self) -> None:
         if self._callback is not None:
             self._callback(1.0, self._stage or "done")
+
+
+def parse_spec(spec: str) -> tuple[int, int]:
+    """``graph500:SCALE[:SEED]`` as ``(scale, seed)`` (edgefactor 16, the default initiator).
+
+    Raises
+    ------
+    ValueError
+        With a one-line message: a spec of another shape, or a scale or seed that
+        :func:`kronecker` refuses.
+    """
+    parts = spec.split(":")[1:]
+    try:
+        scale = int(parts[0])
+        seed = int(parts[1]) if len(parts) > 1 else 0
+        if len(parts) > 2:
+            raise ValueError
+    except (ValueError, IndexError):
+        raise ValueError("generator spec must be graph500:SCALE[:SEED], "
+                         "e.g. graph500:16 or graph500:20:1") from None
+    _check_parameters(scale, 16, *DEFAULT_ABCD, seed, None)
+    return scale, seed
 
 
 def kronecker(scale: int, edgefactor: int = 16, a: float = 0.57, b: float = 0.19, c: float = 0.19,
@@ -361,7 +375,7 @@ def kronecker(scale: int, edgefactor: int = 16, a: float = 0.57, b: float = 0.19
         notes.append(f"removed {2 * (m - loops) - nnz:,} duplicate entries")
     else:
         notes.append(f"removed {m - nnz:,} duplicate edges")
-    graph = Graph(indptr, indices, _ones(nnz, workers), name, None, True, None, notes,
+    graph = Graph(indptr, indices, pattern_values(nnz), name, None, True, None, notes,
                   symmetric=symmetric)
     report.finish()
     return graph
@@ -400,7 +414,7 @@ def diagonal_copy(graph: Graph, *, name: str | None = None) -> Graph:
     indices += np.arange(graph.nnz, dtype=np.int32)
     notes = [f"type-1 copy of {graph.name}: same row lengths, each row's nonzeros contiguous around "
              "the diagonal"]
-    return Graph(graph.indptr.copy(), indices, np.ones(graph.nnz, dtype=np.float32),
+    return Graph(graph.indptr.copy(), indices, pattern_values(graph.nnz),
                  name if name is not None else f"{graph.name}-diag", None, True, None, notes)
 
 

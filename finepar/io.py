@@ -155,7 +155,8 @@ import scipy.sparse as sp
 from .edges import pattern_csr
 from .errors import InputError
 from .files import atomic_open
-from .graph import INT32_MAX, Graph, as_indices, as_indptr, indptr_dtype
+from .graph import INT32_MAX, Graph, as_indices, as_indptr, indptr_dtype, pattern_values
+from .parallel import chunked, first_true
 
 __all__ = [
     "Graph",
@@ -195,8 +196,6 @@ _NPZ_IDS_KEY = "finepar_ids"
 _COMPRESS_BELOW = 100_000_000
 # Largest expansion of a deflate stream (RFC 1951 allows about 1032:1).
 _GZIP_MAX_RATIO = 1032
-# Entries checked per step when testing that rows are sorted (bounds the temporaries).
-_CHECK_CHUNK = 1 << 24
 
 
 # --------------------------------------------------------------------------
@@ -320,9 +319,10 @@ def _check_int_array(a: np.ndarray, what: str, name) -> None:
 def _first_out_of_range(a: np.ndarray, n: int) -> int | None:
     if a.size == 0:
         return None
-    if int(a.min()) >= 0 and int(a.max()) < n:
+    ends = chunked(lambda lo, hi: (int(a[lo:hi].min()), int(a[lo:hi].max())), a.shape[0])
+    if min(e[0] for e in ends) >= 0 and max(e[1] for e in ends) < n:
         return None
-    return int(np.flatnonzero((a < 0) | (a >= n))[0])
+    return first_true(lambda lo, hi: (a[lo:hi] < 0) | (a[lo:hi] >= n), a.shape[0])
 
 
 def _check_range(a: np.ndarray, n: int, what: str, name, base: int) -> None:
@@ -354,11 +354,9 @@ def _check_values(data: np.ndarray, name, indptr, rows, indices, base: int) -> N
         raise InputError(name, f"values must be real numbers, got dtype {data.dtype}")
     if data.dtype.kind != "f":
         return
-    finite = np.isfinite(data)
-    if finite.all():
+    pos = first_true(lambda lo, hi: ~np.isfinite(data[lo:hi]), data.shape[0])
+    if pos is None:
         return
-    pos = int(np.flatnonzero(~finite)[0])
-    del finite
     row = _row_of(indptr, pos) if indptr is not None else int(rows[pos]) if rows is not None else None
     col = int(indices[pos])
     where = f"value at row {row + base:,}, column {col + base:,}" if row is not None else f"value {pos:,}"
@@ -368,21 +366,21 @@ def _check_values(data: np.ndarray, name, indptr, rows, indices, base: int) -> N
 def _first_unsorted(indptr: np.ndarray, indices: np.ndarray) -> int | None:
     """Position of the first column index not above its predecessor in the same row.
 
-    Scans in steps of :data:`_CHECK_CHUNK` entries, so the temporaries stay
-    small whatever ``nnz`` is. None when every row is strictly increasing.
+    Chunks of :data:`finepar.parallel.CHUNK` entries are scanned by the pool's threads,
+    so the temporaries stay small whatever ``nnz`` is. None when every row is strictly
+    increasing.
     """
-    nnz = indices.shape[0]
     starts = indptr[1:-1]  # a new row may start lower than the last one ended
-    for lo in range(1, nnz, _CHECK_CHUNK):
-        hi = min(nnz, lo + _CHECK_CHUNK)
+
+    def test(a: int, b: int) -> np.ndarray:
+        lo, hi = a + 1, b + 1  # position p is compared with p - 1
         bad = indices[lo:hi] <= indices[lo - 1:hi - 1]
-        if not bad.any():
-            continue
-        first, last = np.searchsorted(starts, (lo, hi))
-        bad[starts[first:last] - lo] = False
         if bad.any():
-            return lo + int(np.argmax(bad))
-    return None
+            first, last = np.searchsorted(starts, (lo, hi))
+            bad[starts[first:last] - lo] = False
+        return bad
+    hit = first_true(test, indices.shape[0] - 1)
+    return None if hit is None else hit + 1
 
 
 def _validate_graph(g: Graph, name) -> None:
@@ -402,7 +400,7 @@ def _validate_graph(g: Graph, name) -> None:
         col = int(g.indices[k])
         what = "duplicate column" if col == int(g.indices[k - 1]) else "unsorted column"
         raise InputError(name, f"row {row:,} has a {what} index {col:,} at position {k:,}")
-    if g.pattern and nnz and not (g.data == 1).all():
+    if g.pattern and nnz and first_true(lambda lo, hi: g.data[lo:hi] != 1, nnz) is not None:
         raise InputError(name, "pattern graph has data values other than 1")
     if g.ids is not None:
         if not isinstance(g.ids, np.ndarray) or g.ids.dtype != np.int64 or g.ids.shape != (n,):
@@ -435,7 +433,7 @@ def _finish_values(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray | N
     dtypes already fit.
     """
     if data is None:
-        return as_indptr(indptr), as_indices(indices), np.ones(indices.shape[0], dtype=np.float32)
+        return as_indptr(indptr), as_indices(indices), pattern_values(indices.shape[0])
     zeros = int(data.shape[0] - np.count_nonzero(data))
     if zeros and drop_zeros:
         gone = np.flatnonzero(data == 0)
@@ -676,7 +674,7 @@ def from_edges(src, dst, n: int | None = None, *, name: str = "edges", source: s
         ids = np.asarray(ids, dtype=np.int64)
         if ids.shape != (n,):
             raise InputError(where, f"ids has shape {ids.shape}, expected ({n:,},)")
-    return Graph(indptr, indices, np.ones(nnz, dtype=np.float32), name, source, True, ids, notes,
+    return Graph(indptr, indices, pattern_values(nnz), name, source, True, ids, notes,
                  symmetric=symmetric)
 
 
@@ -1019,7 +1017,7 @@ def _load_mm(ctx: _Load) -> Graph:
         del rows, cols
         if total - indices.size:
             notes.append(f"removed {total - indices.size:,} duplicate entries")
-        return Graph(indptr, indices, np.ones(indices.size, dtype=np.float32), ctx.name, path, True, None, notes,
+        return Graph(indptr, indices, pattern_values(indices.size), ctx.name, path, True, None, notes,
                      symmetric=symmetry == "symmetric")
     csr, merged = _valued_csr(rows, cols, data, n)
     del rows, cols, data
@@ -1074,7 +1072,7 @@ def _load_npz(ctx: _Load) -> Graph:
                 raise InputError(path, "not a scipy sparse matrix: the file holds a single .npy array, "
                                        "not an .npz archive")
             with archive:
-                return _read_npz(ctx, archive)
+                return _read_npz(ctx, archive, _NpzArrays(path, archive))
     except InputError:
         raise
     except (zipfile.BadZipFile, EOFError, zlib.error, OSError) as e:
@@ -1096,7 +1094,22 @@ def _npy_shape(archive, key: str) -> tuple[int, ...]:
     return tuple(int(s) for s in shape)
 
 
-def _read_npz(ctx: _Load, archive) -> Graph:
+class _NpzArrays:
+    """An archive's arrays by name: large stored members read by :mod:`finepar.npz`'s
+    parallel reader, the rest by ``numpy.load``."""
+
+    def __init__(self, path: str, archive):
+        from .npz import stored_members
+        self.path, self.archive = path, archive
+        self.stored = stored_members(path)
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        from .npz import read_member
+        member = self.stored.get(key)
+        return read_member(self.path, member) if member is not None else self.archive[key]
+
+
+def _read_npz(ctx: _Load, archive, arrays) -> Graph:
     path = ctx.path
     keys = list(archive.files)
     if "format" not in keys:
@@ -1120,8 +1133,8 @@ def _read_npz(ctx: _Load, archive) -> Graph:
         if not pattern and "data" not in keys:
             raise InputError(path, "not a valid scipy sparse matrix: no 'data' entry and not marked as a "
                                    "pattern graph")
-        data = None if pattern else archive["data"]
-        graph = from_csr(archive["indptr"], archive["indices"], data, n, name=ctx.name, source=path,
+        data = None if pattern else arrays["data"]
+        graph = from_csr(arrays["indptr"], arrays["indices"], data, n, name=ctx.name, source=path,
                          pattern=pattern or data.dtype == np.bool_, drop_zeros=ctx.drop_zeros)
     else:
         graph = from_scipy(sp.load_npz(path), ctx.name, pattern=pattern or None, source=path,

@@ -128,6 +128,8 @@ class Plan:
         Time spent building the plan (partitioning overhead), seconds.
     throttle : finepar.throttle.ThrottleSpec or None
         The GPU share's cache-fit partitions and schedule, when throttled.
+    throttle_auto : dict or None
+        What ``schedule='auto'`` weighed (:func:`finepar.throttle.plan.auto_decision`).
     chunk_bounds : ndarray of int64 or None
         The dynamic baseline's row chunks (chunk ``c``: rows ``chunk_bounds[c] ..
         chunk_bounds[c+1]``).
@@ -142,6 +144,7 @@ class Plan:
     stats: dict = field(default_factory=dict)
     seconds: float = 0.0
     throttle: object = None
+    throttle_auto: dict | None = None
     chunk_bounds: np.ndarray | None = None
 
     @property
@@ -160,6 +163,33 @@ class Plan:
         if self.throttle is not None:
             tail += f" + throttled GPU share ({self.throttle.schedule})"
         return s + tail
+
+    def to_arrays(self) -> tuple[dict, dict]:
+        """``(arrays, scalars)`` that :meth:`from_arrays` rebuilds the plan from (the
+        prepared-graph cache): each share's rows in launch order, its groups' sizes and
+        mappings, and the plan's figures."""
+        arrays = {f"{role}_rows": share.rows for role, share in self.shares.items()}
+        groups = {role: [{"rows": len(g), "mapping": g.mapping, "lo": g.lo, "hi": g.hi,
+                          "nnz": int(g.nnz), "lanes": g.lanes} for g in share.groups]
+                  for role, share in self.shares.items()}
+        return arrays, {"method": self.method, "threshold": self.threshold,
+                        "grouping": self.grouping, "n": self.n, "nnz": self.nnz,
+                        "stats": self.stats, "groups": groups}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict, scalars: dict) -> "Plan":
+        """The plan :meth:`to_arrays` described."""
+        shares = {}
+        for role, groups in scalars["groups"].items():
+            rows, at, out = arrays[f"{role}_rows"], 0, []
+            for g in groups:
+                out.append(Group(rows=rows[at:at + g["rows"]], mapping=g["mapping"], lo=g["lo"],
+                                 hi=g["hi"], nnz=g["nnz"], lanes=g["lanes"]))
+                at += g["rows"]
+            shares[role] = Share(role, out)
+        return cls(method=scalars["method"], threshold=scalars["threshold"],
+                   grouping=scalars["grouping"], n=scalars["n"], nnz=scalars["nnz"],
+                   shares=shares, stats=scalars["stats"])
 
     def active_roles(self) -> list[str]:
         """Roles that run at least one row."""
@@ -235,7 +265,7 @@ def _groups_for(role: str, rows: np.ndarray, lengths: np.ndarray, grouping: str,
     if grouping != "pow4":
         raise ValueError(f"unknown grouping {grouping!r} (use {', '.join(GROUPINGS)})")
     lens = lengths[rows].astype(np.int64)
-    gid = length_group(lens)
+    gid = length_group(lens).astype(np.uint8)  # < 32 groups: a radix sort
     order = np.argsort(gid, kind="stable")
     gid_sorted = gid[order]
     bounds = np.flatnonzero(np.diff(gid_sorted)) + 1

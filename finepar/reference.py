@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-from .edges import n_workers
+from .parallel import n_workers
 from .graph import Graph, row_positions
 
 # Work per task handed to a thread: stored entries (and rows, for a row block of

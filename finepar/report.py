@@ -32,8 +32,25 @@ def environment() -> dict:
     return out
 
 
+@dataclass(kw_only=True)
+class Stamped:
+    """When and where a report was made (:func:`environment`), and its JSON: the base of
+    every report dataclass (keyword fields, after the report's own)."""
+
+    date: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc)
+                      .isoformat(timespec="seconds"))
+    environment: dict = field(default_factory=environment)
+
+    def to_dict(self) -> dict:
+        return jsonable(asdict(self))
+
+    def write_json(self, path) -> None:
+        """Write the report as JSON, atomically."""
+        atomic_write_json(path, self.to_dict())
+
+
 @dataclass
-class RunReport:
+class RunReport(Stamped):
     """Everything about one ``finepar run``.
 
     Attributes
@@ -51,15 +68,22 @@ class RunReport:
         Seconds: ``load``, ``preprocess`` (building the app's matrix),
         ``partition``, ``setup`` (buffers, halo), ``warmup``, ``run`` (wall, the
         results still on the devices), ``collect`` (reading them to the host),
-        ``per_iteration``, ``kernel`` / ``span`` per device, ``exchange``.
+        ``per_iteration``, ``kernel`` / ``span`` per device, ``exchange``; and
+        ``host_syncs``, the run's blocking waits of the host on a device (reads,
+        blocking writes, event waits; a count, not seconds).
     throughput : dict
         ``nnz_per_s`` or ``teps``, and the edge count it is based on.
     result : dict
         ``iterations``, ``converged``, and the app's summary lines; for frontier
         apps ``trace``, one entry per iteration (direction, where it ran, the
-        frontier's size and edges, what it found, its wall seconds).
+        frontier's size and edges, what it found, the launch that ran it), and
+        ``launches``, the levels each launch ran (a batch of levels enqueued
+        together, or many levels of one work-group-local launch).
     tuning : dict or None
         The tuner's trajectory and predictions, when it chose T_f.
+    cache : dict or None
+        The prepared-graph cache: its folder, the entry's key, whether the run reused
+        it (``hit``) and what happened (:attr:`finepar.prepcache.PrepCache.events`).
     """
 
     app: str
@@ -71,16 +95,7 @@ class RunReport:
     throughput: dict
     result: dict
     tuning: dict | None = None
-    date: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc)
-                      .isoformat(timespec="seconds"))
-    environment: dict = field(default_factory=environment)
-
-    def to_dict(self) -> dict:
-        return jsonable(asdict(self))
-
-    def write_json(self, path) -> None:
-        """Write the report as JSON, atomically."""
-        atomic_write_json(path, self.to_dict())
+    cache: dict | None = None
 
     def text(self) -> str:
         """The short human summary ``finepar run`` prints."""
@@ -121,6 +136,14 @@ class RunReport:
                 + (f"; remap {thr['remap']} {thr['remap_seconds'] * 1e3:.1f} ms"
                    if thr.get("remap", "none") != "none" else "")
                 + (f"; SJ kept {len(sj['cover'])} launches" if sj else ""))
+        auto = p.get("throttle_auto")
+        if auto:
+            verdict = "throttled" if auto["throttle"] else "not throttled"
+            lines.append(
+                f"  auto       {verdict}: partitioning ~{auto['cost_seconds']:.3f} s against a "
+                f"predicted saving of {auto['saving_seconds']:.3f} s over "
+                f"{auto['steps']:.0f} steps (x+y entries {auto['working_set']:,}, cache "
+                f"holds {auto['capacity']:,})")
         if self.tuning:
             tr = self.tuning
             lines.append(f"  tuner      {tr.get('summary', '')}")
@@ -133,11 +156,16 @@ class RunReport:
                              f"prediction; T_f {fix['threshold_before']} "
                              f"({fix['grouping_before']}) -> {tr['threshold']} "
                              f"({tr['grouping']})")
+        if self.cache:
+            c = self.cache
+            what = "reused the prepared plan" if c.get("hit") else "prepared and stored"
+            lines.append(f"  cache      {what} ({c['dir']}; finepar cache list)")
         k = t.get("kernel", {})
         lines.append(
             f"  time       run {t['run']:.4f} s ({t['per_iteration'] * 1e3:.3f} ms/iter); "
             f"kernels cpu {k.get('cpu', 0):.4f} s, gpu {k.get('gpu', 0):.4f} s; "
-            f"exchange {t.get('exchange', 0):.4f} s")
+            f"exchange {t.get('exchange', 0):.4f} s"
+            + (f"; {t['host_syncs']:,} host syncs" if "host_syncs" in t else ""))
         lines.append(
             f"             load {t.get('load', 0):.3f} s, preprocess {t.get('preprocess', 0):.3f} s, "
             f"partition {t.get('partition', 0):.4f} s, setup {t.get('setup', 0):.3f} s, "

@@ -6,15 +6,18 @@
 #define ADVANCE_ARGS __global const int *restrict gf, __global int *mn
 #define ADVANCE_EDGE(u, k, v) atomic_min(&mn[v], gf[u]);
 
-/* Stochastic and aggressive hooking, then shortcutting: f[f[u]], f[u] <- mn[u]; f[u] <- gf[u]. */
+/* Stochastic and aggressive hooking, then shortcutting: f[f[u]], f[u] <- mn[u]; f[u] <- gf[u],
+ * with f[u] as the round began (f_old, a copy), as FastSV states it: the new f is the minimum
+ * of every candidate whatever the order of the work-items, so identical inputs give identical
+ * forests (every rank of a distributed run repeats this phase and must agree). */
 __kernel void fastsv_hook(const int n, __global const int *restrict mn, __global int *f,
-                          __global const int *restrict gf)
+                          __global const int *restrict gf, __global const int *restrict f_old)
 {
     const int u = (int)get_global_id(0);
     if (u >= n) return;
     const int m = mn[u];
     if (m < INT_MAX) {
-        atomic_min(&f[f[u]], m);
+        atomic_min(&f[f_old[u]], m);
         atomic_min(&f[u], m);
     }
     atomic_min(&f[u], gf[u]);

@@ -8,15 +8,35 @@
  * the vertex its slot and its offset at once, so the offsets are in list order, with no
  * scan and no host round trip.
  *
+ * Levels run in batches with the stop test on the device. The tallies of a batch's lists
+ * sit in one buffer (`tallies[STATE + j]`: list j, the current list at j = 0, after
+ * STATE words of app state): level j reads its list's size and edges from there, so the
+ * host enqueues many levels without reading anything and reads the buffer once per batch.
+ * A level whose list is empty does nothing; a level the app's limit refuses (the frontier
+ * has grown past what one device should push: `refuses`) writes REFUSED into the next
+ * entry, and every later level of the batch passes the mark on. The host reads where the
+ * batch stopped and why.
+ *
  * `advance` is load-balanced over edges (Merrill et al., PPoPP'12; Gunrock's LB advance):
  * work-item e takes edge e of the frontier's out-edges, found by a binary search in
- * `offs`, so a hub in a small frontier spreads over many work-items. The app's fragment
- * (concatenated before this file) defines
+ * `offs`, so a hub in a small frontier spreads over many work-items; the grid is fixed
+ * when the batch is enqueued and strides over however many edges the level has.
+ * `advance_local` is one work-group that runs level after level on lists kept in local
+ * memory (a work-group-local queue, barriers between levels) while they fit (QCAP
+ * vertices, ELOCAL edges): a deep graph with small frontiers (a road network) runs
+ * hundreds of levels in one launch.
+ *
+ * The app's fragment (concatenated before this file) defines
  *   ADVANCE_ARGS          its extra arguments
- *   ADVANCE_EDGE(u, k, v) what edge k (u -> v) does; it may append v to the next list
- *                         with PUSH_NEXT(v)
+ *   ADVANCE_EDGE(u, k, v) what edge k (u -> v) does at level `it`; it may append v to the
+ *                         next list with PUSH_NEXT(v)
+ *   LOCAL_REFILL          optional: statements advance_local runs when its list is empty,
+ *                         which may append to it with PUSH_NEXT (SSSP's far pile), and
+ *   LOCAL_DECLS           the __local variables they need
  *   OFFSET_T              int | long: type of indptr and of the offsets
  *   EDGE_BITS             bits of the tally that sum out-degrees (the rest count vertices)
+ *   LWG, QCAP, ELOCAL     advance_local's work-group size and list capacity (vertices,
+ *                         edges); without LWG there is no advance_local
  * The queue kernels convert between a vertex list and the marks a pull step leaves.
  */
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
@@ -26,46 +46,212 @@
 #ifndef EDGE_BITS
 #define EDGE_BITS 36
 #endif
+#ifndef STATE
+#define STATE 4
+#endif
 
-/* The arguments of a kernel that appends to a list. */
+#define EDGE_MASK (((ulong)1 << EDGE_BITS) - 1)
+#define TALLY_SIZE(t) ((int)((t) >> EDGE_BITS))
+#define TALLY_EDGES(t) ((OFFSET_T)((t) & EDGE_MASK))
+/* Marks written into the next list's tally entry by a level that stops a batch: REFUSED
+ * (the app's limit: the host should pull), PAUSED (advance_local stopped with work left). */
+#define REFUSED (~(ulong)0)
+#define PAUSED (~(ulong)1)
+#define IS_MARK(t) ((t) >= PAUSED)
+
+/* The arguments of a kernel that appends to a list (the list's tally at tallies[STATE + j]). */
 #define NEXT_ARGS __global int *restrict next, __global OFFSET_T *restrict next_offs, \
-                  __global ulong *tally
+                  __global ulong *tallies
 
-/* Append v (its out-degree from indptr) to the next list. */
-#define PUSH_NEXT(v) {                                                              \
+/* Append v (its out-degree from indptr) to the list whose tally `tally` points to. */
+#define PUSH_GLOBAL(v) {                                                            \
         const ulong o_ = atom_add(tally, ((ulong)1 << EDGE_BITS)                    \
                                   | (ulong)(indptr[(v) + 1] - indptr[v]));          \
         const uint p_ = (uint)(o_ >> EDGE_BITS);                                    \
         next[p_] = (v);                                                             \
-        next_offs[p_] = (OFFSET_T)(o_ & (((ulong)1 << EDGE_BITS) - 1));             \
+        next_offs[p_] = (OFFSET_T)(o_ & EDGE_MASK);                                 \
     }
+#define PUSH_NEXT(v) PUSH_GLOBAL(v)
+
+/* The app's limit on level j's list of `edges` out-edges: refused when j >= check_from,
+ * edges > min_edges and edges * edge_factor > budget - spent (edge_factor 0: never). */
+int refuses(const int j, const OFFSET_T edges, const float edge_factor, const long budget,
+            const long spent, const long min_edges, const int check_from)
+{
+    return edge_factor > 0.0f && j >= check_from && (long)edges > min_edges
+        && (float)edges * edge_factor > (float)(budget - spent);
+}
+
+/* The edges of lists 1..j of a batch (what its levels found), for a limit that decays. */
+long found_edges(__global const ulong *tallies, const int j)
+{
+    long s = 0;
+    for (int i = 1; i <= j; ++i) s += (long)TALLY_EDGES(tallies[STATE + i]);
+    return s;
+}
+
+#define LIMIT_ARGS const float edge_factor, const long budget, const int decay, \
+                   const long min_edges, const int check_from
 
 #ifdef ADVANCE_EDGE
-__kernel void advance(const int nfront, __global const int *restrict front,
-                      __global const OFFSET_T *restrict offs, const OFFSET_T total,
+/* Level j of a batch (level `it` of the run): list j (front, offs) -> list j + 1 (next). */
+__kernel void advance(const int j, __global const int *restrict front,
+                      __global const OFFSET_T *restrict offs,
                       __global const OFFSET_T *restrict indptr,
-                      __global const int *restrict indices, NEXT_ARGS, ADVANCE_ARGS)
+                      __global const int *restrict indices, NEXT_ARGS, const int it,
+                      LIMIT_ARGS, ADVANCE_ARGS)
 {
-    const OFFSET_T e = (OFFSET_T)get_global_id(0);
-    if (e >= total) return;
-    int lo = 0, hi = nfront - 1;
-    while (lo < hi) {
-        const int mid = (lo + hi + 1) >> 1;
-        if (offs[mid] <= e) lo = mid; else hi = mid - 1;
+    const ulong t = tallies[STATE + j];
+    __global ulong *tally = tallies + STATE + j + 1;
+    if (IS_MARK(t)) {
+        if (get_global_id(0) == 0) *tally = t;
+        return;
     }
-    const int u = front[lo];
-    const OFFSET_T k = indptr[u] + (e - offs[lo]);
-    const int v = indices[k];
-    ADVANCE_EDGE(u, k, v)
+    const int nfront = TALLY_SIZE(t);
+    const OFFSET_T total = TALLY_EDGES(t);
+    if (nfront == 0) return;
+    if (refuses(j, total, edge_factor, budget, decay ? found_edges(tallies, j) : 0, min_edges,
+                check_from)) {
+        if (get_global_id(0) == 0) *tally = REFUSED;
+        return;
+    }
+    const OFFSET_T stride = (OFFSET_T)get_global_size(0);
+    for (OFFSET_T e = (OFFSET_T)get_global_id(0); e < total; e += stride) {
+        int lo = 0, hi = nfront - 1;
+        while (lo < hi) {
+            const int mid = (lo + hi + 1) >> 1;
+            if (offs[mid] <= e) lo = mid; else hi = mid - 1;
+        }
+        const int u = front[lo];
+        const OFFSET_T k = indptr[u] + (e - offs[lo]);
+        const int v = indices[k];
+        ADVANCE_EDGE(u, k, v)
+    }
 }
-#endif
 
-/* next <- every vertex whose bit is set in bm (the frontier a bottom-up step found). */
+#ifdef LWG
+#ifndef QCAP
+#define QCAP 2048
+#endif
+#ifndef ELOCAL
+#define ELOCAL (16 * LWG)
+#endif
+/* Append v to the work-group's next list (slot >= QCAP: straight to the global list, which
+ * the host continues from when the list outgrows local memory). */
+#undef PUSH_NEXT
+#define PUSH_NEXT(v) {                                                              \
+        const ulong o_ = atom_add(&ltally[nx], ((ulong)1 << EDGE_BITS)              \
+                                  | (ulong)(indptr[(v) + 1] - indptr[v]));          \
+        const uint p_ = (uint)(o_ >> EDGE_BITS);                                    \
+        const OFFSET_T f_ = (OFFSET_T)(o_ & EDGE_MASK);                             \
+        if (p_ < QCAP) { lq[nx][p_] = (v); loffs[nx][p_] = f_; }                    \
+        else { next[p_] = (v); next_offs[p_] = f_; }                                \
+    }
+
+/* Levels it0, it0 + 1, ... of one work-group on local lists, from list 0 (front, offs;
+ * at most QCAP vertices and ELOCAL edges), until a list is empty, is refused by the
+ * limit, outgrows local memory, or max_levels have run. Each level's list tally goes to
+ * tallies[STATE + j]; a list left to the host is written to (next, next_offs), with
+ * PAUSED or REFUSED in the entry after its tally. */
+__kernel __attribute__((reqd_work_group_size(LWG, 1, 1)))
+void advance_local(const int max_levels, __global const int *restrict front,
+                   __global const OFFSET_T *restrict offs,
+                   __global const OFFSET_T *restrict indptr,
+                   __global const int *restrict indices, NEXT_ARGS, const int it0,
+                   LIMIT_ARGS, ADVANCE_ARGS)
+{
+    __local int lq[2][QCAP];
+    __local OFFSET_T loffs[2][QCAP];
+    __local ulong ltally[2];
+#ifdef LOCAL_DECLS
+    LOCAL_DECLS
+#endif
+    const int lid = (int)get_local_id(0);
+    ulong t = tallies[STATE];
+    int cur = 0, nx = 1, j = 0;
+    long spent = 0;
+    if (IS_MARK(t) || TALLY_SIZE(t) > QCAP || TALLY_EDGES(t) > ELOCAL) {
+        for (int i = lid; !IS_MARK(t) && i < TALLY_SIZE(t); i += LWG) {
+            next[i] = front[i];
+            next_offs[i] = offs[i];
+        }
+        if (lid == 0) tallies[STATE + 1] = PAUSED;
+        return;
+    }
+    for (int i = lid; i < TALLY_SIZE(t); i += LWG) {
+        lq[0][i] = front[i];
+        loffs[0][i] = offs[i];
+    }
+    if (lid == 0) ltally[0] = t;
+    for (;;) {
+        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+        const int it = it0 + j;
+#ifdef LOCAL_REFILL
+        if (TALLY_SIZE(t) == 0) {
+            nx = cur;  /* the refill appends to the current list */
+            LOCAL_REFILL
+            barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+            t = ltally[cur];
+            if (lid == 0) tallies[STATE + j] = t;
+            nx = cur ^ 1;
+        }
+#endif
+        const int size = TALLY_SIZE(t);
+        const OFFSET_T total = TALLY_EDGES(t);
+        if (size == 0) return;
+        if (size > QCAP || total > ELOCAL) {
+            /* list j outgrew local memory: its slots past QCAP are in `next` already */
+            for (int i = lid; i < min(size, QCAP); i += LWG) {
+                next[i] = lq[cur][i];
+                next_offs[i] = loffs[cur][i];
+            }
+            if (lid == 0) tallies[STATE + j + 1] = PAUSED;
+            return;
+        }
+        if (j == max_levels || refuses(j, total, edge_factor, budget, decay ? spent : 0,
+                                       min_edges, check_from)) {
+            for (int i = lid; i < size; i += LWG) {
+                next[i] = lq[cur][i];
+                next_offs[i] = loffs[cur][i];
+            }
+            if (lid == 0) tallies[STATE + j + 1] = (j == max_levels) ? PAUSED : REFUSED;
+            return;
+        }
+        if (lid == 0) ltally[nx] = 0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        for (OFFSET_T e = lid; e < total; e += LWG) {
+            int lo = 0, hi = size - 1;
+            while (lo < hi) {
+                const int mid = (lo + hi + 1) >> 1;
+                if (loffs[cur][mid] <= e) lo = mid; else hi = mid - 1;
+            }
+            const int u = lq[cur][lo];
+            const OFFSET_T k = indptr[u] + (e - loffs[cur][lo]);
+            const int v = indices[k];
+            ADVANCE_EDGE(u, k, v)
+        }
+        barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+        t = ltally[nx];
+        ++j;
+        cur = nx;
+        nx = cur ^ 1;
+        if (lid == 0) tallies[STATE + j] = t;
+        spent += (long)TALLY_EDGES(t);
+    }
+}
+#undef PUSH_NEXT
+#define PUSH_NEXT(v) PUSH_GLOBAL(v)
+#endif  /* LWG */
+#endif  /* ADVANCE_EDGE */
+
+/* The current list (tallies[STATE], zeroed before) <- every vertex set in bm (the frontier
+ * a bottom-up step found). */
 __kernel void queue_from_bitmap(const int n, __global const uint *restrict bm,
                                 __global const OFFSET_T *restrict indptr, NEXT_ARGS)
 {
+    __global ulong *tally = tallies + STATE;
     const int v = (int)get_global_id(0);
-    if (v < n && ((bm[v >> 5] >> (v & 31)) & 1u)) PUSH_NEXT(v)
+    if (v < n && ((bm[v >> 5] >> (v & 31)) & 1u)) PUSH_GLOBAL(v)
 }
 
 /* bm <- the vertices of a list (bm zeroed before). */
@@ -76,10 +262,11 @@ __kernel void bitmap_from_queue(const int nq, __global const int *restrict q,
     if (i < nq) atomic_or(&bm[q[i] >> 5], 1u << (q[i] & 31));
 }
 
-/* next <- every vertex marked in round `it` (stamp[v] == it) by a pull step. */
+/* The current list (tallies[STATE], zeroed before) <- every vertex with stamp[v] == it. */
 __kernel void queue_from_stamp(const int n, __global const int *restrict stamp, const int it,
                                __global const OFFSET_T *restrict indptr, NEXT_ARGS)
 {
+    __global ulong *tally = tallies + STATE;
     const int v = (int)get_global_id(0);
-    if (v < n && stamp[v] == it) PUSH_NEXT(v)
+    if (v < n && stamp[v] == it) PUSH_GLOBAL(v)
 }

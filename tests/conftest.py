@@ -17,6 +17,8 @@ DATA = Path(os.environ.get("FINEPAR_DATA")
 # No test calibrates unless it asks to, and none writes to the user's data directory.
 os.environ.setdefault("FINEPAR_NO_CALIBRATE", "1")
 os.environ.setdefault("FINEPAR_HOME", tempfile.mkdtemp(prefix="finepar-tests-"))
+# Runs prepare afresh unless a test asks for the prepared-graph cache (tests/test_cache.py).
+os.environ.setdefault("FINEPAR_NO_CACHE", "1")
 
 
 #: Parameters an app needs on an input it refuses by default (SSSP refuses the negative

@@ -651,6 +651,37 @@ def test_scipy_written_npz_still_load(tmp_path, fmt):
         same_arrays(g, ref)
 
 
+def test_npz_stored_members_read_in_parallel_spans(tmp_path, monkeypatch):
+    """Uncompressed members go through finepar.npz's threaded reader (no CRC pass): the
+    same arrays as numpy's reader, also read in many small spans, valued and pattern."""
+    from finepar import npz
+    monkeypatch.setattr(npz, "FAST_MIN_BYTES", 1)
+    monkeypatch.setattr(npz, "READ_SPAN", 4096 + 7)  # spans that split elements
+    for name in ("memplus.mtx", "wiki-Vote.txt"):
+        ref = shared_graph(name)
+        path = tmp_path / "u.npz"
+        save(ref, path, compressed=False)
+        members = npz.stored_members(path)
+        assert {"indptr", "indices"} <= set(members) and ("data" in members) != ref.pattern
+        same_arrays(load(path), ref, ids=ref.ids)
+        assert load(path).pattern == ref.pattern
+
+
+def test_npz_damaged_stored_member_is_one_line(tmp_path, monkeypatch):
+    """The fast reader skips the CRC: a damaged index still fails the graph's checks."""
+    from finepar import npz
+    monkeypatch.setattr(npz, "FAST_MIN_BYTES", 1)
+    ref = shared_graph("memplus.mtx")
+    path = tmp_path / "u.npz"
+    save(ref, path, compressed=False)
+    start = npz.stored_members(path)["indices"].offset
+    bad = bytearray(path.read_bytes())
+    bad[start:start + 8] = np.array([-5, 3], dtype=np.int32).tobytes()  # a damaged member
+    (tmp_path / "bad.npz").write_bytes(bytes(bad))
+    with pytest.raises(InputError, match="bad.npz.*out of range"):
+        load(tmp_path / "bad.npz")
+
+
 def test_npz_load_stays_within_twice_the_arrays(tmp_path):
     ref = shared_graph("cnr-2000.mtx.gz")
     path = tmp_path / "cnr.npz"
@@ -738,7 +769,8 @@ def test_no_limit_on_stored_entries():
 
 
 def test_sortedness_check_across_chunks(monkeypatch):
-    monkeypatch.setattr(io, "_CHECK_CHUNK", 3)
+    from finepar import parallel
+    monkeypatch.setattr(parallel, "CHUNK", 3)
     ref = shared_graph("adder_dcop_05.mtx")
     validate(ref)
     long_rows = np.flatnonzero(ref.row_lengths() >= 2)

@@ -262,7 +262,7 @@ def test_coloring_is_jones_plassmann(mode, pairs):
     for g in (shared_graph("ca-GrQc.mtx"), clique_and_graph500()):
         for seed in (0, 5):
             res, rep = api.run("coloring", g, pair=pairs[mode], threshold=8, warmup=False,
-                               seed=seed)
+                               seed=seed, algorithm="jp")
             np.testing.assert_array_equal(res.values, jones_plassmann(g, seed))
             assert res.extra["colors"] == res.values.max() + 1
     assert res.extra["colors"] >= 70 and res.extra["assign_steps"] > res.iterations
@@ -277,7 +277,7 @@ def test_coloring_counts_near_greedy():
     for name in SHARED_GRAPHS:
         g = shared_graph(name)
         res, _ = api.run("coloring", g, pair=pair, devices="cpu", grouping="none",
-                         warmup=False)
+                         warmup=False, algorithm="jp")
         greedy = apps.get("coloring").reference(g, {})
         assert not apps.get("coloring").check(g, res, greedy, {})
         assert res.extra["colors"] <= 1.5 * greedy + 2, (name, res.extra["colors"], greedy)

@@ -40,10 +40,11 @@ def working_set(indptr, indices, positions):
     return np.unique(indices[positions]).size, np.unique(rows).size
 
 
-def assert_valid(part, indptr, indices, capacity):
-    """Every invariant of a Partitioning, recounted independently."""
+def assert_valid(part, indptr, indices, capacity, *, exact=True):
+    """Every invariant of a Partitioning, recounted independently (``exact``: a node was
+    split only when its exact working set did not fit; the grid tiling splits on a bound)."""
     nnz, k = indices.shape[0], indptr.shape[0] - 1
-    order = part.order
+    order = part.positions()
     assert order.dtype == np.int64 and part.seg_ptr.dtype == np.int64 and part.seg_row.dtype == np.int32
     np.testing.assert_array_equal(np.sort(order), np.arange(nnz))  # each nonzero exactly once
     P, S = part.n_parts, part.n_segments
@@ -67,7 +68,7 @@ def assert_valid(part, indptr, indices, capacity):
     assert_tree(part.tree, P)
     # Algorithm 1 splits a node only if it does not fit.
     tree = part.tree
-    for v in np.flatnonzero(tree.left >= 0):
+    for v in np.flatnonzero(tree.left >= 0) if exact else ():
         dx, dy = working_set(indptr, indices, order[ptr[tree.lo[v]]:ptr[tree.hi[v]]])
         assert dx + dy > capacity
 
@@ -118,6 +119,33 @@ def test_partitions_are_cache_fit_and_cover_the_share(bisect, name, max_row, cap
     assert part.method == bisect and part.capacity == capacity and part.seconds > 0
     assert_valid(part, indptr, indices, capacity)
     part.check(indptr, indices)  # the built-in check agrees
+
+
+@pytest.mark.parametrize("name, max_row, capacity",
+                         [("graph500-13", None, 3000), ("graph500-12", 64, 20000),
+                          ("cnr-2000.mtx.gz", None, 1 << 16), ("luxembourg.mtx", None, 9000)])
+def test_grid_kd_tiling_is_cache_fit_and_near_the_exact_count(name, max_row, capacity,
+                                                               monkeypatch):
+    """Large shares are tiled on a grid of row and column ranges: segments are runs of
+    their rows (no permutation kept), every partition fits T, and the partitions are at
+    most a few times as many as the exact bisection's."""
+    from finepar.throttle import kdgrid
+    g = load(name)
+    _, indptr, indices = gpu_share(g, max_row)
+    exact = dbwp(indptr, indices, g.n, capacity)
+    monkeypatch.setattr(kdgrid, "GRID_MIN_NNZ", 0)
+    monkeypatch.setattr(kdgrid, "MAX_BINS", 256)  # several rows and columns per bin
+    part = dbwp(indptr, indices, g.n, capacity)
+    assert part.order is None and "grid" in part.describe()
+    assert_valid(part, indptr, indices, capacity, exact=False)
+    part.check(indptr, indices)
+    assert exact.n_parts <= 4 * part.n_parts and part.n_parts <= 8 * exact.n_parts
+    back = type(part).from_arrays(*part.to_arrays())  # what the prepared-graph cache keeps
+    np.testing.assert_array_equal(back.positions(), part.positions())
+    if max_row is None and g.symmetric:  # a symmetric share's column counts are its rows'
+        same = dbwp(indptr, indices, g.n, capacity, symmetric=True)
+        np.testing.assert_array_equal(same.seg_start, part.seg_start)
+        np.testing.assert_array_equal(same.distinct_x, part.distinct_x)
 
 
 def test_kd_on_cnr_2000_share():

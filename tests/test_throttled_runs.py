@@ -79,7 +79,9 @@ def test_partitions_respect_the_cache_and_cover_every_entry(pairs):
     assert rep.plan["lowering"]["gpu"]["launches"] >= thr["partitions"]  # CF: one each
 
 
-def test_auto_throttles_only_beyond_the_cache(pairs):
+def test_auto_throttles_only_beyond_the_cache(pairs, monkeypatch):
+    from finepar.throttle import plan as tp
+    monkeypatch.setattr(tp, "measured_rate", lambda: 1e-15)  # partitioning all but free
     g = shared_graph("wiki-Vote.txt")
     _, rep = api.run("pagerank", g, pair=pairs["split"], threshold=64, warmup=False,
                      cache_bytes=1 << 30)
@@ -92,29 +94,44 @@ def test_auto_throttles_only_beyond_the_cache(pairs):
     assert sj["passes"] == thr["tree_depth"] + 1 and sj["cover"]
 
 
-def test_auto_skips_a_share_dbwp_would_leave_whole():
-    """auto's quick test counts what DBWP counts (distinct columns plus rows with entries):
-    where that fits, it partitions nothing (DBWP would return one partition); one entry
-    less and it partitions."""
+def test_auto_throttles_by_measured_cost(tmp_path, monkeypatch):
+    """auto partitions a share when the run's steps save more than the partitioning costs
+    (its measured seconds per nonzero): never where x and y fit the cache (nothing to
+    save), not for a single step, yes for a long run, never past max_partition_seconds."""
+    import dataclasses
+    from finepar.throttle import plan as tp
     from finepar.throttle.plan import ThrottleOptions, throttle_share
     g = generated_graph(11, 2)
     assert (g.row_lengths() == 0).any()  # empty rows: not in the working set
     rows = np.arange(g.n)
     ws = np.unique(g.indices).size + int(np.count_nonzero(g.row_lengths()))
     fits = ThrottleOptions(schedule="auto", fraction=1.0, cache_bytes=4 * ws)
-    assert throttle_share(g, rows, fits, 0) is None
-    forced = throttle_share(g, rows, ThrottleOptions(schedule="cf", fraction=1.0,
-                                                     cache_bytes=4 * ws), 0)
-    assert forced.partitioning.describe()["partitions"] == 1
+    seen: dict = {}
+    assert throttle_share(g, rows, fits, 0, steps=1e12, decision=seen) is None
+    assert seen["working_set"] == ws and seen["saving_seconds"] == 0.0
     tight = ThrottleOptions(schedule="auto", fraction=1.0, cache_bytes=4 * (ws - 1))
-    spec = throttle_share(g, rows, tight, 0)
-    assert spec is not None and spec.partitioning.describe()["partitions"] > 1
-    # a partitioning estimated to cost more than auto allows is not made
-    import dataclasses
-    costly = dataclasses.replace(tight, max_partition_seconds=g.nnz * 1e-9)
-    assert throttle_share(g, rows, costly, 0) is None
+    assert throttle_share(g, rows, tight, 0, steps=1, decision=seen) is None
+    assert not seen["throttle"] and seen["cost_seconds"] > seen["saving_seconds"] > 0
+    spec = throttle_share(g, rows, tight, 0, steps=1e12, decision=seen)
+    assert seen["throttle"] and spec.schedule == "sj" and spec.partitioning.n_parts > 1
+    costly = dataclasses.replace(tight, max_partition_seconds=g.nnz * 1e-12)
+    assert throttle_share(g, rows, costly, 0, steps=1e12) is None
     forced = dataclasses.replace(costly, schedule="cf")  # asked for: made whatever it costs
-    assert throttle_share(g, rows, forced, 0).partitioning.describe()["partitions"] > 1
+    assert throttle_share(g, rows, forced, 0).partitioning.n_parts > 1
+    # the cost is this machine's measured rate once one was recorded
+    monkeypatch.setenv("FINEPAR_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("FINEPAR_NO_CACHE", raising=False)
+    tp.record_rate(2.0, 1 << 21)
+    assert tp.measured_rate() == pytest.approx(2.0 / (1 << 21))
+
+
+def test_auto_decision_reaches_the_report(pairs):
+    g = generated_graph(11, 4)
+    _, rep = api.spmv(g, pair=pairs["split"], devices="gpu", cache_bytes=small_cache(g),
+                      repeat=2, warmup=False)
+    auto = rep.plan["throttle_auto"]
+    assert auto["steps"] == 2 and auto["throttle"] == (rep.plan["throttle"] is not None)
+    assert "auto       " in rep.text()
 
 
 @pytest.mark.parametrize("kw,needle", [({"schedule": "fastest"}, "--schedule"),
@@ -150,3 +167,20 @@ def test_throttled_device_steps(schedule, pairs):
                                cache_bytes=small_cache(g), grouping="adaptive")
     assert not problem
     assert rep.result["iterations"] < 40
+
+
+@pytest.mark.parametrize("mode", ["shared", "split"])
+@pytest.mark.parametrize("app_name", ["spmv", "pagerank"])
+def test_grid_tiled_shares_run_right(app_name, mode, pairs, monkeypatch):
+    """Shares tiled on the grid (segments as runs of rows, no permutation) lower and run
+    to the reference's answer under a per-partition and a split-join schedule."""
+    from finepar.throttle import kdgrid
+    monkeypatch.setattr(kdgrid, "GRID_MIN_NNZ", 0)
+    monkeypatch.setattr(kdgrid, "MAX_BINS", 128)
+    g = generated_graph(11, 4)
+    app = apps.get(app_name)
+    for schedule in ("cf", "sj"):
+        problem, rep = checked_run(app, "g11", g, pairs[mode], threshold=48, schedule=schedule,
+                                   cache_bytes=small_cache(g))
+        assert not problem, f"{schedule} {mode}: {problem}"
+        assert rep.plan["throttle"]["partitions"] > 1 and rep.plan["throttle"]["grid"]

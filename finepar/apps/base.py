@@ -184,6 +184,12 @@ class App(ABC):
         return 4 * self.state_words * int(n)
 
     # ------------------------------------------------------------- the matrix
+    #: How :meth:`matrix` makes the work's matrix from the graph, for runs that build its
+    #: rows rank by rank (:mod:`finepar.dist`): ``graph`` (A itself), ``transpose`` (A^T),
+    #: ``symmetrized`` (the pattern of A + A^T) or ``stacked`` (``[[0, A], [A^T, 0]]``,
+    #: the pattern, 2n rows).
+    matrix_form = "graph"
+
     def matrix(self, graph: Graph) -> Graph:
         """The matrix whose rows are the work (default: the graph itself)."""
         return graph
@@ -279,6 +285,12 @@ class App(ABC):
     def check(self, graph: Graph, result: AppResult, ref: Any, params: dict) -> str:
         """Compare a result with :meth:`reference`'s; '' if right, else the problem (one line)."""
 
+    def row_steps(self, graph: Graph, params: dict) -> float:
+        """Row operations over the whole plan a run with ``params`` is expected to make:
+        what a throttled share's partitioning is amortised over (``schedule='auto'``,
+        :func:`finepar.throttle.plan.throttle_share`). Default: one."""
+        return 1.0
+
     def static_params(self) -> dict:
         """Parameters that make a run static (every iteration over every row of the
         plan, no frontier adaptation), as the coarse-grained baselines run."""
@@ -325,6 +337,23 @@ class App(ABC):
 def vertex_label(graph: Graph, v: int) -> str:
     """Vertex ``v`` as the user knows it (its input id, and the row when they differ)."""
     return graph.vertex_label(v)
+
+
+def top_vertices(values: np.ndarray, k: int = 5) -> np.ndarray:
+    """The ``k`` vertices of largest value, largest first, ties by vertex id: what
+    ``np.argsort(-values, kind="stable")[:k]`` gives, in O(n) (no sort of all n)."""
+    k = min(int(k), values.size)
+    if k == 0:
+        return np.zeros(0, dtype=np.int64)
+    kth = np.partition(values, values.size - k)[values.size - k]
+    cand = np.flatnonzero(values >= kth)
+    return cand[np.lexsort((cand, -values[cand].astype(np.float64)))][:k]
+
+
+def component_sizes(labels: np.ndarray) -> np.ndarray:
+    """Vertices per label (labels are vertex ids, int, shape (n,)), zero for ids that
+    label nothing: ``np.bincount``, O(n), where ``np.unique`` sorts or hashes all n."""
+    return np.bincount(labels, minlength=labels.size)
 
 
 @dataclass

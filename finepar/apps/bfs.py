@@ -10,10 +10,15 @@ Levels and parents from one root. Two kinds of step, chosen per level:
   row operation on ``A^T`` over the plan, both devices at once.
 
 Beamer's heuristic switches: top-down to bottom-up once the frontier's edges
-exceed the unexplored edges over ``alpha``; back once the frontier holds
-fewer than ``n / beta`` vertices and shrinks. The host reads one tally
-per level; the frontier stays on the devices. Levels are exact and parents form
-a valid BFS tree (checked by the Graph500 rules).
+exceed the unexplored edges over ``alpha`` (and ``n / beta``: a bottom-up level
+visits every unvisited row, a cost a handful of frontier edges never pays back, as
+at the tail of a road network); back once the frontier holds fewer than
+``n / beta`` vertices and shrinks. Top-down levels run in batches whose stop test
+(an empty frontier, Beamer's switch) is on the device, and small frontiers run many
+levels in one work-group-local launch (:mod:`finepar.apps.frontier`): the host reads
+a tally per batch, not per level; a bottom-up level reads one. The frontier stays on
+the devices. Levels are exact and parents form a valid BFS tree (checked by the
+Graph500 rules).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from ..engine import Engine, RowOp
 from ..graph import Graph
 from . import register
 from .base import MAX_ITER, App, AppResult, Param, positive, vertex_label
-from .frontier import FrontierApp, FrontierQueue
+from .frontier import FrontierApp, FrontierQueue, launch_line, push_line
 
 DIRECTIONS = ("auto", "top-down", "bottom-up")
 
@@ -48,7 +53,7 @@ class BFS(FrontierApp, App):
         Param("direction", "choice", "auto", "auto (Beamer's switch, per level), or top-down or "
                                              "bottom-up for every level", choices=DIRECTIONS),
         Param("alpha", "float", 15.0, "switch to bottom-up once the frontier's edges exceed the "
-                                      "unexplored edges / alpha (15)", positive),
+                                      "unexplored edges / alpha (15) and n / beta", positive),
         Param("beta", "float", 18.0, "switch back to top-down once the frontier holds fewer than "
                                      "n / beta vertices (18)", positive),
         MAX_ITER,
@@ -57,6 +62,7 @@ class BFS(FrontierApp, App):
     vertex_values = ("values", "parent")
     vertex_ids = ("parent",)
     sync_vectors = ("level", "parent")
+    owned_rows = True
     direction_names = {"push": "top-down", "pull": "bottom-up"}
     #: a bottom-up scan stops at its first frontier in-neighbour: per-row mappings only
     #: (CSR-adaptive blocks and ELL read every entry)
@@ -64,6 +70,8 @@ class BFS(FrontierApp, App):
 
     def static_params(self) -> dict:
         return {"direction": "bottom-up"}
+
+    matrix_form = "transpose"
 
     def matrix(self, graph: Graph) -> Graph:
         return graph.transpose()
@@ -82,8 +90,9 @@ class BFS(FrontierApp, App):
         engine.vector("parent", np.full(n, -1, np.int32))
         engine.vector("front", np.zeros(words, np.uint32))
         engine.vector("next", np.zeros(words, np.uint32))
-        push = engine.push_role()
-        return {"outdeg": outdeg, "push_role": push, "words": words,
+        pp = self.prepare_push(engine)
+        push = pp["push_role"]
+        return {"outdeg": outdeg, "words": words, **pp,
                 "queue": (FrontierQueue(engine, push, graph, ("bfs.cl", "frontier.cl"))
                           if push is not None else None)}
 
@@ -104,43 +113,52 @@ class BFS(FrontierApp, App):
 
     def wants_pull(self, st, size, edges, processed, policy, two_roles) -> bool:
         mode = st["direction"]
+        refused = st.pop("refused", False)  # the device stopped a top-down batch here
         if mode != "auto":
             pull = mode == "bottom-up"
+        elif refused:
+            pull = True
         elif st["last"] == "push":
-            pull = edges > st["unexplored"] / st["alpha"]
+            pull = edges > st["unexplored"] / st["alpha"] and edges > st["n"] / st["beta"]
         else:
             pull = not (size < st["n"] / st["beta"] and size < st["prev_size"])
         st["prev_size"] = size
+        st["after_pull"] = st["last"] == "pull"
         st["last"] = "pull" if pull else "push"
         return pull
 
     def pull(self, engine: Engine, st: dict, it: int):
         found, found_edges = engine.rowop(x="front", y="parent", s0="level", s1="next",
                                           aux="outdeg", ia=it)
-        if not engine.pair.shared and len(engine.roles) == 2:  # each side set its own rows' bits
-            both = engine.read("next", role="cpu") | engine.read("next", role="gpu")
-            engine.write("next", both)
+        engine.merge_bits("next")  # each side (each rank) set its own rows' bits
         engine.swap("front", "next")
         engine.fill("next", 0)
         st["unexplored"] -= int(found_edges)
         return int(found), int(found_edges)
 
-    def push(self, engine: Engine, st: dict, it: int):
+    def push_levels(self, engine: Engine, st: dict, it: int, batch: int, cap):
+        """Top-down levels in a batch (or one work-group-local launch), stopped on the
+        device where Beamer's rule switches to bottom-up (the frontier's edges past the
+        unexplored edges over alpha; ``direction='top-down'``: never)."""
         role = st["push_role"]
-        found, found_edges = st["queue"].advance(
-            (engine.buffer("level", role), engine.buffer("parent", role), np.int32(it)),
-            kind="top-down")
-        st["unexplored"] -= found_edges
-        return found, found_edges
+        limit = ((st["alpha"], st["unexplored"], 1, st["n"] // st["beta"],
+                  int(st["after_pull"])) if st["direction"] == "auto" else None)
+        run = st["queue"].run(it, (engine.buffer("level", role), engine.buffer("parent", role)),
+                              batch=batch, cap=cap, limit=limit, kind="top-down")
+        st["unexplored"] -= sum(lv[3] for lv in run.levels)
+        if run.levels:
+            st["prev_size"] = run.levels[-1][0]
+        return run
 
-    def queue_from_marks(self, engine: Engine, st: dict, it: int) -> None:
-        st["queue"].from_bitmap(engine.buffer("front", st["push_role"]))
+    def queue_from_marks(self, engine: Engine, st: dict, it: int, size: int, edges: int) -> None:
+        st["queue"].from_bitmap(engine.buffer("front", st["push_role"]), size, edges)
 
     def marks_from_queue(self, engine: Engine, st: dict) -> None:
         engine.fill("front", 0)
         st["queue"].to_bitmap(engine.buffer("front", st["push_role"]))
         if not engine.pair.shared and len(engine.roles) == 2:
-            engine.write("front", engine.read("front", role=st["push_role"]))
+            engine.write("front", engine.read("front", role=st["push_role"]),
+                         roles=tuple(r for r in engine.roles if r != st["push_role"]))
 
     # ---------------------------------------------------------------- the app
     def run(self, engine: Engine, graph: Graph, *, root: int | None = None,
@@ -158,13 +176,16 @@ class BFS(FrontierApp, App):
             work //= 2  # an undirected edge counts once (Graph500's TEPS)
         return AppResult(values=None, iterations=iters, converged=True,
                          extra={"root": st["root"], "trace": trace.steps,
+                                "launches": trace.launches, "per_launch": trace.per_launch(),
+                                "push_role": st["push_role"], "push_costs": st["push_costs"],
                                 "steps": trace.counts(), "where": where,
                                 "reached": 1 + sum(s["found"] for s in trace.steps),
                                 "depth": sum(1 for s in trace.steps if s["found"])},
                          work_edges=work)
 
     def collect(self, engine: Engine, graph: Graph, result: AppResult) -> AppResult:
-        role = engine.vertex_role() if result.extra["where"] == "queue" else None
+        st = engine.state[self.name]
+        role = st["push_role"] if result.extra["where"] == "queue" else None
         result.values = engine.read("level", role=role)
         result.extra["parent"] = engine.read("parent", role=role)
         return result
@@ -201,4 +222,6 @@ class BFS(FrontierApp, App):
         return [("root", vertex_label(graph, ex["root"])),
                 ("reached", f"{ex['reached']:,} of {graph.n:,} vertices"),
                 ("depth", f"{ex['depth']}"),
-                ("levels", ", ".join(f"{k}: {v}" for k, v in ex["steps"].items()))]
+                ("levels", ", ".join(f"{k}: {v}" for k, v in ex["steps"].items())),
+                ("launches", launch_line(ex["per_launch"])),
+                ("push role", push_line(ex["push_role"], ex["push_costs"]))]

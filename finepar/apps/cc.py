@@ -1,19 +1,31 @@
-"""Connected components by FastSV (Zhang, Azad and Hu, SIAM PP 2020): log-depth rounds.
+"""Connected components, weak for directed input (on the symmetrised graph); each label
+is the smallest vertex id of its component. Two algorithms (``algorithm``):
 
-On the symmetrised graph (weak components for directed input), every vertex
-keeps a parent ``f`` (initially itself) and a grandparent ``gf = f[f]``. A round:
+* **afforest** (Sutton, Ben-Nun and Barak, IPDPS 2018; :mod:`finepar.apps.afforest`):
+  two neighbour-sampling rounds of links and pointer jumping, the most frequent root of
+  a sample as the giant component, then a final hooking over the edges of the vertices
+  outside it only. It touches about 2n edges plus the small components' edges, with one
+  blocking read per run, but needs one device holding the whole CSR (links need one
+  address space).
+* **fastsv** (Zhang, Azad and Hu, SIAM PP 2020): log-depth rounds over the plan. Every
+  vertex keeps a parent ``f`` (initially itself) and a grandparent ``gf = f[f]``. A
+  round: (1) the edge phase, ``mn[u]``, the smallest ``gf`` among ``u``'s neighbours:
+  the (min, second) row operation pulled over every row of the plan (both devices), or,
+  when few grandparents changed, pushed from those vertices alone on one device (``mn``
+  only falls: ``gf`` never rises); (2) the vertex phase on the push side: stochastic
+  hooking ``f[f[u]] <- mn[u]``, aggressive hooking ``f[u] <- mn[u]``, shortcutting
+  ``f[u] <- gf[u]`` (atomic minima), then ``gf <- f[f]``. It stops when no grandparent
+  changes. Pointer jumping halves tree depths every round, so the rounds grow with log
+  n, not with the diameter as label propagation's do; every round reads back once.
 
-1. the edge phase: ``mn[u]``, the smallest ``gf`` among ``u``'s neighbours:
-   the (min, second) row operation pulled over every row of the plan (both
-   devices), or, when few grandparents changed, pushed from those vertices
-   alone on one device (``mn`` only falls: ``gf`` never rises);
-2. the vertex phase on the push side: stochastic hooking ``f[f[u]] <- mn[u]``,
-   aggressive hooking ``f[u] <- mn[u]``, shortcutting ``f[u] <- gf[u]``
-   (atomic minima), then ``gf <- f[f]``.
-
-It stops when no grandparent changes; each label is then the smallest vertex
-id of its component. Pointer jumping halves tree depths every round, so the
-rounds grow with log n, not with the diameter as label propagation's do.
+``auto`` (the default) is Afforest wherever a device holds the whole CSR, else FastSV,
+whose edge phase runs over the plan's shares even when they are cut into chunks. Afforest
+is the default because it does less of everything: FastSV's rounds each pull over every
+edge (4 rounds at Graph500 scales 22 and 24 on the H100, 8.9x BFS's time at scale 24),
+while Afforest's sampling touches two edges per vertex and its final hooking skips the
+giant component that holds nearly every edge of a Graph500 or web graph; on a graph
+without one (a road network is one large component too; many small ones) the final
+hooking still visits each remaining edge once, no more than one FastSV round.
 """
 
 from __future__ import annotations
@@ -24,29 +36,42 @@ from ..engine import Engine, RowOp
 from ..graph import Graph
 from . import register
 from ..runtime import cl
-from .base import MAX_ITER, App, AppResult, DynamicPolicy, Param, in_unit
-from .frontier import FrontierApp, FrontierQueue, sync_from_push_side, sync_to_push_side
+from .afforest import ROUNDS, Afforest
+from .base import MAX_ITER, App, AppResult, DynamicPolicy, Param, component_sizes, in_unit
+from .frontier import (FrontierApp, FrontierQueue, choose_push_role, pick_algorithm, push_line,
+                       sync_from_push_side, sync_to_push_side)
+
+ALGORITHMS = ("auto", "afforest", "fastsv")
 
 
 @register
 class ConnectedComponents(FrontierApp, App):
-    """FastSV connected components with pull / push edge phases.
+    """Connected components by Afforest on one device, or FastSV with pull / push edge
+    phases over the plan.
 
     Result: ``values`` are labels (int32, the smallest vertex id of each component);
-    ``extra['components']`` their count and ``extra['trace']`` the rounds.
+    ``extra['components']`` their count, ``extra['algorithm']`` which ran and
+    ``extra['trace']`` its phases (Afforest) or rounds (FastSV).
     """
 
     name = "cc"
-    title = "connected components (FastSV: hooking and pointer jumping; weak for directed input)"
+    title = "connected components (Afforest or FastSV; weak for directed input)"
     ops = (RowOp("cc", "app_cc.cl", acc_dtype=np.dtype(np.int32), writes=("y",)),)
-    params = (Param("frontier_fraction", "float", 0.2,
-                    "pull over every row (both devices) while the changed vertices touch at "
-                    "least this share of the edges (0.2, §4.2)", in_unit),
-              Param("static", "flag", False, "every round pulls over every row (no push)"),
+    params = (Param("algorithm", "choice", "auto",
+                    "afforest (sampling, giant component skipped; one device holding the "
+                    "whole CSR), fastsv (rounds over the plan), or auto: afforest where a "
+                    "device holds the CSR", choices=ALGORITHMS),
+              Param("frontier_fraction", "float", 0.2,
+                    "fastsv: pull over every row (both devices) while the changed vertices "
+                    "touch at least this share of the edges (0.2, §4.2)", in_unit),
+              Param("static", "flag", False, "fastsv: every round pulls over every row "
+                                             "(no push)"),
               MAX_ITER)
 
     def static_params(self) -> dict:
-        return {"static": True}
+        return {"algorithm": "fastsv", "static": True}
+
+    matrix_form = "symmetrized"
 
     def matrix(self, graph: Graph) -> Graph:
         return graph.symmetrized()
@@ -57,11 +82,12 @@ class ConnectedComponents(FrontierApp, App):
     def prepare(self, engine: Engine, graph: Graph) -> dict:
         sym = engine.matrix
         n = sym.n
-        for name, init in (("f", np.arange(n)), ("gf", np.arange(n)),
+        for name, init in (("f", np.arange(n)), ("f_old", np.arange(n)), ("gf", np.arange(n)),
                            ("mn", np.full(n, np.iinfo(np.int32).max)), ("stamp", np.full(n, -1))):
             engine.vector(name, init.astype(np.int32))
         push, vrole = engine.push_role(), engine.vertex_role()
-        q = FrontierQueue(engine, push, sym, ("cc.cl", "frontier.cl")) if push else None
+        q = (FrontierQueue(engine, push, sym, ("cc.cl", "frontier.cl"), local=False) if push
+             else None)
         wide = sym.indptr.dtype == np.int64
         side = engine.pair.side(vrole)
         prg = (q.program if q else engine.pair.program(
@@ -88,17 +114,19 @@ class ConnectedComponents(FrontierApp, App):
         next push's queue (where there is a push side)."""
         role, n, q = st["vertex_role"], st["n"], st["queue"]
         queue = engine.pair.side(role).queue
-        b = {v: engine.buffer(v, role) for v in ("f", "gf", "mn", "stamp")}
-        engine.launch(role, st["hook"], n, (np.int32(n), b["mn"], b["f"], b["gf"]),
+        b = {v: engine.buffer(v, role) for v in ("f", "f_old", "gf", "mn", "stamp")}
+        engine.copy("f", "f_old", roles=(role,))  # hooking indexes by the round's first f
+        engine.launch(role, st["hook"], n,
+                      (np.int32(n), b["mn"], b["f"], b["gf"], b["f_old"]),
                       kind="hook", wg=256, wait=False)  # in order; the counters' read waits
         cl().enqueue_fill_buffer(queue, st["counters"], np.zeros(1, np.uint32), 0, 16)
         engine.launch(role, st["grand"], n, (np.int32(n), b["f"], b["gf"], b["stamp"],
                                              np.int32(it), st["indptr"], st["counters"]),
                       kind="shortcut", wg=256, wait=False)
-        cl().enqueue_copy(queue, st["host"], st["counters"], is_blocking=True)
+        engine.read_buffer(role, st["host"], st["counters"])
         changed, edges = int(st["host"][0]), int(st["host"][1])
         if changed and q is not None:
-            q.from_stamp(b["stamp"], it)
+            q.from_stamp(b["stamp"], it, changed, edges)
         return changed, edges
 
     def pull(self, engine: Engine, st: dict, it: int):
@@ -110,22 +138,26 @@ class ConnectedComponents(FrontierApp, App):
 
     def push(self, engine: Engine, st: dict, it: int):
         role = st["push_role"]
-        st["queue"].advance((engine.buffer("gf", role), engine.buffer("mn", role)), kind="push")
+        st["queue"].enqueue_level(0, it, (engine.buffer("gf", role), engine.buffer("mn", role)))
         changed = self._vertex_phase(engine, st, it)
         sync_from_push_side(engine, ("gf",))
         return changed
 
-    def queue_from_marks(self, engine: Engine, st: dict, it: int) -> None:
+    def queue_from_marks(self, engine: Engine, st: dict, it: int, size: int, edges: int) -> None:
         """The queue is rebuilt after every round's vertex phase: nothing to do."""
 
     # ---------------------------------------------------------------- the app
-    def run(self, engine: Engine, graph: Graph, *, frontier_fraction: float = 0.2,
-            static: bool = False, policy: DynamicPolicy | None = None,
-            max_iter: int | None = None) -> AppResult:
-        p = self.check_params(graph, {"frontier_fraction": frontier_fraction, "static": static,
+    def run(self, engine: Engine, graph: Graph, *, algorithm: str = "auto",
+            frontier_fraction: float = 0.2, static: bool = False,
+            policy: DynamicPolicy | None = None, max_iter: int | None = None) -> AppResult:
+        p = self.check_params(graph, {"algorithm": algorithm,
+                                      "frontier_fraction": frontier_fraction, "static": static,
                                       "max_iter": max_iter})
-        policy = policy or DynamicPolicy(enabled=not p["static"],
-                                         frontier_fraction=p["frontier_fraction"])
+        if self.algorithm(engine, p.get("algorithm", "auto"), p.get("static", False)) == \
+                "afforest":
+            return self._afforest(engine, graph)
+        policy = policy or DynamicPolicy(enabled=not p.get("static", False),
+                                         frontier_fraction=p.get("frontier_fraction", 0.2))
         sym = engine.matrix
         st = dict(self.prepared(engine, graph))
         st.update(n=sym.n, nnz=sym.nnz)
@@ -133,24 +165,56 @@ class ConnectedComponents(FrontierApp, App):
         work = sum(s["frontier_edges"] for s in trace.steps)
         converged = bool(trace.steps) and trace.steps[-1]["found"] == 0
         return AppResult(values=None, iterations=iters, converged=converged,
-                         extra={"trace": trace.steps, "steps": trace.counts()},
+                         extra={"algorithm": "fastsv", "trace": trace.steps,
+                                "steps": trace.counts()},
                          work_edges=int(work))
 
+    def algorithm(self, engine: Engine, asked: str, static: bool = False) -> str:
+        """The algorithm a run takes: ``auto`` is Afforest where a device holds the whole
+        CSR (and no static run is asked for), else FastSV (:func:`pick_algorithm`)."""
+        return pick_algorithm(engine, asked, "afforest", "fastsv", plan_anyway=static)
+
+    def _afforest(self, engine: Engine, graph: Graph) -> AppResult:
+        """Afforest on the role that pays (:func:`choose_push_role`), built once per engine."""
+        st = self.prepared(engine, graph)
+        if st.get("afforest") is None:
+            role, costs = choose_push_role(engine, (), owned_rows=False)
+            st["afforest"] = Afforest(engine, role)
+            st["afforest_costs"] = costs
+        aff = st["afforest"]
+        trace = aff.run(ROUNDS)
+        return AppResult(values=None, iterations=ROUNDS + 1, converged=True,
+                         extra={"algorithm": "afforest", "trace": trace, "role": aff.role,
+                                "push_costs": st["afforest_costs"]},
+                         work_edges=int(engine.matrix.nnz))
+
     def collect(self, engine: Engine, graph: Graph, result: AppResult) -> AppResult:
-        result.values = engine.read("gf", role=engine.state[self.name]["vertex_role"])
-        result.extra["components"] = int(np.unique(result.values).size)
+        st = engine.state[self.name]
+        if result.extra["algorithm"] == "afforest":
+            result.values = st["afforest"].labels()
+            result.extra["hooked"] = st["afforest"].hooked()
+        else:
+            result.values = engine.read("gf", role=st["vertex_role"])
+        result.extra["components"] = int(np.count_nonzero(component_sizes(result.values)))
         return result
 
     def wants_pull(self, st, size, edges, processed, policy, two_roles) -> bool:
         return policy.corun(edges, 0, st["nnz"], two_roles)  # every round counts anew
+        # (a FastSV push is one level, never refused on the device)
 
     def profile_step(self, engine: Engine) -> None:
         engine.write("gf", np.arange(engine.n, dtype=np.int32))
         engine.rowop(x="gf", y="mn")
 
     def warmup(self, engine: Engine, graph: Graph, **params) -> None:
-        self.run(engine, graph, max_iter=2, static=True)
-        self.run(engine, graph, max_iter=2, frontier_fraction=1.0)
+        """The run's algorithm once (FastSV: a few rounds each way)."""
+        p = self.check_params(graph, {k: v for k, v in params.items() if k != "policy"})
+        if self.algorithm(engine, p.get("algorithm", "auto"), p.get("static", False)) == \
+                "afforest":
+            self.run(engine, graph, algorithm="afforest")
+        else:
+            self.run(engine, graph, algorithm="fastsv", max_iter=2, static=True)
+            self.run(engine, graph, algorithm="fastsv", max_iter=2, frontier_fraction=1.0)
 
     # ---------------------------------------------------------------- answers
     def reference(self, graph: Graph, params: dict):
@@ -175,10 +239,18 @@ class ConnectedComponents(FrontierApp, App):
         return result
 
     def summary(self, result: AppResult, graph: Graph) -> list[tuple[str, str]]:
-        labels = result.values
-        _, counts = np.unique(labels, return_counts=True)
-        return [("components", f"{result.extra['components']:,}"),
-                ("largest", f"{counts.max():,} vertices ({100.0 * counts.max() / graph.n:.1f}%)"),
-                ("rounds", f"{result.iterations} ("
-                           + ", ".join(f"{k}: {v}" for k, v in result.extra["steps"].items())
-                           + ")")]
+        ex = result.extra
+        counts = component_sizes(result.values)
+        out = [("components", f"{ex['components']:,}"),
+               ("largest", f"{counts.max():,} vertices ({100.0 * counts.max() / graph.n:.1f}%)")]
+        if ex["algorithm"] == "afforest":
+            sample = next(t for t in ex["trace"] if t["phase"] == "sample")
+            out += [("algorithm", f"afforest: {ROUNDS} sampling rounds, giant component in "
+                                  f"{100 * sample['share']:.0f}% of the sample, final hooking "
+                                  f"over {ex['hooked']:,} vertices outside it"),
+                    ("device", push_line(ex["role"], ex["push_costs"]))]
+        else:
+            out.append(("rounds", f"fastsv: {result.iterations} ("
+                                  + ", ".join(f"{k}: {v}" for k, v in ex["steps"].items())
+                                  + ")"))
+        return out

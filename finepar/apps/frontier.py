@@ -7,14 +7,22 @@ that device). The app says which it prefers from the frontier's size and
 edges; the loop moves the state between the two forms when the direction
 changes:
 
-* push -> pull: the push side's vectors go to every side, and the app turns
+* push -> pull: the push side's vectors go to every other side, and the app turns
   its queue into the marks a pull step reads (BFS: a frontier bitmap);
 * pull -> push: every side's owned entries go to the push side, and the app
   turns the marks the pull left into a queue there, on the device.
 
-The host reads one tally per iteration (the frontier's size and edges),
-never the frontier itself. Every iteration is recorded in a trace: its
-direction, where it ran, the frontier's size and edges and what it found.
+Push levels run without a host round trip each: the host enqueues a batch of
+levels whose stop test is on the device (an empty list makes a level a no-op; a
+list the app's limit refuses, e.g. Beamer's switch to bottom-up, stops the batch)
+and reads the lists' tallies once per batch (:class:`FrontierQueue`). The batch
+doubles while the frontier stays small. A list that fits one work-group's local
+memory runs many levels in one launch (``advance_local`` in ``opencl/frontier.cl``).
+A pull level reads its tally at once (it decides the next direction).
+
+Every iteration is recorded in a trace: its direction, where it ran, the frontier's
+size and edges, what it found and the launch that ran it; ``launches`` says how many
+levels each launch (or batch) ran.
 """
 
 from __future__ import annotations
@@ -28,22 +36,168 @@ from ..engine import Engine
 from ..errors import DeviceError
 from ..runtime import cl
 
+#: Most levels of one batch of ``advance`` launches (one read of their tallies).
+MAX_BATCH = 64
+#: Most levels of one ``advance_local`` launch.
+MAX_LOCAL_LEVELS = 2048
+#: 64-bit words of app state before the tallies (``STATE`` in opencl/frontier.cl).
+STATE = 4
+#: A push limit that never stops a run (see :meth:`FrontierQueue.run`).
+NO_LIMIT = (0.0, 0, 0, 0, 0)
+#: The tally marks of opencl/frontier.cl.
+REFUSED = np.uint64(0xFFFFFFFFFFFFFFFF)
+PAUSED = np.uint64(0xFFFFFFFFFFFFFFFE)
 
-def sync_to_push_side(engine: Engine, names: tuple[str, ...]) -> None:
-    """Gather each vector's owned entries onto the vertex role (the push role where there
-    is one; a no-op in shared memory or with one role: one copy of the truth)."""
-    if engine.pair.shared or len(engine.roles) < 2:
+
+def sync_to_push_side(engine: Engine, names: tuple[str, ...], push: str | None = None) -> None:
+    """Gather each vector's owned entries onto the push role (default: the engine's vertex
+    role; a no-op in shared memory or with one role: one copy of the truth; across ranks
+    on a distributed engine)."""
+    if engine.whole_copies:
         return
     for name in names:
-        engine.write(name, engine.read(name), roles=(engine.vertex_role(),))
+        engine.write(name, engine.read(name), roles=(push or engine.vertex_role(),))
 
 
-def sync_from_push_side(engine: Engine, names: tuple[str, ...]) -> None:
-    """Copy the vertex role's vectors to every side."""
+def sync_from_push_side(engine: Engine, names: tuple[str, ...], push: str | None = None) -> None:
+    """Copy the push role's vectors to every other side."""
     if engine.pair.shared or len(engine.roles) < 2:
         return
+    push = push or engine.vertex_role()
+    others = tuple(r for r in engine.roles if r != push)
     for name in names:
-        engine.write(name, engine.read(name, role=engine.vertex_role()))
+        engine.write(name, engine.read(name, role=push), roles=others)
+
+
+class RowMover:
+    """Moves the entries of the rows each other role owns between it and the push side
+    (split memory, two roles): what a pull step writes only on its own rows (BFS's levels
+    and parents) goes to the push side before a push, and back after it, so a switch moves
+    the other side's rows, not whole vectors.
+
+    Parameters
+    ----------
+    engine : Engine
+    push : str
+        The push role.
+    """
+
+    def __init__(self, engine: Engine, push: str):
+        from ..runtime import alloc
+        self.engine, self.push = engine, push
+        self.parts = []
+        for o in engine.roles:
+            rows = engine.plan.shares[o].rows if o != push else np.empty(0)
+            if rows.size:  # the rows' ids and a 4-byte staging buffer on both sides
+                idx = np.ascontiguousarray(rows, dtype=np.int32)
+                sides = (o, push)
+                self.parts.append({"role": o, "count": idx.size,
+                                   "idx": {r: alloc(engine.pair.side(r), idx, read_only=True)
+                                           for r in sides},
+                                   "tmp": {r: alloc(engine.pair.side(r), nbytes=4 * idx.size)
+                                           for r in sides},
+                                   "host": np.empty(4 * idx.size, np.uint8)})
+        self.rows = sum(p["count"] for p in self.parts)
+
+    def _move(self, name: str, to_push: bool) -> None:
+        from ..engine.exchange import _TYPES
+        eng, mod = self.engine, cl()
+        dtype = eng._vec_dtype[name]
+        for p in self.parts:
+            src, dst = (p["role"], self.push) if to_push else (self.push, p["role"])
+            ss, ds = eng.pair.side(src), eng.pair.side(dst)
+            count, host = p["count"], p["host"].view(dtype)
+            grid = (-(-count // 64) * 64,)
+            eng.pair.kernel(ss, ("vector.cl",), {"T": _TYPES[dtype]}, "gather")(
+                ss.queue, grid, None, np.int32(count), p["idx"][src], eng.buffer(name, src),
+                p["tmp"][src])
+            eng.read_buffer(src, host, p["tmp"][src])
+            mod.enqueue_copy(ds.queue, p["tmp"][dst], host, is_blocking=False)
+            eng.pair.kernel(ds, ("vector.cl",), {"T": _TYPES[dtype]}, "scatter")(
+                ds.queue, grid, None, np.int32(count), p["idx"][dst], p["tmp"][dst],
+                eng.buffer(name, dst))
+
+    def to_push(self, names: tuple) -> None:
+        """The other roles' rows of each vector -> the push side."""
+        for name in names:
+            self._move(name, True)
+
+    def from_push(self, names: tuple) -> None:
+        """The push side's values of the other roles' rows -> those roles."""
+        for name in names:
+            self._move(name, False)
+
+
+def pick_algorithm(engine: Engine, asked: str, one_device: str, over_plan: str, *,
+                   plan_anyway: bool = False) -> str:
+    """The algorithm a run of an app with two takes: ``auto`` is ``one_device`` (which
+    needs one device holding the whole CSR) where a device does (:meth:`Engine.push_roles`)
+    and ``plan_anyway`` is false, else ``over_plan`` (row operations over the plan, chunked
+    shares included).
+
+    Raises
+    ------
+    UsageError
+        ``one_device`` asked for where no device holds the whole CSR.
+    """
+    from ..errors import UsageError
+    holds = bool(engine.push_roles())
+    if asked == one_device and not holds:
+        raise UsageError(f"algorithm {one_device} needs one device holding the whole CSR "
+                         f"(none can here: use --algorithm {over_plan})")
+    if asked == "auto":
+        return one_device if holds and not plan_anyway else over_plan
+    return asked
+
+
+def round_trip_seconds(engine: Engine, role: str, repeats: int = 3) -> float:
+    """The least time of an empty launch and a blocking 8-byte read on ``role`` (what a
+    push level costs before any work; not counted as a run's host sync)."""
+    side = engine.pair.side(role)
+    k = engine.pair.kernel(side, ("vector.cl",), {"T": "int"}, "iota")
+    buf, host = engine.dummy(role), np.zeros(2, np.int32)
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        k(side.queue, (64,), None, np.int32(0), buf)
+        cl().enqueue_copy(side.queue, host, buf, is_blocking=True)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def choose_push_role(engine: Engine, names: tuple, *, owned_rows: bool
+                     ) -> tuple[str | None, dict]:
+    """The role that pushes small frontiers (FinePar TKDE §4.2), where it pays.
+
+    Each role that can push (:meth:`Engine.push_roles`) is measured: the round trip of an
+    empty level on it (:func:`round_trip_seconds`) plus, in split memory with two roles,
+    moving the vectors ``names`` for one switch each way (with ``owned_rows``: the rows
+    the other role owns, :class:`RowMover`, timed once; otherwise whole vectors, the same
+    for either role). The cheapest wins; another role must beat the paper's choice (the
+    CPU first) by a quarter, so near-equal devices (an emulated pair) keep it.
+
+    Returns
+    -------
+    (str or None, dict)
+        The role, and each candidate's measured seconds.
+    """
+    roles = engine.push_roles()
+    if len(roles) < 2:
+        return (roles[0] if roles else None), {}
+    moves = (not engine.pair.shared and len(engine.roles) == 2 and owned_rows
+             and engine.plan.method != "dynamic")
+    cost = {}
+    for r in roles:
+        cost[r] = round_trip_seconds(engine, r)
+        if moves:
+            t0 = time.perf_counter()
+            RowMover(engine, r).to_push(names[:1])
+            cost[r] += 2 * len(names) * (time.perf_counter() - t0)
+    best = roles[0]
+    for r in roles[1:]:
+        if cost[r] < 0.75 * cost[best]:
+            best = r
+    return best, {r: float(v) for r, v in cost.items()}
 
 
 def tally_bits(n: int, nnz: int) -> int:
@@ -56,18 +210,70 @@ def tally_bits(n: int, nnz: int) -> int:
         When no split of 64 bits holds both ``n`` and ``nnz``.
     """
     edge_bits = 64 - max(int(n).bit_length(), 1)
-    if int(nnz) >= 1 << edge_bits:
+    if int(nnz) >= (1 << edge_bits) - 2:  # the two largest values are batch marks
         raise DeviceError(f"a frontier of {n:,} vertices and {nnz:,} edges does not fit one "
                           "64-bit tally")
     return edge_bits
+
+
+def limit_args(limit: tuple | None) -> tuple:
+    """A push limit (:meth:`FrontierQueue.run`) as the kernels' ``LIMIT_ARGS``."""
+    f, budget, decay, min_edges, check_from = limit or NO_LIMIT
+    return (np.float32(f), np.int64(budget), np.int32(decay), np.int64(min_edges),
+            np.int32(check_from))
+
+
+def local_geometry(info, offset_bytes: int) -> tuple[int, int] | None:
+    """``(LWG, QCAP)`` of ``advance_local`` on a device: a work-group of 1024 work-items on
+    a GPU (256 elsewhere, within the device's limit) and the largest power-of-two list
+    capacity, at most 2048, whose two lists of vertices and offsets fit its local memory;
+    None without 64-bit atomics or room for 256 vertices."""
+    if not info.int64_atomics:
+        return None
+    lwg = min(1024 if info.kind == "gpu" else 256, int(info.max_work_group_size))
+    lwg = 1 << (max(lwg, 1).bit_length() - 1)
+    room = (int(info.local_mem_bytes) - 1024) // (2 * (4 + offset_bytes))
+    qcap = 1 << (max(min(room, 2048), 1).bit_length() - 1)
+    return (lwg, qcap) if qcap >= 256 else None
+
+
+@dataclass
+class PushRun:
+    """What one launch (or batch of launches) of push levels did.
+
+    Attributes
+    ----------
+    mode : {'local', 'batch', 'step'}
+        One ``advance_local`` launch, a batch of ``advance`` launches, or an app's
+        own one-level step.
+    levels : list of tuple
+        ``(size, edges, found, found_edges)`` of each level that ran.
+    enqueued : int
+        Levels enqueued (a batch past its stop enqueues levels that do nothing).
+    refused : bool
+        The app's limit stopped the run: the next level should pull.
+    size, edges : int
+        The current list after the run.
+    stop : str
+        Why it stopped: ``empty`` (no frontier left), ``refused``, ``paused`` (a local
+        launch whose list outgrew local memory or its level cap), ``batch`` (every level
+        enqueued ran).
+    """
+
+    mode: str
+    levels: list
+    enqueued: int
+    refused: bool
+    size: int
+    edges: int
+    stop: str = "batch"
 
 
 class FrontierQueue:
     """A frontier as a vertex list on one device, with a load-balanced advance.
 
     The list carries its vertices' out-edge offsets, made by the appends themselves
-    (opencl/frontier.cl): a step is the app's advance, a fill and one read of the tally,
-    with no scan and no other host round trip.
+    (opencl/frontier.cl): levels need no scan, and a batch of them no host round trip.
 
     Parameters
     ----------
@@ -82,6 +288,11 @@ class FrontierQueue:
         Extra ``-D`` options of the fragment.
     with_data : bool
         Upload the CSR's values too (weighted apps).
+    local : bool
+        Build ``advance_local`` where the device allows (64-bit atomics, local memory).
+    refill : bool
+        The fragment refills an empty list itself (``LOCAL_REFILL``; a batch level's
+        ``before_level`` kernel): a run may start from an empty list.
 
     Attributes
     ----------
@@ -92,10 +303,11 @@ class FrontierQueue:
     """
 
     def __init__(self, engine: Engine, role: str, graph, sources: tuple, defines: dict | None = None,
-                 *, with_data: bool = False):
+                 *, with_data: bool = False, local: bool = True, refill: bool = False):
         self.engine, self.role = engine, role
         side = self.side = engine.pair.side(role)
         n = self.n = graph.n
+        self.nnz = graph.nnz
         self.degrees = np.diff(graph.indptr)
         wide = graph.indptr.dtype == np.int64
         self.offset_dtype = np.dtype(np.int64 if wide else np.int32)
@@ -110,20 +322,56 @@ class FrontierQueue:
         self.next = engine.scratch(role, np.zeros(max(n, 1), np.int32))
         self.offs = engine.scratch(role, np.zeros(max(n, 1), self.offset_dtype))
         self.next_offs = engine.scratch(role, np.zeros(max(n, 1), self.offset_dtype))
-        self.tally = engine.scratch(role, np.zeros(1, np.uint64))
-        self.host = np.zeros(1, np.uint64)
+        self.max_levels = max(MAX_BATCH, MAX_LOCAL_LEVELS)
+        self.tallies = engine.scratch(role, np.zeros(STATE + self.max_levels + 2, np.uint64))
+        self.host = np.zeros(STATE + self.max_levels + 2, np.uint64)
         self.size = self.edges = 0
+        self.refill = refill
         opts = {"OFFSET_T": "long" if wide else "int", "EDGE_BITS": self.edge_bits,
-                **(defines or {})}
-        prg = self.program = engine.pair.program(side, tuple(sources), opts)
+                "STATE": STATE, **(defines or {})}
+        geo = local_geometry(side.info, self.offset_dtype.itemsize) if local else None
         mod = cl()
+        while True:
+            if geo is not None:
+                opts.update(LWG=geo[0], QCAP=geo[1], ELOCAL=16 * geo[0])
+            prg = self.program = engine.pair.program(side, tuple(sources), opts)
+            self.local_kernel = mod.Kernel(prg, "advance_local") if geo is not None else None
+            fits = self._local_size_limit(geo)
+            if fits is None or fits >= geo[0]:
+                break
+            geo = (1 << (fits.bit_length() - 1), geo[1]) if fits >= 64 else None
+        self.lwg, self.qcap = geo if geo is not None else (0, 0)
+        self.elocal = 16 * self.lwg
         self.advance_kernel = mod.Kernel(prg, "advance")
         self.kernels = {k: mod.Kernel(prg, k) for k in
                         ("queue_from_bitmap", "bitmap_from_queue", "queue_from_stamp")}
+        self.grid_cap = max(256, side.info.compute_units * 2048)
 
-    def next_args(self) -> tuple:
-        """The arguments a kernel that appends to the next list takes (``NEXT_ARGS``)."""
-        return self.next, self.next_offs, self.tally
+    def _local_size_limit(self, geo) -> int | None:
+        """The work-group size the device can run ``advance_local`` with (its registers and
+        local memory as compiled), or None when there is no such kernel."""
+        if self.local_kernel is None:
+            return None
+        info = cl().kernel_work_group_info.WORK_GROUP_SIZE
+        return int(self.local_kernel.get_work_group_info(info, self.side.queue.device))
+
+    # ------------------------------------------------------------- the current list
+    def _set_tally(self, size: int, edges: int) -> None:
+        """Write the current list's tally (non-blocking: no host wait)."""
+        t = np.array([(int(size) << self.edge_bits) | int(edges)], np.uint64)
+        cl().enqueue_copy(self.side.queue, self.tallies, t, dst_offset=8 * STATE,
+                          is_blocking=False)
+        self.size, self.edges = int(size), int(edges)
+
+    def set_state(self, words) -> None:
+        """Write the first app state words (``tallies[0 ..]``; non-blocking)."""
+        w = np.array([int(x) for x in words], np.uint64)
+        cl().enqueue_copy(self.side.queue, self.tallies, w, is_blocking=False)
+
+    def _zero_tallies(self, first: int, count: int) -> None:
+        """Zero the tallies of lists ``first .. first + count - 1``."""
+        cl().enqueue_fill_buffer(self.side.queue, self.tallies, np.zeros(1, np.uint64),
+                                 8 * (STATE + first), 8 * count)
 
     def load_all(self) -> None:
         """Make every vertex the current list (on the device): offsets are indptr."""
@@ -132,69 +380,147 @@ class FrontierQueue:
         if self.n:
             cl().enqueue_copy(self.side.queue, self.offs, self.indptr,
                               byte_count=self.n * self.offset_dtype.itemsize)
+        self._set_tally(self.n, int(self.degrees.sum()))
         self.engine._shared_barrier(self.side)
-        self.size, self.edges = self.n, int(self.degrees.sum())
 
     def load(self, vertices: np.ndarray) -> None:
-        """Make ``vertices`` (int32) the current list."""
+        """Make ``vertices`` (int32) the current list (non-blocking copies)."""
         v = np.ascontiguousarray(vertices, dtype=np.int32)
         deg = self.degrees[v].astype(self.offset_dtype)
         if v.size:
             offs = np.concatenate([[0], np.cumsum(deg[:-1])]).astype(self.offset_dtype)
-            cl().enqueue_copy(self.side.queue, self.front, v, is_blocking=True)
-            cl().enqueue_copy(self.side.queue, self.offs, offs, is_blocking=True)
-        self.size, self.edges = int(v.size), int(deg.sum())
+            cl().enqueue_copy(self.side.queue, self.front, v, is_blocking=False)
+            cl().enqueue_copy(self.side.queue, self.offs, offs, is_blocking=False)
+        self._set_tally(v.size, int(deg.sum()))
 
-    def _zero_tally(self) -> None:
-        cl().enqueue_fill_buffer(self.side.queue, self.tally, np.zeros(1, np.uint64), 0, 8)
+    def _build(self, kernel: str, args: tuple, size: int, edges: int) -> None:
+        self._zero_tallies(0, 1)
+        self.engine.launch(self.role, self.kernels[kernel], self.n, args, kind="queue",
+                           wg=256, wait=False)
+        self.size, self.edges = int(size), int(edges)
 
-    def advance(self, extra_args: tuple, kind: str = "push") -> tuple[int, int]:
-        """Run the app's advance over the current list into the next; swap.
+    def from_bitmap(self, bitmap, size: int, edges: int) -> None:
+        """The current list <- the vertices set in ``bitmap`` (a device buffer); ``size``
+        and ``edges`` are what the caller knows of them (a pull step's tally)."""
+        self._build("queue_from_bitmap", (np.int32(self.n), bitmap, self.indptr,
+                                          self.front, self.offs, self.tallies), size, edges)
 
-        Returns
-        -------
-        (int, int)
-            The next list's size and its out-edges.
-        """
-        self._zero_tally()
-        if self.edges:
-            self.engine.launch(self.role, self.advance_kernel, self.edges,
-                               (np.int32(self.size), self.front, self.offs,
-                                self.offset_dtype.type(self.edges), self.indptr, self.indices,
-                                *self.next_args(), *extra_args), kind=kind, wg=256,
-                               wait=False)  # swap()'s read of the tally waits
-        return self.swap()
-
-    def swap(self) -> tuple[int, int]:
-        """The next list becomes the current one; returns its size and out-edges."""
-        cl().enqueue_copy(self.side.queue, self.host, self.tally, is_blocking=True)
-        self.front, self.next = self.next, self.front
-        self.offs, self.next_offs = self.next_offs, self.offs
-        t = int(self.host[0])
-        self.size, self.edges = t >> self.edge_bits, t & ((1 << self.edge_bits) - 1)
-        return self.size, self.edges
-
-    def from_bitmap(self, bitmap) -> int:
-        """The current list <- the vertices set in ``bitmap`` (a device buffer)."""
-        self._zero_tally()
-        self.engine.launch(self.role, self.kernels["queue_from_bitmap"], self.n,
-                           (np.int32(self.n), bitmap, self.indptr, *self.next_args()),
-                           kind="queue", wg=256, wait=False)
-        return self.swap()[0]
-
-    def from_stamp(self, stamp, it: int) -> int:
-        """The current list <- the vertices with ``stamp[v] == it``."""
-        self._zero_tally()
-        self.engine.launch(self.role, self.kernels["queue_from_stamp"], self.n,
-                           (np.int32(self.n), stamp, np.int32(it), self.indptr,
-                            *self.next_args()), kind="queue", wg=256, wait=False)
-        return self.swap()[0]
+    def from_stamp(self, stamp, it: int, size: int, edges: int) -> None:
+        """The current list <- the vertices with ``stamp[v] == it`` (``size`` and ``edges``
+        as for :meth:`from_bitmap`)."""
+        self._build("queue_from_stamp", (np.int32(self.n), stamp, np.int32(it), self.indptr,
+                                         self.front, self.offs, self.tallies), size, edges)
 
     def to_bitmap(self, bitmap) -> None:
         """Set the current list's bits in ``bitmap`` (zeroed by the caller)."""
         if self.size:
             self.engine.launch(self.role, self.kernels["bitmap_from_queue"], self.size,
                                (np.int32(self.size), self.front, bitmap), kind="queue", wg=256)
+
+    def read_tally(self) -> tuple[int, int]:
+        """The current list's size and edges, read from the device (one blocking read)."""
+        self.engine.read_buffer(self.role, self.host, self.tallies, STATE + 1)
+        t = int(self.host[STATE])
+        self.size, self.edges = t >> self.edge_bits, t & ((1 << self.edge_bits) - 1)
+        return self.size, self.edges
+
+    # ------------------------------------------------------------------- levels
+    def _split(self, t) -> tuple[int, int]:
+        t = int(t)
+        return t >> self.edge_bits, t & ((1 << self.edge_bits) - 1)
+
+    def local_fits(self) -> bool:
+        """Whether the current list fits ``advance_local``'s work-group."""
+        return (self.local_kernel is not None and (self.size > 0 or self.refill)
+                and self.size <= self.qcap and self.edges <= self.elocal)
+
+    def enqueue_level(self, j: int, it: int, extra_args: tuple, limit: tuple | None = None,
+                      grid: int | None = None, kind: str = "push") -> None:
+        """Enqueue level ``j`` of a batch (level ``it`` of the run), list j in ``front`` when
+        j is even, in ``next`` when odd; nothing is read."""
+        a, b = ((self.front, self.offs), (self.next, self.next_offs))[::1 if j % 2 == 0 else -1]
+        grid = grid or self.grid(self.edges)
+        self.engine.launch(self.role, self.advance_kernel, grid,
+                           (np.int32(j), a[0], a[1], self.indptr, self.indices, b[0], b[1],
+                            self.tallies, np.int32(it), *limit_args(limit), *extra_args),
+                           kind=kind, wg=256, wait=False)
+
+    def grid(self, edges: int) -> int:
+        """Work-items of a batch's levels: four per edge of the current list, at least 256,
+        at most ``compute_units * 2048`` (levels stride over more)."""
+        return int(min(max(256, 4 * int(edges)), self.grid_cap))
+
+    def run(self, it: int, extra_args: tuple, *, batch: int, cap: int | None = None,
+            limit: tuple = None, before_level=None, kind: str = "push",
+            local: bool = True) -> PushRun:
+        """Run push levels from the current list, starting at level ``it``, with one read at
+        the end: one ``advance_local`` launch when the list fits it (up to
+        :data:`MAX_LOCAL_LEVELS` levels), else a batch of ``batch`` ``advance`` launches.
+
+        Parameters
+        ----------
+        extra_args : tuple
+            The fragment's ``ADVANCE_ARGS``.
+        batch : int
+            Levels of a batch of ``advance`` launches (at most :data:`MAX_BATCH`).
+        cap : int, optional
+            Run at most this many levels (an iteration cap).
+        limit : tuple
+            ``(edge_factor, budget, decay, min_edges, check_from)`` of
+            opencl/frontier.cl's ``refuses``: level j stops the run when
+            ``j >= check_from``, its list's edges exceed ``min_edges`` and, times
+            ``edge_factor``, exceed ``budget`` less (``decay``) the edges the run's levels
+            found before it. :data:`NO_LIMIT` never stops.
+        before_level : callable, optional
+            ``before_level(j, it)`` enqueues the app's own kernels before batch level
+            ``j`` (SSSP's far-pile refill).
+        local : bool
+            Allow ``advance_local``.
+        """
+        limit = limit_args(limit)
+        use_local = local and self.local_fits()
+        k = MAX_LOCAL_LEVELS if use_local else min(batch, MAX_BATCH)
+        k = max(1, min(k, cap if cap is not None else k))
+        self._zero_tallies(1, k + 1)
+        if use_local:
+            self.engine.launch(self.role, self.local_kernel, self.lwg,
+                               (np.int32(k), self.front, self.offs, self.indptr, self.indices,
+                                self.next, self.next_offs, self.tallies, np.int32(it),
+                                *limit, *extra_args), kind=kind, wg=self.lwg, wait=False)
+        else:
+            grid = self.grid(self.edges)
+            for j in range(k):
+                if before_level is not None:
+                    before_level(j, it + j)
+                self.enqueue_level(j, it + j, extra_args, limit, grid, kind)
+        self.engine.read_buffer(self.role, self.host, self.tallies, STATE + k + 2)
+        return self._parse(k, "local" if use_local else "batch")
+
+    def _parse(self, k: int, mode: str) -> PushRun:
+        """Read a run's tallies: the levels that ran, where it stopped and why; make the
+        list it stopped at the current one (its buffers and its tally at index 0)."""
+        h = self.host
+        levels, stop, m = [], "batch", 0
+        while m < k:
+            nxt = h[STATE + m + 1]
+            if nxt >= PAUSED:
+                stop = "refused" if nxt == REFUSED else "paused"
+                break
+            size, edges = self._split(h[STATE + m])
+            levels.append((size, edges, *self._split(nxt)))
+            m += 1
+            if self._split(nxt)[0] == 0:
+                stop = "empty"
+                break
+        size, edges = self._split(h[STATE + m])
+        if mode == "local" or m % 2:  # the list is in `next` (a local run always leaves it there)
+            self.front, self.next = self.next, self.front
+            self.offs, self.next_offs = self.next_offs, self.offs
+        if m:
+            cl().enqueue_copy(self.side.queue, self.tallies, self.tallies, byte_count=8,
+                              src_offset=8 * (STATE + m), dst_offset=8 * STATE)
+        self.size, self.edges = size, edges
+        return PushRun(mode, levels, k, stop == "refused", size, edges, stop)
 
 
 @dataclass
@@ -206,11 +532,16 @@ class FrontierTrace:
     steps : list of dict
         ``iteration``, ``direction`` ('push' or 'pull'), ``where`` (the role
         that ran it, or 'both'), ``frontier`` (vertices), ``frontier_edges``,
-        ``found`` (vertices the step added to the next frontier), ``seconds`` (its
+        ``found`` (vertices the step added to the next frontier), ``found_edges``,
+        ``launch`` (index into ``launches``), ``seconds`` (its share of the launch's
         wall time, the direction change included).
+    launches : list of dict
+        ``mode`` ('pull', 'local', 'batch' or 'step'), ``levels`` run, ``enqueued`` and
+        ``stop`` (:class:`PushRun`): one entry per host round trip of the loop.
     """
 
     steps: list = field(default_factory=list)
+    launches: list = field(default_factory=list)
 
     def counts(self) -> dict:
         """Steps by ``direction on where``, e.g. ``{'pull on both': 3, 'push on gpu': 4}``."""
@@ -220,27 +551,109 @@ class FrontierTrace:
             out[k] = out.get(k, 0) + 1
         return out
 
+    def add(self, mode: str, levels: list, enqueued: int, seconds: float, stop: str = "",
+            **common) -> None:
+        """Record one launch (or batch) and its levels: ``levels`` as dicts of
+        ``iteration, frontier, frontier_edges, found, found_edges``."""
+        li = len(self.launches)
+        self.launches.append({"mode": mode, "levels": len(levels), "enqueued": int(enqueued),
+                              "stop": stop})
+        for lv in levels:
+            self.steps.append({**lv, **common, "launch": li,
+                               "seconds": seconds / max(len(levels), 1)})
+
+    def per_launch(self) -> dict:
+        """Levels per launch by mode, and levels per host round trip of the loop."""
+        out = {"round_trips": len(self.launches),
+               "levels_per_round_trip": len(self.steps) / max(len(self.launches), 1)}
+        for mode in ("local", "batch"):
+            ls = [x["levels"] for x in self.launches if x["mode"] == mode]
+            if ls:
+                out[f"{mode}_launches"] = len(ls)
+                out[f"levels_per_{mode}_launch"] = sum(ls) / len(ls)
+        return out
+
+
+def push_line(role: str | None, costs: dict) -> str:
+    """The push role and what each candidate measured, as one summary line."""
+    if role is None:
+        return "none (no device holds the whole CSR): every level pulls"
+    if not costs:
+        return f"{role} (the only candidate)"
+    return f"{role} (" + ", ".join(f"{r} {1e6 * v:,.0f} us" for r, v in costs.items()) + \
+        " a level's round trip and a switch's moves)"
+
+
+def launch_line(per: dict) -> str:
+    """:meth:`FrontierTrace.per_launch` as one summary line."""
+    parts = [f"{per['round_trips']:,} host round trips, "
+             f"{per['levels_per_round_trip']:.1f} levels each"]
+    for mode, what in (("local", "work-group-local launches"), ("batch", "batches")):
+        if f"{mode}_launches" in per:
+            parts.append(f"{per[f'{mode}_launches']:,} {what} of "
+                         f"{per[f'levels_per_{mode}_launch']:.1f} levels")
+    return "; ".join(parts)
+
 
 class FrontierApp:
     """The loop's side of a frontier app (mixed into an :class:`~finepar.apps.base.App`).
 
-    Subclasses implement :meth:`start`, :meth:`pull`, :meth:`push`,
-    :meth:`queue_from_marks` and, where a pull step reads the frontier itself,
-    :meth:`marks_from_queue`; :attr:`sync_vectors` names the vectors whose
-    owned entries move when the direction changes.
+    Subclasses implement :meth:`start`, :meth:`pull`, :meth:`push_levels` (or
+    :meth:`push`, one level at a time), :meth:`queue_from_marks` and, where a pull step
+    reads the frontier itself, :meth:`marks_from_queue`; :attr:`sync_vectors` names the
+    vectors whose owned entries move when the direction changes.
     """
 
     sync_vectors: tuple = ()
+    #: A pull step writes only its own rows of the sync vectors and reads no other row of
+    #: them (BFS): a switch moves the other role's rows only (:class:`RowMover`).
+    owned_rows = False
     #: Direction names for reports (BFS calls them top-down and bottom-up).
     direction_names = {"push": "push", "pull": "pull"}
 
+    def prepare_push(self, engine: Engine) -> dict:
+        """The push role (:func:`choose_push_role`), its measured costs, and the mover of
+        owned rows where the app allows one (split memory, two roles)."""
+        push, costs = choose_push_role(engine, self.sync_vectors, owned_rows=self.owned_rows)
+        mover = (RowMover(engine, push) if push is not None and self.owned_rows
+                 and not engine.pair.shared and len(engine.roles) == 2
+                 and engine.plan.method != "dynamic" else None)
+        return {"push_role": push, "push_costs": costs, "mover": mover}
+
+    def _to_push(self, engine: Engine, st: dict) -> None:
+        if st.get("mover") is not None:
+            st["mover"].to_push(self.sync_vectors)
+        else:
+            sync_to_push_side(engine, self.sync_vectors, st["push_role"])
+
+    def _from_push(self, engine: Engine, st: dict) -> None:
+        if st.get("mover") is not None:
+            st["mover"].from_push(self.sync_vectors)
+        else:
+            sync_from_push_side(engine, self.sync_vectors, st["push_role"])
+
     def wants_pull(self, st: dict, size: int, edges: int, processed: int, policy,
                    two_roles: bool) -> bool:
-        """§4.2: pull (co-run over every row) when the frontier touches enough edges."""
-        return policy.corun(edges, processed, st["nnz"], two_roles)
+        """§4.2: pull (co-run over every row) when the frontier touches enough edges, or
+        when the device refused to push it."""
+        return st.pop("refused", False) or policy.corun(edges, processed, st["nnz"], two_roles)
 
     def marks_from_queue(self, engine: Engine, st: dict) -> None:
         """Before a pull step that follows a push step: the queue as marks (default: none)."""
+
+    def more_work(self, st: dict) -> bool:
+        """Work the device holds beyond an empty frontier (SSSP's far pile; default none)."""
+        return False
+
+    def push_levels(self, engine: Engine, st: dict, it: int, batch: int,
+                    cap: int | None) -> PushRun:
+        """Push levels from level ``it``: a batch of ``batch`` levels, or as many as a local
+        launch runs, at most ``cap`` (:meth:`FrontierQueue.run`); default: one
+        :meth:`push`."""
+        t0 = st["queue"].size, st["queue"].edges
+        found, found_edges = self.push(engine, st, it)
+        return PushRun("step", [(*t0, found, found_edges)], 1, False, found, found_edges,
+                       "empty" if not found else "batch")
 
     def frontier_loop(self, engine: Engine, st: dict, *, policy, max_iter: int | None
                       ) -> tuple[int, FrontierTrace, str]:
@@ -256,31 +669,41 @@ class FrontierApp:
         push_role = st["push_role"]
         where = "queue" if push_role is not None else "marks"
         trace = FrontierTrace()
-        processed, it = 0, 0
+        processed, it, batch = 0, 0, 1
         two = len(engine.roles) == 2
-        while size > 0 and (max_iter is None or it < max_iter):
+        while (size > 0 or self.more_work(st)) and (max_iter is None or it < max_iter):
             t0 = time.perf_counter()
             # no device holds the whole CSR (chunked shares): every iteration pulls
             pull = push_role is None or self.wants_pull(st, size, edges, processed, policy, two)
             if pull:
                 if where == "queue":
-                    sync_from_push_side(engine, self.sync_vectors)
+                    self._from_push(engine, st)
                     self.marks_from_queue(engine, st)
                     where = "marks"
                 found, found_edges = self.pull(engine, st, it)
-                ran = "both" if two else engine.roles[0]
+                levels = [(size, edges, found, found_edges)]
+                run = PushRun("pull", levels, 1, False, int(found), int(found_edges),
+                              "empty" if not found else "batch")
+                batch = 1
             else:
                 if where == "marks":
-                    sync_to_push_side(engine, self.sync_vectors)
-                    self.queue_from_marks(engine, st, it)
+                    self._to_push(engine, st)
+                    self.queue_from_marks(engine, st, it, size, edges)
                     where = "queue"
-                found, found_edges = self.push(engine, st, it)
-                ran = push_role
-            trace.steps.append({"iteration": it, "direction": self.direction_names[
-                "pull" if pull else "push"], "where": ran, "frontier": int(size),
-                "frontier_edges": int(edges), "found": int(found),
-                "found_edges": int(found_edges), "seconds": time.perf_counter() - t0})
-            processed += edges
-            size, edges = int(found), int(found_edges)
-            it += 1
+                run = self.push_levels(engine, st, it, batch,
+                                       None if max_iter is None else max_iter - it)
+                if run.refused:
+                    st["refused"] = True
+                widest = max((lv[1] for lv in run.levels), default=0)
+                batch = min(2 * batch, MAX_BATCH) if widest < st["nnz"] / 8 else 1
+            name = self.direction_names["pull" if pull else "push"]
+            trace.add(run.mode, [{"iteration": it + i, "direction": name,
+                                  "where": ("both" if two else engine.roles[0]) if pull
+                                  else push_role, "frontier": int(s), "frontier_edges": int(e),
+                                  "found": int(f), "found_edges": int(fe)}
+                                 for i, (s, e, f, fe) in enumerate(run.levels)],
+                      run.enqueued, time.perf_counter() - t0, run.stop)
+            processed += sum(lv[1] for lv in run.levels)
+            it += len(run.levels)
+            size, edges = run.size, run.edges
         return it, trace, where

@@ -33,7 +33,7 @@ from ..errors import InputError
 from ..graph import INT32_MAX, Graph, as_indices, as_indptr
 from ..runtime import cl
 from . import register
-from .base import MAX_ITER, App, AppResult, Param, positive, vertex_label
+from .base import MAX_ITER, App, AppResult, Param, positive, top_vertices, vertex_label
 from .pagerank import MAX_BATCH
 
 _F32 = np.dtype(np.float32)
@@ -85,6 +85,8 @@ class HITS(App):
               MAX_ITER)
     vertex_values = ("values", "authorities")
 
+    matrix_form = "stacked"
+
     def matrix(self, graph: Graph) -> Graph:
         return stacked(graph)
 
@@ -104,7 +106,7 @@ class HITS(App):
         n = graph.n
         engine.fill("ha", np.float32(1.0 / n))  # uniform hubs; the first step is an authority
         scale = n / graph.nnz                   # step, whose W is sum(h * outdeg) = nnz / n
-        device = len(engine.roles) == 1
+        device = engine.device_iterations
         iterate = self._device_iterations if device else self._host_iterations
         it, trace, converged = iterate(engine, scale, p["tol"], p.get("max_iter") or 100)
         return AppResult(values=None, iterations=it, converged=converged,
@@ -116,7 +118,7 @@ class HITS(App):
         trace = []
         for it in range(1, max_iter + 1):
             for half in (AUTHORITY, HUB):
-                engine.scalars([scale, tol, half])
+                engine.scalars([scale, tol, half], wait=False)
                 w, change = engine.rowop(exchange="ha", **self._step_args(engine))
                 scale = 1.0 / w
             trace.append(float(change))
@@ -129,7 +131,7 @@ class HITS(App):
         role = engine.roles[0]
         cl().enqueue_fill_buffer(engine.pair.side(role).queue, engine.stop[role],
                                  np.zeros(1, np.int32), 0, 4)
-        engine.scalars([scale, tol, AUTHORITY])
+        engine.scalars([scale, tol, AUTHORITY], wait=False)
         op = self.ops[1].name
         args = self._step_args(engine)
         trace, it, batch = [], 0, 1
@@ -186,7 +188,7 @@ class HITS(App):
                               f"last L1 change of the hubs {tail:.2e})")]
         for label, v in (("top hubs", result.values),
                          ("top authorities", result.extra["authorities"])):
-            top = np.argsort(-v, kind="stable")[:5]
+            top = top_vertices(v)
             out.append((label, ", ".join(f"{vertex_label(graph, u)} ({v[u]:.3e})"
                                          for u in top)))
         return out

@@ -21,7 +21,8 @@ import numpy as np
 from ..engine import Engine, RowOp
 from ..graph import Graph
 from . import register
-from .base import MAX_ITER, App, AppResult, Param, in_open_unit, positive, vertex_label
+from .base import (MAX_ITER, App, AppResult, Param, in_open_unit, positive, top_vertices,
+                   vertex_label)
 
 _F32 = np.dtype(np.float32)
 #: Largest batch of iterations enqueued between two reads of their sums.
@@ -53,6 +54,8 @@ class PageRank(App):
                     positive),
               MAX_ITER)
 
+    matrix_form = "transpose"
+
     def matrix(self, graph: Graph) -> Graph:
         return graph.transpose()
 
@@ -81,8 +84,8 @@ class PageRank(App):
         dangling = st["n_dangling"] / n
         engine.vector_kernel("multiply", "contrib", None, "pr", "inv_outdeg")
         scal = [(1 - d) * w + d * w * dangling, d, (1 - d) * w, d * w, p["tol"]]
-        engine.scalars(scal)
-        device = len(engine.roles) == 1
+        engine.scalars(scal, wait=False)
+        device = engine.device_iterations
         run = self._device_iterations if device else self._host_iterations
         it, trace, converged = run(engine, scal, p["tol"], max_iter, False)
         return AppResult(values=None, iterations=it, converged=converged,
@@ -107,7 +110,7 @@ class PageRank(App):
         """Two devices: each iteration's sums come back; the host sets the next base term."""
         trace, it = [], 0
         while it < max_iter:
-            engine.scalars(scal)
+            engine.scalars(scal, wait=False)
             diff, dangling = engine.rowop(op=self.ops[0].name, exchange="contrib_next",
                                           **self._args(personalized))
             self._swap(engine)
@@ -159,13 +162,20 @@ class PageRank(App):
         from .. import reference
         return reference.pagerank(graph, damping=params.get("damping", 0.85))
 
+    def row_steps(self, graph: Graph, params: dict) -> float:
+        """The power iteration's steps to an L1 change below ``tol``: the error shrinks by
+        ``damping`` a step, so about ``log(tol) / log(damping)`` (capped by ``max_iter``)."""
+        import math
+        steps = math.log(params.get("tol") or 1e-6) / math.log(params.get("damping") or 0.85)
+        return float(min(steps, params.get("max_iter") or steps))
+
     def check(self, graph: Graph, result: AppResult, ref, params: dict) -> str:
         l1 = float(np.abs(result.values.astype(np.float64) - ref).sum())
         return f"L1 error {l1:.2e} > 1e-4" if l1 >= 1e-4 else ""
 
     def summary(self, result: AppResult, graph: Graph) -> list[tuple[str, str]]:
         pr = result.values
-        top = np.argsort(-pr, kind="stable")[:5]
+        top = top_vertices(pr)
         tail = result.extra["l1_change"][-1] if result.extra["l1_change"] else float("nan")
         return [("iterations", f"{result.iterations} ("
                                f"{'converged' if result.converged else 'NOT converged'}, "

@@ -126,8 +126,8 @@ class RandomWalkWithRestart(PageRank):
         engine.copy("restart", "pr")  # x starts at p
         engine.vector_kernel("multiply", "contrib", None, "pr", "inv_outdeg")
         scal = [c + d * dangling, d, c, d, p["tol"]]  # PageRank's fscal with w = 1
-        engine.scalars(scal)
-        device = len(engine.roles) == 1
+        engine.scalars(scal, wait=False)
+        device = engine.device_iterations
         iterate = self._device_iterations if device else self._host_iterations
         it, trace, converged = iterate(engine, scal, p["tol"], p.get("max_iter") or 100, True)
         return AppResult(values=None, iterations=it, converged=converged,

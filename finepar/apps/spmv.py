@@ -80,6 +80,9 @@ class SpMV(App):
     def profile_step(self, engine: Engine) -> None:
         engine.rowop(x="x", y="y")
 
+    def row_steps(self, graph: Graph, params: dict) -> float:
+        return float(params.get("repeat") or 10)
+
     def reference_params(self, graph: Graph, params: dict) -> dict:
         p = self.defaults(graph, dict(params))
         p["x"] = self.input(graph, p)

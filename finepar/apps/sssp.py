@@ -1,4 +1,5 @@
-"""Single-source shortest paths: frontier Bellman-Ford on the (min, +) semiring, float32.
+"""Single-source shortest paths: frontier Bellman-Ford on the (min, +) semiring, float32,
+with near and far piles.
 
 Edge lengths are the matrix's values (``weights='values'``: a pattern input's are 1)
 or their magnitudes (``weights='abs'``, for signed matrices such as circuit
@@ -10,17 +11,27 @@ the frontier loop (:mod:`finepar.apps.frontier`, FinePar TKDE §4.2):
   changed is stamped with the round and counted, with its out-degree (the next
   frontier's edges);
 * **push**: from the vertices the last round changed, a load-balanced advance over
-  their out-edges on one device, an atomic minimum on the float's bits per edge;
-  each improved vertex joins the next frontier once.
+  their out-edges on one device, an atomic minimum on the float's bits per edge.
+  Pushes keep two piles (near-far, Davidson, Baxter, Garland and Owens, IPDPS 2014):
+  an improved vertex below the threshold joins the next frontier (the near pile), one
+  at or above it the far pile; when the near pile empties, the far pile's least
+  distance ``m`` sets the threshold to ``m + delta`` and the far vertices below it
+  become the frontier, on the device. A road graph's relaxation waves so run in batches
+  and work-group-local launches, read once per batch, not once per wave, and far
+  vertices are not relaxed before the band below them settles. ``delta = inf`` is plain
+  frontier Bellman-Ford; the default is cuGraph's seed for its near-far SSSP,
+  32 x the mean edge length / the mean out-degree.
 
 A round pulls while the changed vertices' out-edges are at least
 ``frontier_fraction`` of all edges (each round judged anew: Bellman-Ford revisits
 edges, so §4.2's stop-counting rule would end co-running while frontiers are still
-large). It stops when a round changes nothing. The answer is then the float32
-fixed point, which is unique (float32 addition is monotone): the least float32
-left-to-right sum over the paths to each vertex, whatever the split and the order
-of the relaxations; :func:`finepar.reference.validate_sssp` checks it exactly and
-bounds its distance to float64 Dijkstra.
+large; a push batch stops on the device where a frontier grows that large). A pull
+relaxes every edge, so it empties the far pile. It stops when the frontier and the far
+pile are empty. The answer is then the float32 fixed point, which is unique (float32
+addition is monotone): the least float32 left-to-right sum over the paths to each
+vertex, whatever the split, the piles and the order of the relaxations;
+:func:`finepar.reference.validate_sssp` checks it exactly and bounds its distance to
+float64 Dijkstra.
 """
 
 from __future__ import annotations
@@ -31,10 +42,11 @@ import numpy as np
 
 from ..engine import Engine, RowOp
 from ..errors import InputError
+from ..runtime import cl
 from ..graph import Graph
 from . import register
-from .base import MAX_ITER, App, AppResult, DynamicPolicy, Param, in_unit, vertex_label
-from .frontier import FrontierApp, FrontierQueue
+from .base import MAX_ITER, App, AppResult, DynamicPolicy, Param, in_unit, positive, vertex_label
+from .frontier import FrontierApp, FrontierQueue, launch_line, push_line
 
 WEIGHTS = ("values", "abs")
 
@@ -85,7 +97,7 @@ class SSSP(FrontierApp, App):
     """
 
     name = "sssp"
-    title = "single-source shortest paths (frontier Bellman-Ford, float32 lengths)"
+    title = "single-source shortest paths (frontier Bellman-Ford with near-far piles, float32)"
     ops = (_op("sssp", "values"), _op("sssp-abs", "abs"))
     params = (
         Param("root", "vertex", None, "source vertex: the input's own id; default the vertex "
@@ -97,6 +109,11 @@ class SSSP(FrontierApp, App):
               "pull over every row (both devices) while the changed vertices' out-edges are at "
               "least this share of all edges (0.2, §4.2)", in_unit),
         Param("static", "flag", False, "every round pulls over every row (no push)"),
+        Param("delta", "float", None, "near-far band: a push puts improved vertices at or above "
+                                      "the threshold in the far pile, moved in when the "
+                                      "threshold rises by delta (default 32 x mean edge length "
+                                      "/ mean out-degree; inf: plain frontier Bellman-Ford)",
+              positive),
         MAX_ITER,
     )
     rate_unit = "TEPS"
@@ -105,6 +122,8 @@ class SSSP(FrontierApp, App):
 
     def static_params(self) -> dict:
         return {"static": True}
+
+    matrix_form = "transpose"
 
     def matrix(self, graph: Graph) -> Graph:
         return graph.transpose()
@@ -126,10 +145,29 @@ class SSSP(FrontierApp, App):
         engine.vector("stamp", np.full(n, -1, np.int32))
         engine.vector("outdeg", outdeg)
         engine.prepare_exchange()
-        push = engine.push_role()
-        return {"outdeg": outdeg, "push_role": push,
-                "queue": FrontierQueue(engine, push, graph, ("sssp.cl", "frontier.cl"),
-                                       with_data=True)}
+        pp = self.prepare_push(engine)
+        push = pp["push_role"]
+        if push is None:
+            return {"outdeg": outdeg, **pp, "queue": None, "mean_length": {}}
+        q = FrontierQueue(engine, push, graph, ("sssp.cl", "frontier.cl", "sssp_refill.cl"),
+                          with_data=True, refill=True)
+        piles = {k: engine.scratch(push, np.full(max(n, 1), -1, np.int32))
+                 for k in ("fstamp", "far0", "far1")}
+        return {"outdeg": outdeg, **pp, "queue": q, **piles,
+                "refill": cl().Kernel(q.program, "far_refill"), "mean_length": {}}
+
+    def default_delta(self, graph: Graph, st: dict, weights: str) -> float:
+        """cuGraph's near-far seed: 32 x the mean edge length / the mean out-degree (once
+        per graph and weights)."""
+        if weights not in st["mean_length"]:
+            if graph.pattern:
+                w = 1.0
+            else:
+                w = float(np.abs(graph.data).mean(dtype=np.float64) if weights == "abs"
+                          else graph.data.mean(dtype=np.float64))
+            st["mean_length"][weights] = w
+        deg = graph.nnz / max(graph.n, 1)
+        return 32.0 * st["mean_length"][weights] / max(deg, 1e-30) or float("inf")
 
     # ------------------------------------------------------------ the loop's hooks
     def start(self, engine: Engine, st: dict):
@@ -137,43 +175,82 @@ class SSSP(FrontierApp, App):
         engine.fill("dist", np.float32(np.inf))  # on the devices: no n-long host arrays
         engine.fill("stamp", -1)
         engine.set_entries("dist", [root], [0.0])
-        st["queue"].load(np.array([root], np.int32))
+        q = st["queue"]
+        if q is not None:
+            q.load(np.array([root], np.int32))
+            cl().enqueue_fill_buffer(q.side.queue, st["fstamp"], np.full(1, -1, np.int32), 0,
+                                     st["fstamp"].size)
+            q.set_state([0, np.float32(st["delta"]).view(np.uint32), 0])  # far pile, threshold
+            st["far"] = 0
         return 1, int(st["outdeg"][root])
 
     def wants_pull(self, st, size, edges, processed, policy, two_roles) -> bool:
-        return policy.corun(edges, 0, st["nnz"], two_roles)  # every round judged anew
+        refused = st.pop("refused", False)
+        return refused or policy.corun(edges, 0, st["nnz"], two_roles)  # judged anew
+
+    def more_work(self, st: dict) -> bool:
+        """The far pile still holds vertices (the near pile may be empty)."""
+        return st.get("far", 0) > 0
 
     def pull(self, engine: Engine, st: dict, it: int):
         found, found_edges = engine.rowop(op=st["op"], x="dist", y="dist", s0="stamp",
                                           aux="outdeg", ia=it, exchange="dist")
+        if st["queue"] is not None and st["far"]:  # every edge relaxed: the far pile is done
+            st["queue"].set_state([0])
+            st["far"] = 0
         return int(found), int(found_edges)
 
-    def push(self, engine: Engine, st: dict, it: int):
+    def _advance_args(self, engine: Engine, st: dict) -> tuple:
         role, q = st["push_role"], st["queue"]
-        return q.advance((engine.buffer("dist", role), engine.buffer("stamp", role), q.data,
-                          np.int32(it), np.int32(st["weights"] == "abs")), kind="push")
+        return (engine.buffer("dist", role), engine.buffer("stamp", role), q.data,
+                np.int32(st["weights"] == "abs"), st["fstamp"], st["far0"], st["far1"],
+                np.float32(st["delta"]))
 
-    def queue_from_marks(self, engine: Engine, st: dict, it: int) -> None:
+    def push_levels(self, engine: Engine, st: dict, it: int, batch: int, cap):
+        """Push levels in a batch (or a work-group-local launch), stopped on the device where
+        a frontier's out-edges reach ``frontier_fraction`` of all edges (a pull pays
+        there); before each batch level, the far pile refills an empty near pile."""
+        q = st["queue"]
+        args = self._advance_args(engine, st)
+        limit = (1.0, int(np.ceil(st["frontier_fraction"] * st["nnz"])) - 1, 0, 0, 0)
+
+        def refill(j: int, level: int) -> None:
+            buf = (q.front, q.offs) if j % 2 == 0 else (q.next, q.next_offs)
+            engine.launch(st["push_role"], st["refill"], q.lwg or 256,
+                          (np.int32(j), q.indptr, buf[0], buf[1], q.tallies, np.int32(level),
+                           *args), kind="refill", wg=q.lwg or 256, wait=False)
+        run = q.run(it, args, batch=batch, cap=cap, limit=limit, before_level=refill)
+        st["far"] = int(q.host[0])
+        return run
+
+    def queue_from_marks(self, engine: Engine, st: dict, it: int, size: int, edges: int) -> None:
         """The rows the last pull round changed (stamped ``it - 1``) become the queue."""
-        st["queue"].from_stamp(engine.buffer("stamp", st["push_role"]), it - 1)
+        st["queue"].from_stamp(engine.buffer("stamp", st["push_role"]), it - 1, size, edges)
 
     # ---------------------------------------------------------------- the app
     def run(self, engine: Engine, graph: Graph, *, root: int | None = None,
             weights: str = "values", frontier_fraction: float = 0.2, static: bool = False,
-            policy: DynamicPolicy | None = None, max_iter: int | None = None) -> AppResult:
+            delta: float | None = None, policy: DynamicPolicy | None = None,
+            max_iter: int | None = None) -> AppResult:
         p = self.check_params(graph, {"root": root, "weights": weights,
                                       "frontier_fraction": frontier_fraction, "static": static,
-                                      "max_iter": max_iter})
+                                      "delta": delta, "max_iter": max_iter})
         policy = policy or DynamicPolicy(enabled=not p["static"],
                                          frontier_fraction=p["frontier_fraction"])
-        st = dict(self.prepared(engine, graph))
-        st.update(p, n=graph.n, nnz=graph.nnz, op=self.ops[WEIGHTS.index(p["weights"])].name)
+        st = self.prepared(engine, graph)
+        d = p.get("delta") or self.default_delta(graph, st, p["weights"])
+        st = dict(st)
+        st.update(p, n=graph.n, nnz=graph.nnz, op=self.ops[WEIGHTS.index(p["weights"])].name,
+                  delta=d)
         iters, trace, where = self.frontier_loop(engine, st, policy=policy,
                                                  max_iter=p.get("max_iter"))
-        converged = not trace.steps or trace.steps[-1]["found"] == 0
+        converged = not trace.steps or (trace.steps[-1]["found"] == 0 and not st.get("far"))
         return AppResult(values=None, iterations=iters, converged=converged,
-                         extra={"root": st["root"], "weights": p["weights"],
-                                "trace": trace.steps, "steps": trace.counts(), "where": where})
+                         extra={"root": st["root"], "weights": p["weights"], "delta": d,
+                                "trace": trace.steps, "launches": trace.launches,
+                                "per_launch": trace.per_launch(),
+                                "push_role": st["push_role"], "push_costs": st["push_costs"],
+                                "steps": trace.counts(), "where": where})
 
     def collect(self, engine: Engine, graph: Graph, result: AppResult) -> AppResult:
         st = engine.state[self.name]
@@ -212,4 +289,7 @@ class SSSP(FrontierApp, App):
                 ("reached", f"{ex['reached']:,} of {graph.n:,} vertices"),
                 ("longest path", f"{float(d.max()):.6g} ({ex['weights']} weights)"),
                 ("rounds", f"{result.iterations} ("
-                           + ", ".join(f"{k}: {v}" for k, v in ex["steps"].items()) + ")")]
+                           + ", ".join(f"{k}: {v}" for k, v in ex["steps"].items())
+                           + f"; near-far delta {ex['delta']:.4g})"),
+                ("launches", launch_line(ex["per_launch"])),
+                ("push role", push_line(ex["push_role"], ex["push_costs"]))]

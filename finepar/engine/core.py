@@ -37,7 +37,7 @@ from .executors import (DeviceCounterExecutor, HostChunkExecutor, ProfilingExecu
 from .launches import (RowOp, ShareLowering, lower_adaptive, lower_chunks, lower_ell,
                        lower_groups, lower_partitioned)
 from .memory import SLOTS, SideStore, check_fits
-from .timing import StepRecord, event_seconds, summarize
+from .timing import StepRecord, event_seconds, event_span, summarize
 
 _VEC_TYPES = (np.dtype(np.float32), np.dtype(np.int32), np.dtype(np.uint32))
 #: Floats every side keeps for an app's scalars (``fscal``).
@@ -62,6 +62,12 @@ class EngineOptions:
         Bytes of each device's budget kept for the app's vectors.
     chunk_bytes : int or None
         The largest chunk, bytes (default: one allocation of the device).
+    profile : {'batch', 'launch'}
+        What a step's kernel time reads from OpenCL's profiling events: ``batch``
+        (default) the first start and the last end of each device's launches in a
+        step, or in a batch of steps enqueued without waiting (two reads per device,
+        the batch's span spread evenly over its steps); ``launch`` every launch's
+        start and end (the sum of kernel durations; two reads per launch).
     """
 
     offsets: str = "auto"
@@ -69,6 +75,7 @@ class EngineOptions:
     cpu_memory: int | None = None
     reserve_bytes: int = 0
     chunk_bytes: int | None = None
+    profile: str = "batch"
 
     def limit(self, role: str, side: Side) -> int:
         """The bytes FinePar may use on ``role``'s device: the budget given, else 90% of
@@ -101,6 +108,9 @@ class Engine:
     ops : RowOp or sequence of RowOp
         The app's row operations; the first is the default of :meth:`rowop`.
     options : EngineOptions, optional
+    lowerings : dict, optional
+        ``{role: ShareLowering}`` made before for this plan and matrix (the prepared-graph
+        cache): used as they are instead of lowering the plan again.
 
     Raises
     ------
@@ -110,13 +120,16 @@ class Engine:
     """
 
     def __init__(self, pair: DevicePair, matrix: Graph, plan: Plan, ops, *,
-                 options: EngineOptions | None = None):
+                 options: EngineOptions | None = None, lowerings: dict | None = None):
         t0 = time.perf_counter()
         self.pair, self.matrix, self.plan = pair, matrix, plan
         self.ops = (ops,) if isinstance(ops, RowOp) else tuple(ops)
         self.options = options or EngineOptions()
         self.n = matrix.n
         self.records: list[StepRecord] = []
+        #: Blocking waits of the host on a device (reads, blocking writes, waits on
+        #: events, finishes) since the last :meth:`reset_records`.
+        self.host_syncs = 0
         self.pending: list = []
         self.last_events: dict = {}
         self.state: dict[str, Any] = {}  # per-app prepared state (App.prepare)
@@ -136,7 +149,7 @@ class Engine:
         has_data = any(op.has_data for op in self.ops)
         for role in self.roles:
             side = pair.side(role)
-            low = self.lower(role, side)
+            low = (lowerings or {}).get(role) or self.lower(role, side)
             if low.ell is not None and self._needs_chunks(role, side, low, has_data):
                 low = lower_adaptive(matrix, role, low.rows, block_nnz=side.launch.block_nnz,
                                      max_segments=side.launch.wg_stream)  # ELL is not cut
@@ -154,7 +167,23 @@ class Engine:
                 self.fscal[r], self.stop[r] = self.fscal[self.roles[0]], self.stop[self.roles[0]]
         self.executor = self._executor()
         self._needs_halo = not pair.shared and len(self.roles) == 2 and not dynamic
+        self.prebuild()
         self.setup_seconds = time.perf_counter() - t0
+
+    def prebuild(self) -> None:
+        """Compile every row operation's programs for every store at once, on the pool's
+        threads (pyopencl releases the GIL while a driver builds); a program that fails
+        here is built, and its error raised, where it is first used."""
+        from ..errors import BuildError
+        from ..parallel import pool
+
+        def build(job) -> None:
+            try:
+                job[0].programs(job[1])
+            except BuildError:
+                pass
+        jobs = [(store, op) for store in self.stores.values() for op in self.ops]
+        list(pool().map(build, jobs)) if len(jobs) > 1 else [build(j) for j in jobs]
 
     def _executor(self):
         """The executor the plan needs: split-join profiling for an SJ / SJ-Q throttled
@@ -212,9 +241,19 @@ class Engine:
 
     # ------------------------------------------------------------------ lowering
     def compact(self, role: str) -> bool:
-        """Whether ``role``'s share gets arrays of its own (split memory: the GPU always,
-        the CPU when the whole CSR does not fit one of its allocations)."""
-        return (not self.pair.shared) and (role == "gpu" or not self.fits_whole(self.pair.cpu))
+        """Whether ``role``'s share gets arrays of its own (split memory: the CPU when the
+        whole CSR does not fit one of its allocations; the GPU unless its share holds at
+        least half the matrix's entries and the whole CSR fits its budget, when uploading
+        the matrix's arrays as they are costs less than gathering the share's rows)."""
+        if self.pair.shared:
+            return False
+        side = self.pair.side(role)
+        if role == "cpu" or not self.fits_whole(side):
+            return not self.fits_whole(side)
+        has_data = any(op.has_data for op in self.ops)
+        whole = self.matrix.nnz * (8 if has_data else 4) + self.matrix.indptr.nbytes
+        share = self.plan.shares[role].nnz
+        return 2 * share < self.matrix.nnz or whole > self.options.budget(role, side)
 
     def fits_whole(self, side: Side) -> bool:
         """Whether the whole CSR's largest array fits one allocation on ``side``."""
@@ -322,6 +361,27 @@ class Engine:
         """A step argument: vector ``name``'s buffer on ``role``, or the dummy."""
         return self.buffer(name, role) if name else self.dummy(role)
 
+    @property
+    def device_iterations(self) -> bool:
+        """Whether an app may run its iterations on the device alone, testing convergence
+        there (one role in one process: no host round trip per iteration). A distributed
+        engine says False: each step's sums are combined across ranks on the host."""
+        return len(self.roles) == 1
+
+    @property
+    def whole_copies(self) -> bool:
+        """Whether every side's copy of a vector is whole after a step (shared memory, or
+        one role): nothing to gather before a phase that runs on one side."""
+        return self.pair.shared or len(self.roles) < 2
+
+    def merge_bits(self, name: str) -> None:
+        """Make bitmap ``name`` (uint32 words, bit ``v`` in word ``v // 32``) whole on every
+        side after a step in which each side set the bits of its own rows: an OR of the
+        sides' copies (split memory with two roles; otherwise one copy already holds all)."""
+        if self.pair.shared or len(self.roles) < 2:
+            return
+        self.write(name, self.read(name, role="cpu") | self.read(name, role="gpu"))
+
     def swap(self, a: str, b: str) -> None:
         """Exchange the names of two vectors (double buffering)."""
         self._vectors[a], self._vectors[b] = self._vectors[b], self._vectors[a]
@@ -338,6 +398,7 @@ class Engine:
                 continue
             done.add(id(buf))
             mod.enqueue_copy(self.pair.side(r).queue, buf, array, is_blocking=True)
+            self.host_syncs += 1
 
     def _each_buffer(self, name: str, roles: tuple | None):
         """(side, buffer) of vector ``name`` on each role, once per distinct buffer."""
@@ -354,6 +415,7 @@ class Engine:
         each other)."""
         if self.pair.shared and len(self.roles) == 2:
             side.queue.finish()
+            self.host_syncs += 1
 
     def fill(self, name: str, value, roles: tuple | None = None) -> None:
         """Set every entry of vector ``name`` to ``value`` on the devices (no transfer;
@@ -399,18 +461,25 @@ class Engine:
             for i, v in zip(np.asarray(index).ravel(), vals.ravel()):
                 mod.enqueue_copy(side.queue, buf, np.array([v], dtype=dtype),
                                  dst_offset=int(i) * dtype.itemsize, is_blocking=True)
+                self.host_syncs += 1
 
-    def scalars(self, values, roles: tuple | None = None) -> None:
-        """Write the app's scalars (``fscal[0..]``, float32) to every side."""
+    def scalars(self, values, roles: tuple | None = None, wait: bool = True) -> None:
+        """Write the app's scalars (``fscal[0..]``, float32) to every side.
+
+        ``wait=False``: enqueue the writes, in order with the steps that follow on each
+        queue, without waiting (in shared memory with two roles, whose queues share one
+        buffer and are not ordered with each other, the write still waits)."""
         mod = cl()
         v = np.zeros(N_SCALARS, np.float32)
         v[:len(values)] = values
+        block = wait or (self.pair.shared and len(self.roles) == 2)
         done = set()
         for r in roles or self.roles:
             if id(self.fscal[r]) in done:
                 continue
             done.add(id(self.fscal[r]))
-            mod.enqueue_copy(self.pair.side(r).queue, self.fscal[r], v, is_blocking=True)
+            mod.enqueue_copy(self.pair.side(r).queue, self.fscal[r], v, is_blocking=block)
+            self.host_syncs += int(block)
 
     def read(self, name: str, role: str | None = None) -> np.ndarray:
         """Vector ``name`` on the host: each entry from the side that owns its row.
@@ -426,6 +495,7 @@ class Engine:
                 or self.plan.method == "dynamic"):  # dynamic: each side holds every entry
             r = role or self.roles[0]
             mod.enqueue_copy(self.pair.side(r).queue, out, self.buffer(name, r), is_blocking=True)
+            self.host_syncs += 1
             return out
         # the whole copy from the side owning more rows, then the other side's rows packed
         small = min(("cpu", "gpu"), key=lambda r: self.plan.shares[r].nrows)
@@ -449,8 +519,10 @@ class Engine:
             mod.enqueue_copy(side.queue, pk["host"], pk["out"], is_blocking=True)
             ev_big.wait()
             out[rows] = pk["host"]
+            self.host_syncs += 2
         else:
             ev_big.wait()
+            self.host_syncs += 1
         return out
 
     # ---------------------------------------------------------------- row operations
@@ -509,19 +581,31 @@ class Engine:
         ol = self.stores[role].ops(o, self.fscal[role], self.stop[role])
         out = np.empty((SLOTS, 2), dtype=o.part_dtype)
         cl().enqueue_copy(self.stores[role].side.queue, out, ol.reduced, is_blocking=True)
+        self.host_syncs += 1
         idx = (np.arange(count) + first) % SLOTS
         return out[idx]
 
     def drain(self) -> None:
         """Wait for steps enqueued with ``wait=False`` and record their timings (their
-        wall time is spread evenly over them: the host did not see their ends)."""
+        wall time is spread evenly over them: the host did not see their ends; so is
+        each device's span over the batch unless ``options.profile`` is ``launch``)."""
         if not self.pending:
             return
+        last = {}
+        for _, events, _ in self.pending:
+            last.update({role: evs[-1] for role, evs in events.items() if evs})
+        done = cl().command_execution_status.COMPLETE
+        if any(ev.command_execution_status != done for ev in last.values()):
+            self.host_syncs += 1  # steps a blocking read already waited for cost no sync
+        for ev in last.values():
+            ev.wait()
+        if self.options.profile == "launch":
+            for rec, events, _ in self.pending:
+                for role, evs in events.items():
+                    rec.kernel[role], rec.span[role] = event_seconds(evs)
+        else:
+            self._spread_batch_span()
         for rec, events, _ in self.pending:
-            for role, evs in events.items():
-                if evs:
-                    evs[-1].wait()
-                rec.kernel[role], rec.span[role] = event_seconds(evs)
             for role, ups in rec.pending_uploads.items():
                 rec.upload[role] = event_seconds(ups)
                 rec.streamed_bytes[role] = self.stores[role].describe()["streamed_bytes"]
@@ -532,10 +616,41 @@ class Engine:
             self.records.append(rec)
         self.pending.clear()
 
+    def _spread_batch_span(self) -> None:
+        """Each device's span over the pending steps (its first launch's start to its
+        last launch's end: two profiling reads), spread evenly over the steps that ran
+        there."""
+        for role in self.roles:
+            steps = [(rec, evs) for rec, events, _ in self.pending
+                     for r, evs in events.items() if r == role and evs]
+            if not steps:
+                continue
+            span = event_span([steps[0][1][0], steps[-1][1][-1]]) / len(steps)
+            for rec, _ in steps:
+                rec.kernel[role] = rec.span[role] = span
+
+    def step_times(self, events: list) -> tuple[float, float]:
+        """(kernel, span) seconds of one step's events on one device, read as
+        ``options.profile`` says (``batch``: the span for both, two reads)."""
+        if self.options.profile == "launch":
+            return event_seconds(events)
+        span = event_span(events)
+        return span, span
+
+    def read_buffer(self, role: str, out: np.ndarray, buffer, count: int | None = None
+                    ) -> np.ndarray:
+        """Blocking read of a device buffer into ``out`` (its first ``count`` entries),
+        counted in :attr:`host_syncs`; returns ``out``."""
+        dst = out if count is None else out[:count]
+        cl().enqueue_copy(self.pair.side(role).queue, dst, buffer, is_blocking=True)
+        self.host_syncs += 1
+        return out
+
     def finish(self) -> None:
         """Wait for everything enqueued on every side."""
         for r in self.roles:
             self.pair.side(r).queue.finish()
+            self.host_syncs += 1
 
     # ---------------------------------------------------------------- exchange
     def prepare_exchange(self) -> None:
@@ -552,6 +667,8 @@ class Engine:
         self.prepare_exchange()
         if self._halo is None:
             return []
+        # the host waits for each direction's packed entries before sending them on
+        self.host_syncs += sum(1 for v in self._halo.needs.values() if v.size)
         return self._halo.enqueue(self._vec_dtype[name],
                                   {r: self.buffer(name, r) for r in ("cpu", "gpu")})
 
@@ -561,15 +678,24 @@ class Engine:
         evs = self.halo_events(name)
         for ev in evs:
             ev.wait()
+        if evs:
+            self.host_syncs += 1
         return event_seconds(evs)[0]
 
     # ------------------------------------------------------------ device-alone steps
     def push_role(self) -> str | None:
-        """The role that runs frontier-driven steps alone (FinePar TKDE §4.2), or None.
+        """The role that runs frontier-driven steps alone (FinePar TKDE §4.2), or None:
+        the first of :meth:`push_roles`."""
+        roles = self.push_roles()
+        return roles[0] if roles else None
+
+    def push_roles(self) -> tuple[str, ...]:
+        """The roles that can run frontier-driven steps alone, in the paper's order of
+        preference.
 
         The CPU when it has rows and can hold the whole CSR in one allocation
-        (the paper's choice; always so in shared memory), else the GPU when it
-        can; the push side needs the whole out-edge CSR. None when no side
+        (the paper's choice; always so in shared memory), then the GPU when it
+        can; the push side needs the whole out-edge CSR. Empty when no side
         can hold it (a share cut into chunks for lack of memory) or append to a
         frontier list (no 64-bit atomics): frontier apps then pull every
         iteration over the plan's (chunked) shares.
@@ -580,13 +706,14 @@ class Engine:
             chunked = st is not None and len(st.pieces) > 1
             return (self.fits_whole(side) and not chunked and side.info.int64_atomics
                     and self.matrix.indices.nbytes <= self.options.budget(role, side))
+        out = []
         if "cpu" in self.roles and (self.pair.shared or holds("cpu")):
-            return "cpu"
+            out.append("cpu")
         if "gpu" in self.roles and holds("gpu"):
-            return "gpu"
-        if "gpu" not in self.roles and holds("cpu"):
-            return "cpu"
-        return None
+            out.append("gpu")
+        if "gpu" not in self.roles and "cpu" not in out and holds("cpu"):
+            out.append("cpu")
+        return tuple(out)
 
     def vertex_role(self) -> str:
         """Where an app's per-vertex work runs (every side holds whole vectors): the push
@@ -603,6 +730,7 @@ class Engine:
         rec = StepRecord(kind, (role,), launches={role: 1})
         if wait:
             ev.wait()
+            self.host_syncs += 1
             rec.kernel[role], rec.span[role] = event_seconds([ev])
             rec.wall = time.perf_counter() - t0
             self.records.append(rec)
@@ -622,6 +750,7 @@ class Engine:
         """Totals over all steps (see :func:`finepar.engine.timing.summarize`)."""
         self.drain()
         out = summarize(self.records, self.setup_seconds, self.halo)
+        out["host_syncs"] = self.host_syncs
         out["executor"] = self.executor.name
         out["lowering"] = self.describe()
         ex = self.executor
@@ -633,5 +762,7 @@ class Engine:
         return out
 
     def reset_records(self) -> None:
+        """Forget the steps recorded so far (and the host syncs counted)."""
         self.drain()
         self.records.clear()
+        self.host_syncs = 0

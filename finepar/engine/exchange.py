@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..graph import Graph, row_positions
+from ..graph import Graph, RowEntries
 from ..runtime import DevicePair, alloc, cl
 
 _TYPES = {np.dtype(np.float32): "float", np.dtype(np.int32): "int", np.dtype(np.uint32): "uint"}
@@ -24,7 +24,7 @@ def read_columns(matrix: Graph, store) -> np.ndarray:
     if store.share_indices is not None:
         return store.share_indices
     rows = store.low.rows
-    return matrix.indices[row_positions(matrix.indptr, rows)] if rows.size else rows
+    return RowEntries.of_rows(matrix.indptr, rows).take(matrix.indices) if rows.size else rows
 
 
 class Halo:

@@ -70,10 +70,11 @@ class StaticExecutor:
         for role in roles:
             if events[role]:
                 events[role][-1].wait()
-            rec.kernel[role], rec.span[role] = event_seconds(events[role])
+            rec.kernel[role], rec.span[role] = eng.step_times(events[role])
             if role in uploads:
                 rec.upload[role] = event_seconds(uploads[role])
                 rec.streamed_bytes[role] = eng.stores[role].describe()["streamed_bytes"]
+        eng.host_syncs += 1  # the step's reads and ends, waited for together
         if xevents:
             for ev in xevents:
                 ev.wait()
@@ -112,6 +113,13 @@ class ProfilingExecutor(StaticExecutor):
         self.stime = None
         self.cover = None
         self.chosen_after = 0
+        self.given = False
+
+    def use_cover(self, eng, cover: list) -> None:
+        """Skip the profiling passes: run ``cover`` (SJ-tree nodes a run measured before,
+        kept by the prepared-graph cache) from the first step."""
+        self.cover, self.given = [int(v) for v in cover], True
+        eng.stores[self.role].relaunch(self.cover, queue=self.queue)
 
     def step(self, eng, op, args: dict, roles: tuple, *, wait: bool, exchange: str | None,
              slot: int | None = None):
@@ -183,6 +191,7 @@ class HostChunkExecutor(StaticExecutor):
             return True
 
         running = sum(hand_out(r) for r in roles)
+        eng.host_syncs += 1  # the hand-out waits for the devices until the ends meet
         while running:
             role = done.get()
             running -= 1
@@ -196,6 +205,7 @@ class HostChunkExecutor(StaticExecutor):
             if ol.reduce is not None:
                 ol.enqueue_reduce(q, 0)
                 mod.enqueue_copy(q, ol.host, ol.reduced, is_blocking=True)
+                eng.host_syncs += 1
                 total += ol.host
             rec.kernel[role], rec.span[role] = event_seconds(events[role])
             rec.launches[role] = len(events[role])
@@ -224,6 +234,7 @@ class HostChunkExecutor(StaticExecutor):
                                   src_offset=lo * dtype.itemsize, is_blocking=True)
             e2 = mod.enqueue_copy(eng.pair.side(dst).queue, eng.buffer(name, dst), part,
                                   dst_offset=lo * dtype.itemsize, is_blocking=True)
+            eng.host_syncs += 2
             evs += [e1, e2]
         return evs
 
@@ -245,4 +256,5 @@ class DeviceCounterExecutor(StaticExecutor):
         first = eng.stores[roles[0]]
         mod.enqueue_fill_buffer(first.side.queue, first.counter, np.zeros(1, np.int32), 0, 4)
         first.side.queue.finish()  # both queues must see the zeroed counter
+        eng.host_syncs += 1
         return super().step(eng, op, args, roles, wait=wait, exchange=None, slot=slot)

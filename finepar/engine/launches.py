@@ -32,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from ..graph import Graph, row_positions
+from ..graph import Graph, RowEntries, row_positions
+from ..parallel import chunked
 
 # ----------------------------------------------------------------------------- arguments
 
@@ -246,9 +247,10 @@ class ShareLowering:
     seg_ptr : ndarray of int64, shape (S+1,) or None
         Compact only: segment ``s`` holds compact entries ``seg_ptr[s] ..
         seg_ptr[s+1]``.
-    entries : ndarray of int64, shape (nnz,) or None
-        Compact only: position in the matrix's ``indices`` / ``data`` of each
-        compact entry.
+    entries : RowEntries or None
+        Compact only: the position in the matrix's ``indices`` / ``data`` of each
+        compact entry (runs of consecutive positions: slices, not gathers, where the
+        share's rows are consecutive).
     seg_slot : ndarray of int32, shape (S,) or None
         Accumulator slot of each segment (-1: a whole row, epilogue in place);
         None when no row is cut.
@@ -300,6 +302,30 @@ class ShareLowering:
         top = int(self.seg_ptr[-1]) if self.seg_ptr is not None and self.seg_ptr.size else 0
         return np.dtype(np.int64) if top > np.iinfo(np.int32).max else np.dtype(np.int32)
 
+    _ARRAYS = ("rows", "seg_row", "seg_ptr", "seg_slot", "apply_rows", "slot_ptr", "blk_ptr")
+
+    def to_arrays(self) -> tuple[dict, dict] | None:
+        """``(arrays, scalars)`` that :meth:`from_arrays` rebuilds the lowering from (the
+        prepared-graph cache); None for an ELL share (its padded slots are not kept)."""
+        if self.ell is not None:
+            return None
+        arrays = {k: getattr(self, k) for k in self._ARRAYS if getattr(self, k) is not None}
+        if self.entries is not None:
+            arrays["entries_starts"], arrays["entries_ptr"] = self.entries.starts, self.entries.ptr
+        return arrays, {"role": self.role, "compact": self.compact, "nnz": self.nnz,
+                        "grouping": self.grouping,
+                        "launches": [dict(vars(spec)) for spec in self.launches]}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict, scalars: dict, partitions=None) -> "ShareLowering":
+        """The lowering :meth:`to_arrays` described (``partitions``: the throttled share's)."""
+        entries = (RowEntries(arrays["entries_starts"], arrays["entries_ptr"])
+                   if "entries_starts" in arrays else None)
+        return cls(role=scalars["role"], compact=scalars["compact"], nnz=scalars["nnz"],
+                   grouping=scalars["grouping"], entries=entries, partitions=partitions,
+                   launches=[LaunchSpec(**spec) for spec in scalars["launches"]],
+                   **{k: arrays[k] for k in cls._ARRAYS if k in arrays})
+
     def describe(self) -> dict:
         """Counts for reports: segments, cut rows, blocks, launches by mapping."""
         by: dict[str, int] = {}
@@ -347,7 +373,7 @@ def lower_groups(matrix: Graph, role: str, groups: list, *, compact: bool) -> Sh
         lengths = np.diff(matrix.indptr)[rows].astype(np.int64)
         low.seg_ptr = np.zeros(rows.size + 1, dtype=np.int64)
         np.cumsum(lengths, out=low.seg_ptr[1:])
-        low.entries = row_positions(matrix.indptr, rows)
+        low.entries = RowEntries.of_rows(matrix.indptr, rows)
     low.nnz = int(sum(int(g.nnz) for g in groups))
     return low
 
@@ -375,24 +401,29 @@ def cut_rows(rows: np.ndarray, lengths: np.ndarray, split: int):
     slot_ptr : ndarray of int32, shape (A+1,)
     """
     lengths = np.asarray(lengths, dtype=np.int64)
+    rows = np.asarray(rows, dtype=np.int32)
     pieces = np.maximum(1, -(-lengths // split))
-    seg_row = np.repeat(np.asarray(rows, dtype=np.int32), pieces)
-    first = np.zeros(seg_row.size, dtype=np.int64)  # offset of each segment in its row
-    starts = np.concatenate(([0], np.cumsum(pieces)[:-1]))
-    within = np.arange(seg_row.size, dtype=np.int64) - np.repeat(starts, pieces)
-    first[:] = within * split
-    seg_len = np.minimum(np.repeat(lengths, pieces) - first, split)
-    seg_len = np.maximum(seg_len, 0)
     is_cut = pieces > 1
-    if not is_cut.any():
-        return seg_row, seg_len, None, np.zeros(0, np.int32), np.zeros(1, np.int32)
-    cut_seg = np.repeat(is_cut, pieces)
+    cut = np.flatnonzero(is_cut)
+    if not cut.size:
+        return rows, lengths, None, np.zeros(0, np.int32), np.zeros(1, np.int32)
+    first_seg = np.cumsum(pieces) - pieces  # a row's first segment
+    seg_row = np.repeat(rows, pieces)
+    seg_len = np.repeat(lengths, pieces)  # right for every row that is not cut
+    idx = _ranges(first_seg[cut], pieces[cut])  # the cut rows' segments
+    within = idx - np.repeat(first_seg[cut], pieces[cut])
+    seg_len[idx] = np.minimum(np.repeat(lengths[cut], pieces[cut]) - within * split, split)
     seg_slot = np.full(seg_row.size, -1, dtype=np.int32)
-    seg_slot[cut_seg] = np.arange(int(cut_seg.sum()), dtype=np.int32)
-    apply_rows = np.asarray(rows, dtype=np.int32)[is_cut]
-    slot_ptr = np.zeros(apply_rows.size + 1, dtype=np.int32)
-    np.cumsum(pieces[is_cut], out=slot_ptr[1:])
-    return seg_row, seg_len, seg_slot, apply_rows, slot_ptr
+    seg_slot[idx] = np.arange(idx.size, dtype=np.int32)
+    slot_ptr = np.zeros(cut.size + 1, dtype=np.int32)
+    np.cumsum(pieces[cut], out=slot_ptr[1:])
+    return seg_row, seg_len, seg_slot, rows[cut], slot_ptr
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenated ``arange(starts[i], starts[i] + lengths[i])`` (int64)."""
+    offset = np.cumsum(lengths) - lengths
+    return np.repeat(starts - offset, lengths) + np.arange(int(lengths.sum()), dtype=np.int64)
 
 
 def pack_blocks(seg_len: np.ndarray, block_nnz: int, max_segments: int,
@@ -424,14 +455,30 @@ def pack_blocks(seg_len: np.ndarray, block_nnz: int, max_segments: int,
     S = seg_len.size
     if S == 0:
         return np.zeros(1, dtype=np.int32)
+    b = None if bounds is None else np.asarray(bounds, dtype=np.int64)
     half = max(1, block_nnz // 2)
+
+    def piece(lo: int, hi: int) -> np.ndarray:
+        inner = None if b is None else b[(b >= lo) & (b < hi)] - lo
+        return _block_starts(seg_len[lo:hi], half, max_segments, inner) + lo
+    starts = chunked(piece, S, PACK_SEGMENTS)  # no block crosses a piece of the list
+    return np.concatenate(starts + [np.array([S])]).astype(np.int32)
+
+
+#: Segments packed into blocks by one thread (a block starts where each such piece does).
+PACK_SEGMENTS = 1 << 21
+
+
+def _block_starts(seg_len: np.ndarray, half: int, max_segments: int,
+                  bounds: np.ndarray | None) -> np.ndarray:
+    """The segments of one piece that start a block (see :func:`pack_blocks`)."""
+    S = seg_len.size
     big = seg_len > half
     start = big.copy()  # a block starts at every big segment ...
     start[1:] |= big[:-1]  # ... and right after one
     start[0] = True
     if bounds is not None:
-        b = np.asarray(bounds, dtype=np.int64)
-        start[b[(b >= 0) & (b < S)]] = True
+        start[bounds] = True
     # windows of `half` entries, counted from each run's start
     run = np.cumsum(start) - 1
     before = np.cumsum(seg_len) - seg_len
@@ -443,7 +490,7 @@ def pack_blocks(seg_len: np.ndarray, block_nnz: int, max_segments: int,
     grp_first = np.flatnonzero(start)
     idx = np.arange(S) - grp_first[grp]
     start |= (idx % max_segments) == 0
-    return np.concatenate((np.flatnonzero(start), [S])).astype(np.int32)
+    return np.flatnonzero(start)
 
 
 def lower_adaptive(matrix: Graph, role: str, rows: np.ndarray, *, block_nnz: int,
@@ -482,7 +529,7 @@ def lower_adaptive(matrix: Graph, role: str, rows: np.ndarray, *, block_nnz: int
     launches = [LaunchSpec("stream", 0, int(blk_ptr.size - 1), nnz=nnz,
                            label=f"{role} stream, {blk_ptr.size - 1} blocks")] if rows.size else []
     return ShareLowering(role=role, rows=rows, compact=True, seg_row=seg_row, seg_ptr=seg_ptr,
-                         entries=row_positions(matrix.indptr, rows), seg_slot=seg_slot,
+                         entries=RowEntries.of_rows(matrix.indptr, rows), seg_slot=seg_slot,
                          apply_rows=apply_rows, slot_ptr=slot_ptr, blk_ptr=blk_ptr,
                          launches=launches, nnz=nnz, grouping="adaptive")
 
@@ -516,7 +563,7 @@ def lower_partitioned(matrix: Graph, role: str, rows: np.ndarray, part, *, block
     ShareLowering
     """
     rows = np.asarray(rows, dtype=np.int32)
-    share_pos = row_positions(matrix.indptr, rows)  # compact entry -> matrix position
+    entries = _partition_entries(matrix, rows, part)
     per_row = np.bincount(part.seg_row, minlength=rows.size)
     # rows without entries are in no partition, but their epilogue must run (PageRank's
     # base term, SpMV's zero): empty segments after the last partition
@@ -540,12 +587,25 @@ def lower_partitioned(matrix: Graph, role: str, rows: np.ndarray, part, *, block
         np.cumsum(per_row[split_row], out=slot_ptr[1:])
     blk_ptr = pack_blocks(seg_len, block_nnz, max_segments, bounds=part.part_seg)
     low = ShareLowering(role=role, rows=rows, compact=True, seg_row=seg_row,
-                        seg_ptr=seg_ptr.astype(np.int64), entries=share_pos[part.order],
+                        seg_ptr=seg_ptr.astype(np.int64), entries=entries,
                         seg_slot=seg_slot, apply_rows=apply_rows, slot_ptr=slot_ptr,
                         blk_ptr=blk_ptr, nnz=int(part.seg_ptr[-1]), grouping="throttled",
                         partitions=part)
     low.launches = cover_launches(low, cover, queue=queue)
     return low
+
+
+def _partition_entries(matrix: Graph, rows: np.ndarray, part) -> RowEntries:
+    """The matrix positions of a partitioning's entries in partition order: runs from each
+    segment's start (K-D segments are runs of their rows), or the explicit order (SPAC)."""
+    if part.order is not None:
+        share = RowEntries.of_rows(matrix.indptr, rows).positions()
+        return RowEntries.of_positions(share[part.order])
+    row_len = np.diff(matrix.indptr)[rows].astype(np.int64)
+    share_start = np.cumsum(row_len) - row_len
+    first = (np.asarray(matrix.indptr)[rows[part.seg_row]].astype(np.int64)
+             + part.seg_start - share_start[part.seg_row])
+    return RowEntries.of_runs(first, np.diff(part.seg_ptr))
 
 
 def cover_launches(low: ShareLowering, cover: list | None, *, queue: bool = False) -> list:
@@ -658,5 +718,6 @@ def lower_ell(matrix: Graph, role: str, rows: np.ndarray, *, with_data: bool) ->
         data[slot] = matrix.data[pos]
     launches = [LaunchSpec("ell", 0, R, nnz=nnz, label=f"{role} ell, width {width}")] if R else []
     return ShareLowering(role=role, rows=rows, compact=True, seg_row=rows,
-                         seg_ptr=np.array([0, width], dtype=np.int64), entries=pos,
+                         seg_ptr=np.array([0, width], dtype=np.int64),
+                         entries=RowEntries.of_positions(pos),
                          launches=launches, nnz=nnz, grouping="ell", ell=(idx, data))

@@ -120,6 +120,15 @@ def plan_chunks(low: ShareLowering, *, chunk_entries: int, resident_entries: int
 # --------------------------------------------------------------------------- pieces
 
 
+def upload_array(side: Side, a: np.ndarray, dtype=np.int32):
+    """A read-only buffer on ``side`` holding ``a`` as ``dtype`` (converted only where the
+    dtype differs; one placeholder element for an empty array)."""
+    a = np.asarray(a)
+    return alloc(side, a.astype(dtype, copy=False) if a.size else np.zeros(1, dtype),
+                 read_only=True)
+
+
+
 class Piece:
     """One chunk of a share (or the whole share): its arrays on one device.
 
@@ -135,8 +144,7 @@ class Piece:
         self.streamed = streamed
 
         def upload(a, dtype=np.int32):
-            a = np.asarray(a)
-            return alloc(side, a.astype(dtype) if a.size else np.zeros(1, dtype), read_only=True)
+            return upload_array(side, a, dtype)
         ell = low.ell is not None  # one piece of padded slots, not segments of entries
         e0, e1 = (0, low.nnz) if ell else (int(low.seg_ptr[s0]), int(low.seg_ptr[s1]))
         self.entries = (e0, e1)
@@ -147,13 +155,13 @@ class Piece:
                          else store.dummy)
         self.blk_ptr = (upload(low.blk_ptr[b0:b1 + 1] - s0) if low.blk_ptr is not None
                         else store.dummy)
-        pos = low.entries[e0:e1]
-        self.host_indices = matrix.indices[pos]  # the halo reads these; dropped once computed
+        # the halo reads these; dropped once computed
+        self.host_indices = low.entries.take(matrix.indices, e0, e1)
         if ell:  # padded column-major slots, uploaded as they are
             idx, val = low.ell[0], (low.ell[1] if has_data else None)
         else:
             idx = self.host_indices
-            val = matrix.data[pos] if has_data else None
+            val = low.entries.take(matrix.data, e0, e1) if has_data else None
         self.nbytes = idx.nbytes + (val.nbytes if val is not None else 0)
         if streamed:
             self.host = (_pinned(side, idx), _pinned(side, val) if val is not None else None)
@@ -428,35 +436,51 @@ class SideStore:
             return lc.wg_stream, groups, {"BLOCK_NNZ": lc.block_nnz, "QUEUE": int(spec.queue)}
         raise DeviceError(f"unknown mapping {spec.mapping!r}")
 
-    def _build(self, op: RowOp, fscal, stop) -> OpLaunches:
-        low, mod = self.low, cl()
-        out = OpLaunches(launches=[])
-        part = 0
+    def _pieces_launches(self):
+        """``(k, piece, spec, lo, hi, wg, groups, extra)`` of every launch the store makes
+        for an op: each launch spec over each piece it covers."""
         for k, piece in enumerate(self.pieces):
-            for spec in low.launches:
+            for spec in self.low.launches:
                 lo, hi = piece.covers(spec)
                 if hi <= lo and not (spec.mapping == "dynamic" and k == 0):
                     continue
                 if spec.mapping == "dynamic":
                     lo, hi = spec.lo, spec.hi
                 wg, groups, extra = self._geometry(spec, hi - lo)
-                groups = max(groups, 1)
-                kern = mod.Kernel(self._program(op, spec.mapping, wg, **extra), "rowop")
-                L = Launch(ROWOP, kern, groups * wg, wg, label=spec.label, nnz=spec.nnz)
-                counter = self.dummy
-                if spec.mapping == "dynamic":
-                    counter = self.counter
-                elif spec.queue:
-                    counter = alloc(self.side, np.zeros(1, np.int32))
-                    out.queue[len(out.launches)] = counter
-                L.bind(nseg=hi - lo, base=lo, seg_row=piece.seg_row, seg_ptr=piece.seg_ptr,
-                       fscal=fscal, part_offset=part, seg_slot=piece.seg_slot,
-                       blk_ptr=piece.blk_ptr, stop=stop, queue=counter)
-                if not piece.streamed:
-                    L.bind(indices=piece.indices, data=piece.data)
-                out.launches.append(L)
-                out.piece.append(k)
-                part += groups
+                yield k, piece, spec, lo, hi, wg, max(groups, 1), extra
+
+    def programs(self, op: RowOp) -> None:
+        """Build (only) the programs ``op``'s launches will use: :meth:`Engine.prebuild`
+        runs these on threads, so the driver compiles them at once, not one by one at the
+        first step."""
+        for *_, spec, _lo, _hi, wg, _groups, extra in self._pieces_launches():
+            self._program(op, spec.mapping, wg, **extra)
+        if self.low.apply_rows.size:
+            self._program(op, "item", self.side.launch.wg_item)
+        if op.part_dtype is not None:
+            self._program(op, "item", _pow2_at_most(self.side.info.max_work_group_size))
+
+    def _build(self, op: RowOp, fscal, stop) -> OpLaunches:
+        mod = cl()
+        out = OpLaunches(launches=[])
+        part = 0
+        for k, piece, spec, lo, hi, wg, groups, extra in self._pieces_launches():
+            kern = mod.Kernel(self._program(op, spec.mapping, wg, **extra), "rowop")
+            L = Launch(ROWOP, kern, groups * wg, wg, label=spec.label, nnz=spec.nnz)
+            counter = self.dummy
+            if spec.mapping == "dynamic":
+                counter = self.counter
+            elif spec.queue:
+                counter = alloc(self.side, np.zeros(1, np.int32))
+                out.queue[len(out.launches)] = counter
+            L.bind(nseg=hi - lo, base=lo, seg_row=piece.seg_row, seg_ptr=piece.seg_ptr,
+                   fscal=fscal, part_offset=part, seg_slot=piece.seg_slot,
+                   blk_ptr=piece.blk_ptr, stop=stop, queue=counter)
+            if not piece.streamed:
+                L.bind(indices=piece.indices, data=piece.data)
+            out.launches.append(L)
+            out.piece.append(k)
+            part += groups
         self._finisher(op, out, fscal, stop, part)
         return out
 
@@ -548,8 +572,7 @@ class _WholePiece:
         low, side = store.low, store.side
 
         def upload(a, dtype=np.int32):
-            a = np.asarray(a)
-            return alloc(side, a.astype(dtype) if a.size else np.zeros(1, dtype), read_only=True)
+            return upload_array(side, a, dtype)
         self.seg_ptr, self.indices, self.data = csr
         self.seg_row = upload(low.seg_row)
         self.seg_slot = upload(low.seg_slot) if low.seg_slot is not None else store.dummy

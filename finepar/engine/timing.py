@@ -63,6 +63,14 @@ def event_seconds(events) -> tuple[float, float]:
     return total * 1e-9, (last - first) * 1e-9
 
 
+def event_span(events) -> float:
+    """Seconds from the first event's start to the last one's end, for completed profiled
+    events in order on one queue (two profiling reads; 0 for none)."""
+    if not events:
+        return 0.0
+    return (events[-1].profile.end - events[0].profile.start) * 1e-9
+
+
 def summarize(records: list[StepRecord], setup_seconds: float, halo: dict) -> dict:
     """Totals over steps: wall, per-device kernel time and span, exchange, step counts.
 

@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import UsageError
+from . import kdgrid
 from .kdtile import kd_split, segment_ranges
 from .spac import require_pymetis, spac_split
 from .validate import check_int, check_options, check_partitioning, check_share
@@ -104,10 +105,11 @@ class Partitioning:
 
     Attributes
     ----------
-    order : numpy.ndarray of int64, shape (nnz,)
+    order : numpy.ndarray of int64, shape (nnz,), or None
         A permutation of ``0..nnz-1``: the nonzero positions in partition order;
         within a partition grouped by local row (ascending), within a row in
-        their original (ascending column) order.
+        their original (ascending column) order. None when only the segments are
+        kept (:mod:`.kdgrid`, the cache): :meth:`positions` derives it.
     seg_row : numpy.ndarray of int32, shape (S,)
         Local row of each segment (ascending within a partition).
     seg_ptr : numpy.ndarray of int64, shape (S + 1,)
@@ -129,10 +131,16 @@ class Partitioning:
     n_rows, n_cols : int
         Rows ``k`` of the share and columns ``n`` of the matrix.
     extra : dict
-        Method parameters reported by :meth:`describe` (SPAC: ``seed``, ``spac_levels``).
+        Method parameters reported by :meth:`describe` (SPAC: ``seed``, ``spac_levels``;
+        grid K-D tiling: ``grid``).
+    seg_start : numpy.ndarray of int64, shape (S,)
+        Share position of each segment's first nonzero. A K-D segment is a contiguous
+        run of its row's positions (``order[seg_ptr[s]:seg_ptr[s+1]]`` is
+        ``seg_start[s] + arange(len)``), so the grid tiling keeps no ``order``; a SPAC
+        segment may skip positions, and ``order`` is kept.
     """
 
-    order: np.ndarray
+    order: np.ndarray | None
     seg_row: np.ndarray
     seg_ptr: np.ndarray
     part_seg: np.ndarray
@@ -147,6 +155,18 @@ class Partitioning:
     n_rows: int = 0
     n_cols: int = 0
     extra: dict = field(default_factory=dict)
+    seg_start: np.ndarray | None = None
+
+    def __post_init__(self):
+        if self.seg_start is None:
+            self.seg_start = self.order[self.seg_ptr[:-1]].astype(np.int64)
+
+    def positions(self) -> np.ndarray:
+        """:attr:`order`, made from the segments where it is not kept (int64, (nnz,))."""
+        if self.order is not None:
+            return self.order
+        from ..graph import RowEntries
+        return RowEntries(self.seg_start, self.seg_ptr).positions()
 
     @property
     def n_parts(self) -> int:
@@ -202,6 +222,28 @@ class Partitioning:
             "seconds": float(self.seconds),
             **self.extra,
         }
+
+    _ARRAYS = ("seg_start", "seg_row", "seg_ptr", "part_seg", "nnz", "distinct_x", "distinct_y")
+    _TREE = ("left", "right", "lo", "hi", "depth")
+
+    def to_arrays(self) -> tuple[dict, dict]:
+        """``(arrays, scalars)``: everything to rebuild it with :meth:`from_arrays` (the
+        prepared-graph cache, :mod:`finepar.prepcache`)."""
+        arrays = {k: getattr(self, k) for k in self._ARRAYS}
+        if self.order is not None:
+            arrays["order"] = self.order
+        arrays.update({f"tree_{k}": getattr(self.tree, k) for k in self._TREE})
+        scalars = {"capacity": int(self.capacity), "method": self.method,
+                   "seconds": float(self.seconds), "min_nnz": int(self.min_nnz),
+                   "n_rows": int(self.n_rows), "n_cols": int(self.n_cols), "extra": self.extra}
+        return arrays, scalars
+
+    @classmethod
+    def from_arrays(cls, arrays: dict, scalars: dict) -> "Partitioning":
+        """The partitioning :meth:`to_arrays` described."""
+        tree = SJTree(**{k: arrays[f"tree_{k}"] for k in cls._TREE})
+        return cls(order=arrays.get("order"), tree=tree, **{k: arrays[k] for k in cls._ARRAYS},
+                   **scalars)
 
     def check(self, indptr, indices) -> None:
         """Raise if the partitioning does not describe this share or breaks an invariant.
@@ -267,7 +309,7 @@ def capacity_from_cache(cache_bytes, fraction: float = 0.5, bytes_per_entry: int
 
 
 def dbwp(indptr, indices, n, capacity, *, bisect: str = "kd", spac_levels: int = 4, seed: int = 0,
-         min_nnz: int = 1) -> Partitioning:
+         min_nnz: int = 1, checked: bool = False, symmetric: bool = False) -> Partitioning:
     """Cut a CSR share into cache-fit partitions (Algorithm 1, DBWP).
 
     Every sub-list of nonzeros whose distinct x plus distinct y entries exceed
@@ -298,6 +340,11 @@ def dbwp(indptr, indices, n, capacity, *, bisect: str = "kd", spac_levels: int =
         Seed of SPAC's matching order and of METIS (K-D tiling uses no randomness).
     min_nnz : int
         Smallest number of nonzeros a bisection may leave in a child (>= 1).
+    checked : bool
+        The share comes from a validated :class:`~finepar.graph.Graph` (sorted rows,
+        columns in range): its O(nnz) checks are skipped, the options' are not.
+    symmetric : bool
+        The share is a whole symmetric matrix (the grid tiling counts half as much).
 
     Returns
     -------
@@ -309,10 +356,25 @@ def dbwp(indptr, indices, n, capacity, *, bisect: str = "kd", spac_levels: int =
         If an argument is malformed or out of range, or `bisect` is ``"spac"``
         and pymetis is not installed; raised before any work.
     """
-    indptr, indices = check_share(indptr, indices, n)
+    if checked:
+        indptr, indices = np.asarray(indptr, dtype=np.int64), np.asarray(indices)
+    else:
+        indptr, indices = check_share(indptr, indices, n)
     check_options(capacity, bisect, spac_levels, seed, min_nnz, BISECTIONS)
-    split = _bisector(bisect, spac_levels, seed, min_nnz)
     t0 = time.perf_counter()
+    if bisect == "kd" and indices.shape[0] >= kdgrid.GRID_MIN_NNZ:
+        g = kdgrid.grid_tiling(indptr, indices, int(n), int(capacity), int(min_nnz),
+                               symmetric)
+        if g is not None:
+            return Partitioning(
+                order=None, seg_start=g["seg_start"], seg_row=g["seg_row"],
+                seg_ptr=g["seg_ptr"], part_seg=g["part_seg"],
+                tree=SJTree(**{k: g["tree"][k] for k in ("left", "right", "lo", "hi", "depth")}),
+                nnz=g["nnz"], distinct_x=g["dx"], distinct_y=g["dy"], capacity=int(capacity),
+                method=bisect, seconds=time.perf_counter() - t0, min_nnz=int(min_nnz),
+                n_rows=int(indptr.shape[0]) - 1, n_cols=int(n),
+                extra={"grid": g["grid"], "stage_seconds": g["stage_seconds"]})
+    split = _bisector(bisect, spac_levels, seed, min_nnz)
     work = _Work.from_csr(indptr, indices, int(n))
     nodes = _bisect_levels(work, int(capacity), int(min_nnz), split)
     part = _assemble(work, nodes)

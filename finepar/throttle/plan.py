@@ -23,16 +23,25 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import UsageError
-from ..graph import Graph, row_positions
+from ..graph import Graph, RowEntries
+from ..parallel import chunked
 from .dbwp import BISECTIONS, Partitioning, capacity_from_cache, dbwp
 
 #: Schedules a run may ask for: none, the paper's four, or auto.
 SCHEDULE_CHOICES = ("none", "cf", "cf-q", "sj", "sj-q", "auto")
 #: Vertex relabellings: none, Algorithm 5 (DBWP's partitions packed), descending degree.
 REMAP_CHOICES = ("none", "dbwp", "degree")
-#: Host seconds per nonzero of a K-D tiling (measured on the H100 machine's Xeon host,
-#: 2026-11-22: 9.1 s for the 128,311,988 entries of Graph500 scale 22).
-PARTITION_SECONDS_PER_NNZ = 7e-8
+#: Host seconds per nonzero of partitioning and lowering a share, until this machine has
+#: measured its own (:func:`measured_rate`): a guess for the grid K-D tiling on 16 cores.
+PARTITION_SECONDS_PER_NNZ = 4e-9
+#: The largest share of a step throttling is predicted to save, where x and y outgrow the
+#: cache (throttling-atc18 Fig. 9); H100, Graph500 scale 24, 2026-11-22: SJ over K-D
+#: partitions ran a product in 5.13 ms against 6.88 unthrottled (25%) with x and y 2.7
+#: times the L2's capacity.
+GAIN_MAX = 0.4
+#: Unthrottled nonzeros per second assumed for a GPU step when no model predicted one
+#: (H100, Graph500 scale 24: 5.2e8 nnz in 6.9 ms).
+STEP_NNZ_PER_S = 7.5e10
 
 
 @dataclass(frozen=True)
@@ -52,7 +61,7 @@ class ThrottleOptions:
         Share of the cache for x and y entries, in (0, 1].
     max_partition_seconds : float
         ``auto`` partitions no share whose partitioning is estimated to take
-        longer (seconds; :data:`PARTITION_SECONDS_PER_NNZ` per nonzero).
+        longer (seconds; :func:`measured_rate` per nonzero), whatever it would save.
     """
 
     schedule: str = "auto"
@@ -60,7 +69,7 @@ class ThrottleOptions:
     remap: str = "none"
     cache_bytes: int | None = None
     fraction: float = 0.5
-    max_partition_seconds: float = 2.0
+    max_partition_seconds: float = 30.0
 
     def check(self) -> "ThrottleOptions":
         """Raise a one-line UsageError naming a bad option (before any work)."""
@@ -122,11 +131,68 @@ def share_csr(matrix: Graph, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     lengths = np.diff(matrix.indptr)[rows].astype(np.int64)
     indptr = np.zeros(rows.size + 1, dtype=np.int64)
     np.cumsum(lengths, out=indptr[1:])
-    return indptr, matrix.indices[row_positions(matrix.indptr, rows)]
+    return indptr, RowEntries.of_rows(matrix.indptr, rows).take(matrix.indices)
+
+
+def predicted_gain(working_set: int, capacity: int) -> float:
+    """The share of an unthrottled step throttling is predicted to save: none while the
+    share's x and y entries fit the cache, then up to :data:`GAIN_MAX` as they outgrow it
+    (``GAIN_MAX * (1 - capacity / working_set)``)."""
+    return 0.0 if working_set <= capacity else GAIN_MAX * (1.0 - capacity / working_set)
+
+
+def measured_rate() -> float:
+    """Seconds per nonzero the last partitioning on this machine took (kept in the cache
+    folder by :func:`record_rate`), else :data:`PARTITION_SECONDS_PER_NNZ`."""
+    import json
+    from ..prepcache import cache_root
+    try:
+        return float(json.loads((cache_root() / "throttle-rate.json").read_text())["rate"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return PARTITION_SECONDS_PER_NNZ
+
+
+def record_rate(seconds: float, nnz: int) -> None:
+    """Keep a partitioning's measured seconds per nonzero for the next ``auto`` decision."""
+    import os
+    from ..files import atomic_write_json
+    from ..prepcache import cache_root
+    if nnz < 1 << 20 or os.environ.get("FINEPAR_NO_CACHE"):
+        return  # small shares time their overheads, not their entries
+    try:
+        atomic_write_json(cache_root() / "throttle-rate.json",
+                          {"rate": seconds / nnz, "nnz": nnz, "seconds": seconds})
+    except OSError:
+        pass
+
+
+def auto_decision(matrix: Graph, rows: np.ndarray, indices: np.ndarray, capacity: int,
+                  options: ThrottleOptions, steps: float, step_seconds: float | None) -> dict:
+    """Whether ``schedule='auto'`` throttles a share: when the predicted saving over the
+    run's ``steps`` (:func:`predicted_gain` of a step of ``step_seconds``) exceeds the
+    partitioning's cost (:func:`measured_rate` per nonzero), and that cost stays within
+    ``options.max_partition_seconds``. Returns the figures, with ``throttle`` the verdict
+    (``working_set`` -1 where even :data:`GAIN_MAX` of every step could not pay: the
+    share's x and y entries are then not counted)."""
+    nnz = int(indices.shape[0])
+    step = step_seconds if step_seconds else nnz / STEP_NNZ_PER_S
+    cost = nnz * measured_rate()
+    ws = -1  # not counted: even the largest gain could not pay for the partitioning
+    saving = steps * step * GAIN_MAX
+    if saving > cost and cost <= options.max_partition_seconds:
+        seen = np.zeros(matrix.n, dtype=bool)
+        chunked(lambda lo, hi: seen.__setitem__(indices[lo:hi], True), nnz)
+        ws = int(np.count_nonzero(seen)) + int(np.count_nonzero(np.diff(matrix.indptr)[rows]))
+        saving = steps * step * predicted_gain(ws, capacity)
+    ok = saving > cost and cost <= options.max_partition_seconds
+    return {"throttle": bool(ok), "working_set": ws, "capacity": int(capacity),
+            "steps": float(steps), "step_seconds": float(step), "cost_seconds": float(cost),
+            "saving_seconds": float(saving)}
 
 
 def throttle_share(matrix: Graph, rows: np.ndarray, options: ThrottleOptions,
-                   cache_bytes: int) -> ThrottleSpec | None:
+                   cache_bytes: int, *, steps: float = 1.0, step_seconds: float | None = None,
+                   decision: dict | None = None) -> ThrottleSpec | None:
     """Cut a GPU share into cache-fit partitions, or decide not to.
 
     Parameters
@@ -138,13 +204,19 @@ def throttle_share(matrix: Graph, rows: np.ndarray, options: ThrottleOptions,
     options : ThrottleOptions
     cache_bytes : int
         The GPU's cache (used when ``options.cache_bytes`` is None).
+    steps : float
+        Row operations the run is expected to make (``App.row_steps``).
+    step_seconds : float, optional
+        A predicted unthrottled step of the share (the tuner's), seconds.
+    decision : dict, optional
+        Filled with ``auto``'s figures (:func:`auto_decision`).
 
     Returns
     -------
     ThrottleSpec or None
         None for ``schedule='none'``, an empty share, or ``auto`` when the
-        share's working set fits the cache or its partitioning would take longer
-        than ``options.max_partition_seconds``.
+        partitioning would cost more than the run is predicted to save (a share
+        whose working set fits the cache saves nothing).
     """
     options.check()
     rows = np.sort(np.asarray(rows, dtype=np.int64))
@@ -153,22 +225,22 @@ def throttle_share(matrix: Graph, rows: np.ndarray, options: ThrottleOptions,
     t0 = time.perf_counter()
     cache = int(options.cache_bytes or cache_bytes)
     capacity = capacity_from_cache(cache, options.fraction)
+    indptr, indices = share_csr(matrix, rows)
     schedule = options.schedule
     if schedule == "auto":
-        nnz = int(np.diff(matrix.indptr)[rows].sum())
-        if nnz * PARTITION_SECONDS_PER_NNZ > options.max_partition_seconds:
-            return None  # a partitioning no run pays back
-    indptr, indices = share_csr(matrix, rows)
-    if schedule == "auto":
-        seen = np.zeros(matrix.n, dtype=bool)
-        seen[indices] = True
-        touched_y = int(np.count_nonzero(np.diff(indptr)))  # rows with entries (as DBWP counts)
-        if int(seen.sum()) + touched_y <= capacity:
-            return None  # the share's working set fits: one partition, nothing to throttle
+        verdict = auto_decision(matrix, rows, indices, capacity, options, steps, step_seconds)
+        if decision is not None:
+            decision.update(verdict)
+        if not verdict["throttle"]:
+            return None
         schedule = "sj"  # let the measured split-join decide
-    part = dbwp(indptr, indices, matrix.n, capacity, bisect=options.bisect)
+    part = dbwp(indptr, indices, matrix.n, capacity, bisect=options.bisect, checked=True,
+                symmetric=matrix.symmetric and rows.size == matrix.n)
+    seconds = time.perf_counter() - t0
+    if options.bisect == "kd":
+        record_rate(seconds, int(indices.shape[0]))
     return ThrottleSpec(schedule=schedule, partitioning=part, cache_bytes=cache,
-                        capacity=capacity, seconds=time.perf_counter() - t0)
+                        capacity=capacity, seconds=seconds)
 
 
 def remap_permutation(matrix: Graph, gpu_rows: np.ndarray, options: ThrottleOptions,

@@ -57,14 +57,15 @@ def vertex_partitions(part, rows, indices, n) -> tuple[np.ndarray, np.ndarray]:
     indices = np.asarray(indices)
     if rows.ndim != 1 or rows.dtype.kind not in "iu" or rows.shape[0] < part.n_rows:
         raise UsageError(f"rows must be a 1-D integer array of the share's {part.n_rows} global row ids")
-    if indices.shape != part.order.shape or indices.dtype.kind not in "iu":
-        raise UsageError(f"indices must be the share's {part.order.shape[0]} integer column ids")
+    order = part.positions()
+    if indices.shape != order.shape or indices.dtype.kind not in "iu":
+        raise UsageError(f"indices must be the share's {order.shape[0]} integer column ids")
     for name, a in (("rows", rows), ("indices", indices)):
         if a.size and (a.min() < 0 or a.max() >= n):
             raise UsageError(f"{name} must lie in [0, n = {n})")
     seg_part = part.segment_partition()
     nz_part = np.repeat(seg_part, np.diff(part.seg_ptr))
-    vertex = np.concatenate([rows[part.seg_row].astype(np.int64), indices[part.order].astype(np.int64)])
+    vertex = np.concatenate([rows[part.seg_row].astype(np.int64), indices[order].astype(np.int64)])
     owner = np.concatenate([seg_part, nz_part])
     pairs = np.unique(vertex * max(part.n_parts, 1) + owner)
     return pairs // max(part.n_parts, 1), pairs % max(part.n_parts, 1)

@@ -111,7 +111,7 @@ def check_partitioning(part, indptr, indices) -> None:
     indptr = np.asarray(indptr, dtype=np.int64)
     indices = np.asarray(indices)
     nnz, k = indices.shape[0], indptr.shape[0] - 1
-    order, seg_ptr, part_seg = (np.asarray(a, dtype=np.int64) for a in (part.order, part.seg_ptr,
+    order, seg_ptr, part_seg = (np.asarray(a, dtype=np.int64) for a in (part.positions(), part.seg_ptr,
                                                                          part.part_seg))
     seg_row = np.asarray(part.seg_row, dtype=np.int64)
     if order.shape != (nnz,) or np.bincount(order, minlength=nnz).tolist() != [1] * nnz:

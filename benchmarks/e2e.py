@@ -1,0 +1,273 @@
+"""Time to answer: `finepar run` as a user runs it, from the file to the answer, beside the
+same job written plainly with CuPy and with scipy.
+
+Every measurement is a fresh process, timed from its start to its exit, its answer saved
+and checked against the app's reference:
+
+* ``finepar-cold``: ``python -m finepar run APP FILE -o ANSWER`` with every cache empty:
+  FinePar's (prepared plans and program binaries, ``$FINEPAR_CACHE_DIR``), the NVIDIA
+  driver's JIT cache (``$CUDA_CACHE_PATH``) and PoCL's (``$POCL_CACHE_DIR``);
+* ``finepar-warm``: the same command again, once a run has filled those caches;
+* ``cupy`` / ``scipy``: :mod:`e2e_jobs` (read the ``.npz``, build the library's CSR, run
+  the loop, copy the answer back); scipy only up to ``--scipy-max-nnz``.
+
+FinePar's rows carry its report's phases (load, partition, setup, warm-up, run, results to
+the host) and ``prep_s``, everything but reading the file (the process's wall time less
+the load phase, Python's start and imports included); the peers' rows their own phases.
+min / median / max over ``--repeats``; the JSON is written after every process.
+
+Example (the GPU machine)::
+
+    python3 benchmarks/e2e.py --scales 22,24 --real cnr-2000 --json $OUT/e2e.json \\
+        --md $OUT/RESULTS.md
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from common import (ROOT, Budget, Results, choices, graph_specs, log, main_of,  # noqa: E402
+                    render_only, script_parser, stat_cell, target_lines)
+from measure import answer_problem, app_params, stats  # noqa: E402
+
+APPS = ("bfs", "cc", "pagerank", "spmv")
+SYSTEMS = ("finepar-cold", "finepar-warm", "cupy", "scipy")
+SECTION = "Time to answer: from the file to the answer (e2e.py)"
+
+
+def input_file(spec: str, folder: Path) -> tuple[Path, object]:
+    """The ``.npz`` every system reads for ``spec`` (Graph500 from the inputs cache, a real
+    graph converted once), and the graph itself (for parameters and references)."""
+    from finepar.io import load, save
+    from inputs import graph500_file, load_input
+    g, _ = load_input(spec)
+    if spec.startswith("graph500:"):
+        parts = spec.split(":")[1:]
+        return graph500_file(int(parts[0]), int(parts[1]) if len(parts) > 1 else 0), g
+    path = folder / (Path(spec).name.split(".")[0] + ".npz")
+    if not path.exists():
+        save(load(spec), path)
+    return path, g
+
+
+def _env(cold_dir: Path | None) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env.pop("FINEPAR_NO_CACHE", None)
+    if cold_dir is not None:
+        for var, sub in (("FINEPAR_CACHE_DIR", "finepar"), ("CUDA_CACHE_PATH", "nv"),
+                         ("POCL_CACHE_DIR", "pocl")):
+            env[var] = str(cold_dir / sub)
+    return env
+
+
+def one_process(cmd: list, env: dict, answer: Path, report: Path | None) -> dict:
+    """Run one process; its wall time, exit status, answer and report or phases."""
+    t0 = time.perf_counter()
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    rec = {"wall_s": time.perf_counter() - t0, "rc": out.returncode}
+    if out.returncode != 0:
+        rec["problem"] = (out.stderr.strip().splitlines() or ["?"])[-1][:400]
+        return rec
+    import numpy as np
+    rec["answer"] = np.load(answer)
+    if report is not None:
+        rep = json.loads(report.read_text())
+        rec["phases"] = {k: v for k, v in rep["timings"].items() if isinstance(v, (int, float))}
+        rec["cache_hit"] = bool((rep.get("cache") or {}).get("hit"))
+        rec["plan"] = rep["plan"]["label"]
+        rec["iterations"] = rep["result"]["iterations"]
+    else:
+        rec["phases"] = json.loads(out.stdout.strip().splitlines()[-1])
+        rec["iterations"] = rec["phases"].pop("iterations", 0)
+    return rec
+
+
+def measure(system: str, app, g, path: Path, params: dict, ref, repeats: int,
+            root: Path) -> dict:
+    """``repeats`` processes of one system; a record of their times and the check."""
+    answer, report = root / "answer.npy", root / "report.json"
+    extra = ["--root", str(params["root"])] if app.name == "bfs" else []
+    if system.startswith("finepar"):
+        cmd = [sys.executable, "-m", "finepar", "run", app.name, str(path), "-o", str(answer),
+               "--json", str(report), "-q", *extra]
+    else:
+        cmd = [sys.executable, str(HERE / "e2e_jobs.py"), system, app.name, str(path),
+               "--out", str(answer), *extra]
+        report = None
+    warm_dir = Path(tempfile.mkdtemp(dir=root)) if system == "finepar-warm" else None
+    if warm_dir is not None:  # a first run fills the caches the timed ones reuse
+        one_process(cmd, _env(warm_dir), answer, report)
+    runs, problem = [], ""
+    for _ in range(repeats):
+        cold = Path(tempfile.mkdtemp(dir=root)) if system == "finepar-cold" else None
+        rec = one_process(cmd, _env(cold if cold is not None else warm_dir), answer, report)
+        if rec["rc"] != 0:
+            problem = rec["problem"]
+            break
+        problem = answer_problem(app, g, rec.pop("answer"), ref, params,
+                                 iterations=rec.get("iterations", 0))
+        if problem:
+            break
+        runs.append(rec)
+    return summarise(system, runs, problem, path)
+
+
+def summarise(system: str, runs: list, problem: str, path: Path) -> dict:
+    """min / median / max of the wall time, of everything but reading the file, and of
+    each phase."""
+    out = {"system": system, "correct": not problem and bool(runs), "problem": problem,
+           "repeats": len(runs)}
+    if not runs:
+        return out
+    out["wall_s"] = stats([r["wall_s"] for r in runs])
+    out["prep_s"] = stats([r["wall_s"] - r["phases"].get("load", 0.0) for r in runs])
+    keys = [k for k in runs[0]["phases"] if all(k in r["phases"] for r in runs)]
+    out["phases"] = {k: stats([r["phases"][k] for r in runs]) for k in keys}
+    size = path.stat().st_size
+    out["load_gb_per_s"] = stats([size / r["phases"]["load"] / 1e9 for r in runs
+                                  if r["phases"].get("load")])
+    for k in ("cache_hit", "plan", "iterations"):
+        if k in runs[-1]:
+            out[k] = runs[-1][k]
+    return out
+
+
+def main(argv=None) -> int:
+    p = script_parser(__doc__, SECTION)
+    p.add_argument("--scales", default="22,24", help="Graph500 scales (22,24)")
+    p.add_argument("--real", default="cnr-2000", help="real graphs (cnr-2000; all; none)")
+    p.add_argument("--apps", default=",".join(APPS))
+    p.add_argument("--systems", default=",".join(SYSTEMS))
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--scipy-max-nnz", type=float, default=2e8,
+                   help="skip scipy above this many stored entries (single-threaded)")
+    args = p.parse_args(argv)
+    if args.render:
+        return render_only(args, lambda rows, device, a, dates: render(
+            {"rows": rows, "device": device, "date": dates, "targets": targets({"rows": rows})}))
+    apps_, systems = choices("--apps", args.apps, APPS), choices("--systems", args.systems,
+                                                                  SYSTEMS)
+    specs = graph_specs(args.real, args.scales)
+    from finepar import apps
+    from finepar.api import make_pair
+    from inputs import reference
+    res = Results("e2e.py", args, make_pair().describe(), render, lambda d, a: targets(d))
+    budget = Budget(args.budget_s)
+    work = Path(tempfile.mkdtemp(prefix="finepar-e2e-"))
+    for spec in specs:
+        if budget.spent():
+            res.note(f"budget spent: {spec} not measured")
+            break
+        path, g = input_file(spec, work)
+        row = {"graph": g.name, "n": g.n, "nnz": g.nnz, "file": path.name,
+               "file_bytes": path.stat().st_size, "apps": {}}
+        res.add(row)
+        for name in apps_:
+            app = apps.get(name)
+            params = app_params(app, g)
+            ref, _ = reference(app, g, params)
+            row["apps"][name] = recs = []
+            for system in systems:
+                if system == "scipy" and g.nnz > args.scipy_max_nnz:
+                    continue
+                rec = measure(system, app, g, path, params, ref, args.repeats, work)
+                recs.append(rec)
+                res.save()
+                log(line(g.name, name, rec))
+    return 0
+
+
+def line(graph: str, app: str, rec: dict) -> str:
+    if not rec["correct"]:
+        return f"{graph} {app} {rec['system']}: WRONG or failed: {rec['problem']}"
+    return (f"{graph} {app} {rec['system']}: wall {stat_cell(rec['wall_s'], 1, 2)} s, "
+            f"all but the file {stat_cell(rec['prep_s'], 1, 2)} s")
+
+
+# ------------------------------------------------------------------------- targets
+
+
+def targets(doc) -> list:
+    """Issue 17's targets at scale 24 (and the load rate), met, missed or not measured."""
+    out = []
+    bound = {"bfs": 2.0, "cc": 2.0, "pagerank": 3.0, "spmv": 3.0}
+    rows = {r["graph"]: r for r in doc["rows"]}
+    big = next((r for k, r in rows.items() if "-s24-" in k), None)
+    for app, limit in bound.items():
+        recs = {r["system"]: r for r in (big or {}).get("apps", {}).get(app, [])}
+        cold, warm = recs.get("finepar-cold"), recs.get("finepar-warm")
+        out.append(_target(f"{app} at scale 24, cold cache, all but reading the file <= "
+                           f"{limit:g} s", cold, "prep_s", limit))
+        run = (warm or {}).get("phases", {}).get("run")
+        out.append(_target(f"{app} at scale 24, warm cache, all but reading the file <= 0.5 s "
+                           f"+ the computation", warm, "prep_s",
+                           0.5 + (run["median"] if run else 0.0)))
+    loads = [r for r in ((big or {}).get("apps", {}).get("bfs", [])) if
+             r["system"] == "finepar-warm" and r.get("load_gb_per_s")]
+    out.append({"target": "reading the scale-24 .npz >= 1 GB/s",
+                "met": (loads[0]["load_gb_per_s"]["median"] >= 1.0) if loads else None,
+                "detail": (f"{loads[0]['load_gb_per_s']['median']:.2f} GB/s (median)"
+                           if loads else "not measured")})
+    return out
+
+
+def _target(text: str, rec: dict | None, key: str, limit: float) -> dict:
+    if not rec or not rec.get("correct"):
+        return {"target": text, "met": None, "detail": "not measured" if not rec else
+                f"wrong: {rec['problem']}"}
+    v = rec[key]["median"]
+    return {"target": text, "met": v <= limit, "detail": f"{v:.2f} s (median of "
+            f"{rec['repeats']}; min {rec[key]['min']:.2f}, max {rec[key]['max']:.2f})"}
+
+
+# -------------------------------------------------------------------------- render
+
+
+def render(doc) -> str:
+    lines = [f"## {SECTION}", "", f"Device: {doc['device']}; date: {doc['date']}.", "",
+             "Each cell: median (min-max) seconds over fresh processes, every answer checked "
+             "against the app's reference. *wall*: the process from start to exit (the time "
+             "a user waits); *but file*: the wall time less FinePar's load phase (or the "
+             "peer's own read); phases as each reports them.", ""]
+    if doc.get("targets"):
+        lines += ["Targets:", ""] + target_lines(doc["targets"]) + [""]
+    for row in doc["rows"]:
+        lines += [f"### {row['graph']} ({row['n']:,} vertices, {row['nnz']:,} nnz; "
+                  f"{row['file']}, {row['file_bytes'] / 1e9:.2f} GB)", "",
+                  "| app | system | wall | but file | load | partition | setup | warm-up | "
+                  "run | results | GB/s read |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for app, recs in row["apps"].items():
+            for r in recs:
+                lines.append(_row(app, r))
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _row(app: str, r: dict) -> str:
+    if not r["correct"]:
+        return f"| {app} | {r['system']} | wrong or failed: {r['problem'][:80]} |||||||||"
+    ph = r.get("phases", {})
+    peer = "build" in ph
+
+    def cell(k):
+        return stat_cell(ph.get(k), 1, 3) if ph.get(k) else "-"
+    cols = ([cell("load"), "-", cell("build"), "-", cell("run"), cell("copy")] if peer else
+            [cell("load"), cell("partition"), cell("setup"), cell("warmup"), cell("run"),
+             cell("collect")])
+    gbps = stat_cell(r.get("load_gb_per_s"), 1, 2) if r.get("load_gb_per_s") else "-"
+    return (f"| {app} | {r['system']} | {stat_cell(r['wall_s'], 1, 2)} | "
+            f"{stat_cell(r['prep_s'], 1, 2)} | " + " | ".join(cols) + f" | {gbps} |")
+
+
+if __name__ == "__main__":
+    sys.exit(main_of(main))

@@ -1,0 +1,110 @@
+"""Connected components by Afforest (Sutton, Ben-Nun and Barak, "Optimizing Parallel Graph
+Connectivity Computation via Subgraph Sampling", IPDPS 2018) on one device.
+
+On the symmetrised graph, a forest ``comp`` (every vertex's parent, a root its own) is
+built by links that hook the larger of two roots under the smaller by compare-and-swap
+(``opencl/afforest.cl``):
+
+1. **neighbour sampling**: ``rounds`` rounds (k = 2, the paper's choice) in which every
+   vertex links to its r-th neighbour, each followed by pointer jumping (compression):
+   on a graph with a giant component most of it is one tree after touching 2n edges;
+2. **the giant component**: the roots of a fixed sample of 1,024 vertices, read once; the
+   most frequent is the giant component's;
+3. **final hooking**: the vertices outside it (a frontier list, built on the device)
+   link along their remaining edges, a load-balanced advance of
+   :mod:`finepar.apps.frontier`; the giant component's edges are never visited (its
+   vertices' edges to others are seen from the other end: the graph is symmetric);
+4. a last compression: every label is its tree's root, the smallest vertex id of its
+   component.
+
+Everything runs on one device that holds the whole symmetrised CSR (links need one
+address space); one blocking read per run (the sample).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..engine import Engine
+from ..runtime import cl
+from .frontier import FrontierQueue
+
+#: Neighbour-sampling rounds (the paper's k).
+ROUNDS = 2
+#: Vertices whose roots are sampled to find the giant component.
+SAMPLES = 1024
+
+
+class Afforest:
+    """Afforest's buffers and kernels on one role of an engine (built once per engine).
+
+    Parameters
+    ----------
+    engine : Engine
+        Built on the symmetrised graph.
+    role : str
+        The device that runs it (it must hold the whole CSR: :meth:`Engine.push_roles`).
+
+    Attributes
+    ----------
+    queue : FrontierQueue
+        The vertices outside the giant component, and the final hooking's advance.
+    """
+
+    def __init__(self, engine: Engine, role: str):
+        sym = engine.matrix
+        self.engine, self.role, self.n = engine, role, sym.n
+        self.side = engine.pair.side(role)
+        self.queue = FrontierQueue(engine, role, sym, ("afforest.cl", "frontier.cl"),
+                                   local=False)
+        n = max(self.n, 1)
+        self.comp = engine.scratch(role, np.zeros(n, np.int32))
+        self.mark = engine.scratch(role, np.zeros(n, np.int32))
+        rng = np.random.default_rng(0)
+        count = min(SAMPLES, self.n) or 1
+        self.sample_idx = engine.scratch(role, rng.integers(0, n, count).astype(np.int32))
+        self.sample = engine.scratch(role, np.zeros(count, np.int32))
+        self.host = np.zeros(count, np.int32)
+        prg = self.queue.program
+        self.kernels = {k: cl().Kernel(prg, f"afforest_{k}")
+                        for k in ("link", "compress", "sample", "mark")}
+
+    def _vertex_kernel(self, name: str, args: tuple, size: int | None = None) -> None:
+        self.engine.launch(self.role, self.kernels[name], self.n if size is None else size,
+                           args, kind=f"afforest-{name}", wg=256, wait=False)
+
+    def run(self, rounds: int = ROUNDS) -> list[dict]:
+        """Label every vertex with its component's smallest vertex id (left in
+        :attr:`comp` on the device). Returns the phases run, for the trace."""
+        eng, q, n = self.engine, self.queue, np.int32(self.n)
+        k = eng.pair.kernel(self.side, ("vector.cl",), {"T": "int"}, "iota")
+        k(self.side.queue, (-(-self.n // 64) * 64,), None, n, self.comp)
+        trace = []
+        for r in range(rounds):
+            self._vertex_kernel("link", (n, q.indptr, q.indices, np.int32(r), self.comp))
+            self._vertex_kernel("compress", (n, self.comp))
+            trace.append({"phase": "link", "round": r})
+        count = self.host.size
+        self._vertex_kernel("sample", (np.int32(count), self.sample_idx, self.comp,
+                                       self.sample), size=count)
+        eng.read_buffer(self.role, self.host, self.sample)
+        labels, counts = np.unique(self.host, return_counts=True)
+        giant = int(labels[np.argmax(counts)])
+        trace.append({"phase": "sample", "giant": giant,
+                      "share": float(counts.max() / count)})
+        self._vertex_kernel("mark", (n, self.comp, np.int32(giant), self.mark))
+        q.from_stamp(self.mark, 1, self.n, q.nnz)  # an upper bound: the grid strides
+        q.enqueue_level(0, 0, (self.comp, np.int32(rounds)), kind="afforest-hook")
+        self._vertex_kernel("compress", (n, self.comp))
+        trace.append({"phase": "hook", "skipped_component": giant})
+        return trace
+
+    def labels(self) -> np.ndarray:
+        """The labels on the host (int32, shape (n,))."""
+        out = np.empty(self.n, np.int32)
+        cl().enqueue_copy(self.side.queue, out, self.comp, is_blocking=True)
+        return out
+
+    def hooked(self) -> int:
+        """Vertices the final hooking visited (outside the giant component)."""
+        return self.queue.read_tally()[0]

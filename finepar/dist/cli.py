@@ -1,0 +1,90 @@
+"""``finepar run`` over several ranks: ``mpiexec -n P python -m finepar run APP GRAPH ...``
+(DESIGN.md §3, "dist").
+
+The run path takes this branch when the MPI launcher started several processes, or
+when ``--distributed`` asks for it on one. Every rank parses the same command line and
+runs its part; rank 0 alone prints the report and writes the outputs. An error any rank
+meets before the run (a bad file, option or device) stops every rank with one line from
+rank 0; an error during the run ends every rank at once (``MPI_Abort``).
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+
+from ..errors import FineParError
+from .comm import RankFailure, launched_size
+from .partition import PARTITIONS
+
+
+def add_options(parser) -> None:
+    """The distributed run's options of ``finepar run APP``."""
+    g = parser.add_argument_group(
+        "distributed runs (mpiexec -n P python -m finepar run APP GRAPH ...)")
+    g.add_argument("--distributed", action="store_true",
+                   help="take the distributed path even on one rank (it is taken whenever "
+                        "mpiexec starts several)")
+    g.add_argument("--partition", choices=PARTITIONS, default="nnz",
+                   help="rows over the ranks: contiguous ranges of about equal entries (nnz, "
+                        "the default: each rank reads only its rows), or METIS's parts "
+                        "(metis, through pymetis: fewer cut edges, smaller halos; rank 0 "
+                        "reads the whole graph)")
+
+
+def wanted(args) -> bool:
+    """Whether ``finepar run`` takes the distributed path."""
+    return bool(getattr(args, "distributed", False)) or launched_size() > 1
+
+
+def cmd_run(args) -> int:
+    """``finepar run`` on every rank (see the module's description)."""
+    from .comm import Communicator
+    comm = Communicator()
+    try:
+        return _run(args, comm)
+    except RankFailure as exc:
+        if comm.rank == 0:
+            raise  # printed once, by the command line's own handler
+        return 1 if exc.build else 2
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - the others would wait
+        what = str(exc) if isinstance(exc, FineParError) else traceback.format_exc()
+        print(f"finepar: error: rank {comm.rank}: {what}", file=sys.stderr, flush=True)
+        comm.abort(2 if isinstance(exc, FineParError) else 1)
+        return 1
+
+
+def _run(args, comm) -> int:
+    from .. import apps
+    from ..api import make_pair, memory_check
+    from ..cli import (_check_outputs, _engine_options, _throttle_options, check_output,
+                       finish_run)
+    from ..config import load_config
+    from .comm import checked
+    from .runner import run
+    from .setup import local_gpu
+    app = checked(comm, apps.get, args.app)
+    config = checked(comm, load_config, args.config)
+
+    def outputs():
+        if comm.rank == 0:
+            _check_outputs(args, output=(".npy",), json_=(".json",))
+            if args.output:
+                check_output(str(args.output)[:-4] + ".ids.npy", "--output", force=args.force)
+    checked(comm, outputs)
+    pair = checked(comm, lambda: make_pair(cpu=args.cpu, gpu=local_gpu(comm.local_rank, args.gpu,
+                                                                       config),
+                                           memory=args.memory or "auto", config=config))
+    options = checked(comm, _engine_options, app, 0, args, config)
+    throttle = checked(comm, _throttle_options, args, config)
+    params = {p.name: getattr(args, p.name) for p in app.params
+              if p.cli and getattr(args, p.name, None) not in (None, False)}
+    result, report = run(app.name, args.graph, comm=comm, pair=pair, partition=args.partition,
+                         threshold=args.threshold, devices=args.devices, grouping=args.grouping,
+                         warmup=not args.no_warmup, options=options, model=args.model,
+                         step=(config.get("tuner") or {}).get("step", 64),
+                         calibrate=False if args.no_calibrate else None, throttle=throttle,
+                         drop_zeros=args.drop_zeros,
+                         check_size=memory_check(app.name, pair, options), input_ids=True,
+                         **params)
+    return finish_run(args, result, report, report.ids) if comm.rank == 0 else 0

@@ -1,0 +1,165 @@
+"""The halo between ranks: vector entries a rank's rows read from other ranks' rows
+(DESIGN.md §3, "dist").
+
+Once per engine, each rank lists the columns its rows read that other ranks own and
+asks their owners for them (``MPI_Alltoallv`` of the ids); each owner orders what it
+sends by asker and, within an asker, by the side (CPU or GPU share) whose rows hold
+the entries, and tells the askers that order. Each exchange then:
+
+1. packs the asked entries on the side that wrote them (``gather`` of
+   ``opencl/vector.cl``) and copies them into page-locked host memory (a mapped
+   ``ALLOC_HOST_PTR`` buffer: the device-to-host DMA of NVIDIA's driver);
+2. moves them with one ``MPI_Alltoallv`` from pinned memory to pinned memory;
+3. copies what arrived to every side of the rank and unpacks it (``scatter``).
+
+Entries are moved as 32-bit words whatever the vector's type. Frontier bitmaps are
+merged separately (:meth:`finepar.dist.engine.DistEngine.merge_bits`).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..engine.memory import PinnedHost
+from ..runtime import alloc, cl
+from .comm import Communicator
+from .partition import RowPartition
+
+
+def _round_up(x: int, m: int = 64) -> int:
+    return -(-int(x) // m) * m
+
+
+class RankHalo:
+    """Who sends which vector entries to whom, the buffers that move them, and what the
+    exchanges cost.
+
+    Parameters
+    ----------
+    engine : DistEngine
+        Its matrix holds this rank's rows; its plan says which side holds each row.
+    comm : Communicator
+    partition : RowPartition
+
+    Attributes
+    ----------
+    send_counts, recv_counts : ndarray of int64, shape (P,)
+        Entries sent to / received from each rank per exchange.
+    stats : dict
+        ``exchanges``, ``seconds`` (wall, packing to unpacking), ``mpi_seconds``,
+        ``bytes_sent``, ``bytes_received`` (totals over the exchanges).
+    """
+
+    def __init__(self, engine, comm: Communicator, partition: RowPartition):
+        self.engine, self.comm = engine, comm
+        t0 = time.perf_counter()
+        read = np.zeros(engine.matrix.n, dtype=bool)  # a mask, not a sort of every entry
+        read[engine.matrix.indices] = True
+        cols = np.flatnonzero(read)
+        del read
+        owners = partition.owner(cols)
+        far = owners != comm.rank
+        need, need_owner = cols[far], owners[far]
+        order = np.argsort(need_owner, kind="stable")
+        need = need[order].astype(np.int32)
+        self.recv_counts = np.bincount(need_owner, minlength=comm.size).astype(np.int64)
+        self.send_counts = comm.alltoall_counts(self.recv_counts)
+        asked = comm.alltoallv(need, self.recv_counts, self.send_counts)
+        asker = np.repeat(np.arange(comm.size), self.send_counts)
+        side = self._side_codes(asked)
+        order = np.lexsort((side, asker))
+        asked, side, asker = asked[order], side[order], asker[order]
+        self.recv_idx = comm.alltoallv(asked, self.send_counts, self.recv_counts)
+        self._buffers(asked, side, asker)
+        self.stats = {"exchanges": 0, "seconds": 0.0, "mpi_seconds": 0.0, "bytes_sent": 0,
+                      "bytes_received": 0, "setup_seconds": time.perf_counter() - t0}
+
+    def _side_codes(self, rows: np.ndarray) -> np.ndarray:
+        """0 where the CPU's share holds a row, 1 where the GPU's does (one code when one
+        buffer holds every row: shared memory or one role)."""
+        eng = self.engine
+        if eng.pair.shared or len(eng.roles) < 2:
+            return np.zeros(rows.size, dtype=np.int8)
+        return eng.plan.owner()[rows]
+
+    def _buffers(self, asked: np.ndarray, side: np.ndarray, asker: np.ndarray) -> None:
+        """Device index lists per side, the pinned host buffers, and where each side's
+        packed entries go in the send buffer."""
+        eng, P = self.engine, self.comm.size
+        roles = (("cpu", "gpu") if not (eng.pair.shared or len(eng.roles) < 2)
+                 else (eng.roles[0],))
+        host_side = eng.pair.side("gpu" if "gpu" in eng.roles else eng.roles[0])
+        self._pinned = (PinnedHost(host_side, np.zeros(max(asked.size, 1), np.uint32)),
+                        PinnedHost(host_side, np.zeros(max(self.recv_idx.size, 1), np.uint32)))
+        self.send_host, self.recv_host = (p.host for p in self._pinned)
+        starts = np.concatenate(([0], np.cumsum(self.send_counts)[:-1]))
+        done = np.zeros(P, dtype=np.int64)  # entries of each asker's segment placed so far
+        self.senders = []
+        for code, role in enumerate(roles):
+            pick = side == code if len(roles) == 2 else np.ones(asked.size, bool)
+            idx = asked[pick]
+            if not idx.size:
+                continue
+            per = np.bincount(asker[pick], minlength=P).astype(np.int64)
+            src = np.concatenate(([0], np.cumsum(per)[:-1]))
+            runs = [(int(src[a]), int(starts[a] + done[a]), int(per[a]))
+                    for a in range(P) if per[a]]
+            done += per
+            s = eng.pair.side(role)
+            self.senders.append({"role": role, "side": s, "count": int(idx.size), "runs": runs,
+                                 "idx": alloc(s, idx, read_only=True),
+                                 "out": alloc(s, nbytes=4 * idx.size)})
+        self.receivers = {}
+        if self.recv_idx.size:
+            for role in dict.fromkeys(eng.roles):
+                s = eng.pair.side(role)
+                key = "shared" if eng.pair.shared else role
+                if key not in self.receivers:
+                    self.receivers[key] = {"side": s,
+                                           "idx": alloc(s, self.recv_idx, read_only=True),
+                                           "in": alloc(s, nbytes=4 * self.recv_idx.size)}
+
+    def entries(self) -> dict:
+        """Entries sent and received per exchange."""
+        return {"sent": int(self.send_counts.sum()), "received": int(self.recv_counts.sum())}
+
+    def exchange(self, name: str) -> float:
+        """Move vector ``name``'s halo between the ranks now (collective). Returns the
+        exchange's wall seconds."""
+        eng, mod = self.engine, cl()
+        t0 = time.perf_counter()
+        copies = []
+        for snd in self.senders:
+            s = snd["side"]
+            gather = eng.pair.kernel(s, ("vector.cl",), {"T": "uint"}, "gather")
+            gather(s.queue, (_round_up(snd["count"]),), None, np.int32(snd["count"]),
+                   snd["idx"], eng.buffer(name, snd["role"]), snd["out"])
+            for src, dst, k in snd["runs"]:
+                copies.append(mod.enqueue_copy(s.queue, self.send_host[dst:dst + k], snd["out"],
+                                               src_offset=4 * src, is_blocking=False))
+        for ev in copies:
+            ev.wait()
+        t1 = time.perf_counter()
+        self.comm.alltoallv(self.send_host, self.send_counts, self.recv_counts,
+                            out=self.recv_host)
+        t2 = time.perf_counter()
+        done = []
+        for rcv in self.receivers.values():
+            s, count = rcv["side"], int(self.recv_idx.size)
+            mod.enqueue_copy(s.queue, rcv["in"], self.recv_host[:count], is_blocking=False)
+            scatter = eng.pair.kernel(s, ("vector.cl",), {"T": "uint"}, "scatter")
+            role = next(r for r in eng.roles if eng.pair.side(r) is s)
+            done.append(scatter(s.queue, (_round_up(count),), None, np.int32(count), rcv["idx"],
+                                rcv["in"], eng.buffer(name, role)))
+        for ev in done:
+            ev.wait()
+        seconds = time.perf_counter() - t0
+        st = self.stats
+        st["exchanges"] += 1
+        st["seconds"] += seconds
+        st["mpi_seconds"] += t2 - t1
+        st["bytes_sent"] += 4 * int(self.send_counts.sum())
+        st["bytes_received"] += 4 * int(self.recv_counts.sum())
+        return seconds

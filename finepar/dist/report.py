@@ -1,0 +1,159 @@
+"""The report of a distributed run: every rank's rows, halo, exchange and compute, and
+the whole run's time (DESIGN.md §3, "dist").
+
+Per rank: the rows and entries of the app's matrix it owns, its plan (its own CPU and
+GPU shares), the halo entries it sends and receives per exchange and the bytes per
+iteration, the bytes of its frontier merges and vector gathers per iteration, the time
+of its exchanges between ranks (halos: pack, pinned copies, MPI, unpack; merges;
+gathers), its time in MPI, its devices' compute time (the longer device's kernels per
+step, summed) and its run's wall time. The whole run's time is the slowest rank's.
+"""
+
+from __future__ import annotations
+
+import platform as _platform
+from dataclasses import dataclass
+
+from ..report import Stamped, format_table
+
+
+def rank_record(comm, eng, rs: dict, rows, result, times: dict, source: str, tuning) -> dict:
+    """This rank's part of the report (small, picklable); ``rs`` is the engine's
+    :meth:`~finepar.dist.engine.DistEngine.rank_summary` of the timed run."""
+    summ = eng.summary()
+    halo = rs["halo"]
+    iters = max(int(result.iterations), 1)
+    plan = eng.plan
+    st = plan.stats
+    compute = sum(max(r.span.values(), default=0.0) for r in eng.records)
+    exchange = halo["seconds"] + rs["merge_seconds"] + rs["gather_seconds"]
+    return {
+        "rank": comm.rank, "local_rank": comm.local_rank, "host": _platform.node(),
+        "devices": eng.pair.describe(), "emulated": eng.pair.emulated, "memory": eng.pair.mode,
+        "gpu": eng.pair.selection.gpu.name, "gpu_address": eng.pair.selection.gpu.address,
+        "cpu": eng.pair.selection.cpu.name,
+        "rows": int(eng.partition.count(comm.rank)), "nnz": int(eng.matrix.nnz),
+        "input_rows": int(rows.hi - rows.lo), "input_nnz": int(rows.indices.size),
+        "plan": {"label": plan.label, "threshold": plan.threshold, "source": source,
+                 "grouping": plan.grouping, "cpu_rows": st.get("cpu_rows", 0),
+                 "cpu_nnz": st.get("cpu_nnz", 0), "gpu_rows": st.get("gpu_rows", 0),
+                 "gpu_nnz": st.get("gpu_nnz", 0)},
+        "halo": {"sent": halo["sent"], "received": halo["received"],
+                 "exchanges": halo["exchanges"],
+                 "bytes_sent_per_iteration": halo["bytes_sent"] / iters,
+                 "bytes_received_per_iteration": halo["bytes_received"] / iters,
+                 "seconds": halo["seconds"], "mpi_seconds": halo["mpi_seconds"]},
+        "frontier": {"merges": rs["merges"], "as_list": rs["as_list"], "as_words": rs["as_words"],
+                     "bytes_sent": rs["merge_bytes"], "seconds": rs["merge_seconds"]},
+        "gathers": {"count": rs["gathers"], "seconds": rs["gather_seconds"],
+                    "bytes_sent": rs["gather_bytes"]},
+        "other_bytes_sent_per_iteration": (rs["merge_bytes"] + rs["gather_bytes"]) / iters,
+        "timings": {**times, "compute": compute, "kernel": summ["kernel_s"],
+                    "pair_exchange": summ["exchange_s"], "exchange": exchange,
+                    "mpi": rs["mpi_seconds"], "steps": summ["steps"],
+                    "exchange_fraction": exchange / times["run"] if times["run"] > 0 else 0.0},
+        "tuning": tuning,
+    }
+
+
+def whole_record(app, rows, result, ranks: list, summary: list) -> dict:
+    """The run's fields of :class:`DistReport` from every rank's record."""
+    run = max(r["timings"]["run"] for r in ranks)
+    iters = max(int(result.iterations), 1)
+    rate = result.work_edges / run if run > 0 else 0.0
+    throughput = {"teps" if app.rate_unit == "TEPS" else "nnz_per_s": rate,
+                  "edges": int(result.work_edges)}
+    return {
+        "graph": {"name": rows.name, "source": rows.source, "n": rows.n, "nnz": rows.nnz,
+                  "matrix_nnz": int(sum(r["nnz"] for r in ranks)), "loaded": rows.how,
+                  "notes": list(rows.notes)},
+        "partition": rows.partition.describe(),
+        "timings": {"run": run, "per_iteration": run / iters,
+                    "load": max(r["timings"]["load"] for r in ranks),
+                    "exchange": max(r["timings"]["exchange"] for r in ranks),
+                    "exchange_fraction": max(r["timings"]["exchange_fraction"] for r in ranks)},
+        "throughput": throughput,
+        "result": {"iterations": int(result.iterations), "converged": bool(result.converged),
+                   "summary": summary},
+    }
+
+
+@dataclass
+class DistReport(Stamped):
+    """Everything about one distributed run (what ``mpiexec ... finepar run`` prints and
+    its ``--json`` writes).
+
+    Attributes
+    ----------
+    app : str
+    graph : dict
+        ``name``, ``source``, ``n``, ``nnz``, ``matrix_nnz`` (the app's matrix over all
+        ranks), ``loaded`` (how the ranks read it), loader ``notes``.
+    partition : dict
+        ``method``, ``ranks``, ``bounds`` (rank ``r`` owns vertices ``bounds[r]`` to
+        ``bounds[r+1]``).
+    timings : dict
+        Seconds: ``run`` (the slowest rank's), ``per_iteration``, ``load``,
+        ``exchange`` (the largest rank's) and ``exchange_fraction`` of the run.
+    throughput : dict
+    result : dict
+        ``iterations``, ``converged``, the app's ``summary`` lines.
+    ranks : list of dict
+        One per rank (:func:`rank_record`): ``rows``, ``nnz``, ``plan``, ``halo``
+        (entries per exchange, bytes per iteration, seconds), ``frontier``, ``timings``
+        (``load``, ``matrix``, ``partition``, ``setup``, ``warmup``, ``run``,
+        ``collect``, ``compute``, ``exchange``, ``mpi``, ...), ``devices``.
+    """
+
+    app: str
+    graph: dict
+    partition: dict
+    timings: dict
+    throughput: dict
+    result: dict
+    ranks: list
+
+    def text(self) -> str:
+        """The summary rank 0 prints."""
+        g, t, p = self.graph, self.timings, self.partition
+        lines = [f"finepar run {self.app} on {g['name']}: {g['n']:,} vertices, {g['nnz']:,} nnz, "
+                 f"{p['ranks']} ranks ({p['method']} partition)",
+                 f"  loading    {g['loaded']}"]
+        if any(r["emulated"] for r in self.ranks):
+            lines.append("  devices    EMULATED pairs on some ranks: timings say nothing about "
+                         "a real GPU")
+        head = ["rank", "devices", "rows", "nnz", "plan", "halo out/it", "halo in/it",
+                "other out/it", "exchange s", "compute s", "run s"]
+        rows = []
+        for r in self.ranks:
+            h = r["halo"]
+            rows.append([r["rank"], _device(r), f"{r['rows']:,}", f"{r['nnz']:,}",
+                         r["plan"]["label"], _bytes(h["bytes_sent_per_iteration"]),
+                         _bytes(h["bytes_received_per_iteration"]),
+                         _bytes(r["other_bytes_sent_per_iteration"]),
+                         f"{r['timings']['exchange']:.4f}", f"{r['timings']['compute']:.4f}",
+                         f"{r['timings']['run']:.4f}"])
+        lines += ["  " + ln for ln in format_table(head, rows, align="rlrrlrrrrrr").split("\n")]
+        lines.append(f"  time       run {t['run']:.4f} s, the slowest rank "
+                     f"({t['per_iteration'] * 1e3:.3f} ms/iter); exchange between ranks up to "
+                     f"{100 * t['exchange_fraction']:.1f}% of a rank's run; load {t['load']:.3f} s")
+        thr = self.throughput
+        rate = (f"{thr['teps'] / 1e9:.4f} GTEPS" if "teps" in thr
+                else f"{thr['nnz_per_s'] / 1e9:.4f} Gnnz/s")
+        lines.append(f"  rate       {rate}")
+        for label, value in self.result.get("summary", []):
+            lines.append(f"  {label:<10} {value}")
+        return "\n".join(lines)
+
+
+def _device(r: dict) -> str:
+    """The rank's GPU (or that it is emulated) and memory mode, for the table."""
+    gpu = "emulated" if r["emulated"] else r["gpu"][:28]
+    return f"{gpu}, {r['memory']}"
+
+
+def _bytes(b: float) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if b >= size:
+            return f"{b / size:.1f} {unit}"
+    return f"{b:.0f} B"

@@ -1,0 +1,181 @@
+"""A distributed run: an app over several ranks, each a FinePar pair (DESIGN.md §3, "dist").
+
+Under ``mpiexec -n P``, every rank calls :func:`run` with the same arguments::
+
+    from finepar import dist
+    scores, report = dist.run("pagerank", "graph500:20")   # every rank gets the answer
+
+Each rank reads its rows (:mod:`finepar.dist.load`), builds its rows of the app's matrix
+(:mod:`finepar.dist.matrix`), chooses its own split (:mod:`finepar.dist.setup`) and runs
+the app's own code on a :class:`~finepar.dist.engine.DistEngine`. The answer is whole
+on every rank, in the input's vertex ids.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from .. import apps
+from ..errors import FineParError, UsageError
+from .comm import Communicator, checked
+from .engine import DistEngine
+from .load import load_rows
+from .matrix import app_matrix, rank_graph
+from .partition import check_method
+from .report import DistReport, rank_record, whole_record
+from .setup import local_gpu, rank_plan
+
+
+def _weights(app):
+    """METIS's vertex weights for ``app``: the entries of each vertex's rows of its matrix."""
+    def weights(graph) -> np.ndarray:
+        out = graph.out_degrees().astype(np.int64)
+        inn = np.bincount(graph.indices, minlength=graph.n)
+        return {"graph": out, "transpose": inn}.get(app.matrix_form, out + inn)
+    return weights
+
+
+def run(app: str, graph: Any, *, comm=None, pair=None, cpu: str | None = None,
+        gpu: str | None = None, memory: str = "auto", config: dict | None = None,
+        partition: str = "nnz", threshold: int | None = None, devices: str = "both",
+        grouping: str = "auto", warmup: bool = True, options=None, model=None, step: int = 64,
+        calibrate=None, throttle=None, drop_zeros: bool = False, check_size=None,
+        input_ids: bool = False, **params: Any):
+    """Run ``app`` on ``graph`` over the ranks of ``comm`` (collective).
+
+    Parameters
+    ----------
+    app : str
+        An app's name (:func:`finepar.apps.names`).
+    graph : str or Graph
+        A path or ``graph500:SCALE[:SEED]``, read rank by rank; or a Graph every rank
+        holds (each keeps its rows).
+    comm : Communicator or mpi4py communicator, optional
+        Default: every process ``mpiexec`` started.
+    pair : DevicePair, optional
+        This rank's devices; default: the CPU and this rank's GPU (:func:`local_gpu`),
+        in ``memory`` mode.
+    partition : {'nnz', 'metis'}
+        How rows are spread over the ranks (:mod:`finepar.dist.partition`).
+    threshold, devices, grouping, options, model, step, calibrate, throttle
+        Each rank's split, as :func:`finepar.api.run` takes them (``throttle`` default:
+        ``ThrottleOptions()``, the ``auto`` schedule).
+    warmup : bool
+    drop_zeros : bool
+    check_size : callable, optional
+        ``check_size(n, nnz)`` for each rank's rows, before they are built.
+    input_ids : bool
+        Vertex parameters are the input's own ids (as the command line takes them),
+        not rows.
+    **params
+        The app's parameters (vertex parameters are rows unless ``input_ids``).
+
+    Returns
+    -------
+    (AppResult, DistReport)
+        The answer (whole, on every rank) and the report of every rank.
+
+    Raises
+    ------
+    RankFailure
+        On every rank, when any rank met a bad input or option (one line naming it).
+    """
+    from ..throttle.plan import ThrottleOptions
+    comm = comm if isinstance(comm, Communicator) else Communicator(comm)
+    the_app = checked(comm, apps.get, app)
+    checked(comm, check_method, partition)
+    throttle = checked(comm, (throttle or ThrottleOptions()).check)
+    rows = load_rows(graph, comm, partition=partition, weights=_weights(the_app),
+                     drop_zeros=drop_zeros, check_size=check_size)
+    if options is not None:  # every rank keeps whole vectors
+        options.reserve_bytes = max(options.reserve_bytes, the_app.state_bytes(rows.n))
+    t0 = time.perf_counter()
+    rgraph = rank_graph(rows)
+    matrix, part = checked(comm, app_matrix, rows, the_app.matrix_form, comm, rgraph)
+    matrix_s = time.perf_counter() - t0
+    params = checked(comm, _params, the_app, rgraph, rows.perm, params, input_ids)
+    if pair is None:
+        from ..api import make_pair
+        pair = checked(comm, lambda: make_pair(
+            cpu=cpu, gpu=local_gpu(comm.local_rank, gpu, config), memory=memory, config=config))
+    owned = part.owned(comm.rank)
+    t0 = time.perf_counter()
+    plan, source, tuning = checked(comm, rank_plan, the_app, matrix, owned, pair,
+                                   threshold=threshold, devices=devices, grouping=grouping,
+                                   model=model, step=step, calibrate=calibrate,
+                                   options=options, throttle=throttle,
+                                   steps=the_app.row_steps(rgraph, params))
+    plan_s = time.perf_counter() - t0
+    eng = checked(comm, DistEngine, pair, matrix, plan, the_app.ops, comm=comm, partition=part,
+                  options=options)
+    return _execute(comm, the_app, eng, rgraph, rows, params, warmup,
+                    {"load": rows.seconds, "matrix": matrix_s, "partition": plan_s},
+                    source, tuning)
+
+
+def _params(app, rgraph, perm, params: dict, input_ids: bool) -> dict:
+    """The app's parameters checked against the whole graph in the input's vertex order
+    (input ids mapped to rows, defaults such as BFS's root chosen there), then moved to
+    the run's order."""
+    view = rgraph
+    if perm is not None:
+        view = replace(rgraph, degrees=rgraph.degrees[perm],
+                       ids=None if rgraph.ids is None else rgraph.ids[perm])
+    params = dict(params)
+    for p in app.params if input_ids else ():
+        if p.kind == "vertex" and params.get(p.name) is not None:
+            try:
+                params[p.name] = view.vertex_index(params[p.name])
+            except ValueError as exc:
+                raise UsageError(f"{p.option} {params[p.name]}: {exc}") from None
+    out = app.check_params(view, params)
+    return out if perm is None else app.permute_params(out, perm)
+
+
+def _execute(comm: Communicator, app, eng: DistEngine, rgraph, rows, params: dict,
+             warmup: bool, times: dict, source: str, tuning):
+    """Prepare, warm up, run (timed), collect; the answer and the report."""
+    t0 = time.perf_counter()
+    app.prepared(eng, rgraph)
+    times["setup"] = eng.setup_seconds + time.perf_counter() - t0
+    t0 = time.perf_counter()
+    if warmup:
+        app.warmup(eng, rgraph, **params)
+    times["warmup"] = time.perf_counter() - t0
+    comm.barrier()
+    eng.reset_records()
+    t0 = time.perf_counter()
+    result = app.run(eng, rgraph, **params)
+    eng.drain()
+    times["run"] = time.perf_counter() - t0
+    exchanges = eng.rank_summary()  # the run's, before the answer is gathered
+    t0 = time.perf_counter()
+    result = app.collect(eng, rgraph, result)
+    times["collect"] = time.perf_counter() - t0
+    if rows.perm is not None:
+        result = app.unpermute(result, rows.perm)
+    mine = rank_record(comm, eng, exchanges, rows, result, times, source, tuning)
+    every = comm.allgather(mine)
+    whole = whole_record(app, rows, result, every, _summary(app, result, rgraph, rows.perm))
+    report = DistReport(app=app.name, **whole, ranks=every)
+    report.ids = rows.ids if rows.perm is None or rows.ids is None else rows.ids[rows.perm]
+    return result, report
+
+
+def _summary(app, result, rgraph, perm) -> list:
+    """The app's summary lines; where they need the whole graph (which no rank holds),
+    the result's own numbers instead."""
+    graph = rgraph
+    if perm is not None and rgraph.ids is not None:  # the answer is in the input's ids
+        graph = replace(rgraph, ids=rgraph.ids[perm])
+    try:
+        return app.summary(result, graph)
+    except (FineParError, ValueError):
+        extra = {k: v for k, v in result.extra.items()
+                 if isinstance(v, (int, float, str)) and not isinstance(v, bool)}
+        return [("iterations", f"{result.iterations}")] + [(k, f"{v}") for k, v in extra.items()]
+

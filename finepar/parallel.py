@@ -1,0 +1,133 @@
+"""Host-side data parallelism: numpy work cut into chunks and run on a thread pool.
+
+numpy releases the GIL inside its array loops (comparisons, reductions, copies,
+``take``), and ``os.preadv`` releases it while it reads, so threads over disjoint
+chunks of one large array use every core the process may run on. Used where a
+single pass over ``nnz`` entries would otherwise run on one core: reading an
+``.npz`` (:mod:`finepar.npz`), validating CSR arrays (:mod:`finepar.io`), gathering
+a share's entries (:mod:`finepar.engine.launches`), hashing a graph
+(:mod:`finepar.prepcache`), and the Graph500 generator.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+#: Entries per chunk of a chunked pass: large enough that the per-chunk overhead
+#: (a task, a few numpy calls) stays far below the work, small enough to balance.
+CHUNK = 1 << 22
+
+
+def n_workers(workers: int | None) -> int:
+    """Threads to use: `workers`, or every CPU this process may run on when None.
+
+    Raises
+    ------
+    ValueError
+        If `workers` is below 1.
+    """
+    if workers is None:
+        try:
+            return max(1, len(os.sched_getaffinity(0)))
+        except (AttributeError, OSError):
+            return max(1, os.cpu_count() or 1)
+    workers = int(workers)
+    if workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers}")
+    return workers
+
+
+_POOL: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def pool() -> concurrent.futures.ThreadPoolExecutor:
+    """The process's shared pool of :func:`n_workers` threads (made on first use)."""
+    global _POOL
+    if _POOL is None:
+        _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=n_workers(None),
+                                                      thread_name_prefix="finepar")
+    return _POOL
+
+
+def thread_map(fn: Callable, items: Sequence, workers: int,
+               on_done: Callable[[int], None] | None = None) -> list:
+    """``[fn(x) for x in items]``, on a thread pool of `workers` when that can help.
+
+    `on_done(k)` is called in the calling thread once the first ``k`` results
+    are in (in item order), for progress reports.
+    """
+    results: list = []
+    if workers <= 1 or len(items) <= 1:
+        mapped = map(fn, items)
+        ex = None
+    else:
+        ex = concurrent.futures.ThreadPoolExecutor(max_workers=min(workers, len(items)))
+        mapped = ex.map(fn, items)
+    try:
+        for r in mapped:
+            results.append(r)
+            if on_done is not None:
+                on_done(len(results))
+    finally:
+        if ex is not None:
+            ex.shutdown(wait=True, cancel_futures=True)
+    return results
+
+
+def spans(size: int, chunk: int | None = None) -> list[tuple[int, int]]:
+    """``[(lo, hi), ...]`` cutting ``range(size)`` into pieces of at most ``chunk``
+    (default :data:`CHUNK`)."""
+    chunk = max(int(chunk or CHUNK), 1)
+    return [(lo, min(size, lo + chunk)) for lo in range(0, int(size), chunk)]
+
+
+def chunked(fn: Callable[[int, int], object], size: int, chunk: int | None = None) -> list:
+    """``[fn(lo, hi) for (lo, hi) in spans(size, chunk)]`` on the shared pool (in the
+    calling thread when there is one span or one core)."""
+    parts = spans(size, chunk)
+    if len(parts) <= 1 or n_workers(None) <= 1 or _in_pool():
+        return [fn(lo, hi) for lo, hi in parts]
+    return list(pool().map(lambda s: fn(*s), parts))
+
+
+def _in_pool() -> bool:
+    """Whether the calling thread is one of the pool's (a task that waits on tasks queued
+    behind it could wait forever: nested passes run in the calling thread)."""
+    import threading
+    return threading.current_thread().name.startswith("finepar")
+
+
+def first_true(test: Callable[[int, int], np.ndarray], size: int,
+               chunk: int | None = None) -> int | None:
+    """The smallest position where ``test(lo, hi)`` (a boolean array for positions
+    ``lo .. hi``) is True, or None; chunks are tested in parallel."""
+    def one(lo: int, hi: int):
+        bad = test(lo, hi)
+        return lo + int(np.argmax(bad)) if bad.any() else None
+    hits = [h for h in chunked(one, size, chunk) if h is not None]
+    return min(hits) if hits else None
+
+
+def take(array: np.ndarray, positions: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``array[positions]`` with the gather spread over the pool's threads.
+
+    Parameters
+    ----------
+    array : ndarray, shape (m,)
+    positions : ndarray of int, shape (k,)
+    out : ndarray, shape (k,), optional
+        Where to write (same dtype as ``array``).
+
+    Returns
+    -------
+    ndarray, shape (k,)
+    """
+    if out is None:
+        out = np.empty(positions.shape[0], dtype=array.dtype)
+    chunked(lambda lo, hi: np.take(array, positions[lo:hi], out=out[lo:hi]),
+            positions.shape[0])
+    return out

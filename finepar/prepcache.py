@@ -1,0 +1,314 @@
+"""The prepared-graph cache: what a run decided before its first step, kept for the next run.
+
+A run on a large graph spends most of its wall time before the GPU starts:
+choosing ``T_f`` (the tuner and its measured correction), cutting the GPU share
+into cache-fit partitions, relabelling the vertices, measuring the split-join
+cover. None of that changes while the input, the devices and the options stay
+the same, so a second run reuses it. An entry is keyed by
+
+* the content of the input (a digest of its ``indptr``, ``indices`` and values,
+  :func:`input_digest`; for a file, memoised by the file's identity so an
+  unchanged file is not hashed again),
+* the platform (both devices, their drivers, the memory mode),
+* the app and every option that shapes the preparation, and
+* FinePar's version and the source of the modules that prepare a run
+  (:func:`code_digest`), so an upgrade never reads an older decision.
+
+Entries live in the user's cache directory (``platformdirs.user_cache_dir``,
+``$FINEPAR_HOME/cache`` or ``$FINEPAR_CACHE_DIR``) under ``prepared/``, one
+folder each: ``manifest.json`` (the decision, the arrays' names, sizes and
+checksums, and a checksum of the manifest itself) and one ``.npy`` file per
+array. An entry is written to a temporary folder and renamed into place
+(atomic); one whose manifest or arrays do not match their checksums, or were
+written by another format, is removed and rebuilt, never used. The cache is
+capped (:data:`DEFAULT_MAX_BYTES`, ``$FINEPAR_CACHE_MAX_BYTES`` or the config's
+``[prepared_cache] max_bytes``): the least recently used entries go first.
+
+Program binaries are kept beside the entries (``programs/``) by
+:mod:`finepar.runtime`, keyed by source, options and device.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .parallel import chunked
+
+#: The layout of an entry; another one is stale.
+FORMAT = "finepar-prepared/1"
+#: The cache's default cap, bytes.
+DEFAULT_MAX_BYTES = 4 << 30
+#: Bytes hashed per task of a parallel digest.
+DIGEST_CHUNK = 1 << 24
+
+
+def cache_root() -> Path:
+    """``$FINEPAR_CACHE_DIR``, else ``$FINEPAR_HOME/cache``, else the user's cache
+    directory (``platformdirs.user_cache_dir("finepar")``: ``~/.cache/finepar``)."""
+    env = os.environ.get("FINEPAR_CACHE_DIR")
+    if env:
+        return Path(env)
+    home = os.environ.get("FINEPAR_HOME")
+    if home:
+        return Path(home) / "cache"
+    import platformdirs
+    return Path(platformdirs.user_cache_dir("finepar", appauthor=False))
+
+
+def default_max_bytes(config: dict | None = None) -> int:
+    """The cap: ``$FINEPAR_CACHE_MAX_BYTES``, the config's ``[prepared_cache] max_bytes``,
+    or :data:`DEFAULT_MAX_BYTES`."""
+    env = os.environ.get("FINEPAR_CACHE_MAX_BYTES")
+    if env and env.isdigit():
+        return int(env)
+    table = (config or {}).get("prepared_cache") or {}
+    return int(table.get("max_bytes", DEFAULT_MAX_BYTES))
+
+
+def digest(*arrays: np.ndarray) -> str:
+    """A content digest of arrays (their dtypes, shapes and bytes): BLAKE2b of the
+    BLAKE2b digests of 16 MiB pieces, the pieces hashed by the pool's threads (hashlib
+    releases the GIL), so gigabytes hash at memory speed. 32 hex digits."""
+    top = hashlib.blake2b(digest_size=16)
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        top.update(f"{a.dtype.str}{a.shape}".encode())
+        raw = a.reshape(-1).view(np.uint8)
+        parts = chunked(lambda lo, hi: hashlib.blake2b(raw[lo:hi], digest_size=16).digest(),
+                        raw.size, DIGEST_CHUNK)
+        top.update(b"".join(parts))
+    return top.hexdigest()
+
+
+def input_digest(graph, root: Path | None = None) -> str:
+    """The digest of a graph's content (``n``, ``indptr``, ``indices``, values unless a
+    pattern). For a graph read from a file the digest is remembered under the file's
+    identity (path, size, inode, modification and change times), so an unchanged file
+    is hashed once."""
+    memo = None
+    if graph.source and os.path.isfile(graph.source):
+        st = os.stat(graph.source)
+        ident = f"{os.path.realpath(graph.source)}|{st.st_size}|{st.st_ino}|" \
+                f"{st.st_mtime_ns}|{st.st_ctime_ns}|{graph.n}|{graph.nnz}|{graph.pattern}"
+        memo = (root or cache_root()) / "inputs" / (hashlib.sha256(ident.encode()).hexdigest()
+                                                    [:32] + ".json")
+        try:
+            return json.loads(memo.read_text())["digest"]
+        except (OSError, ValueError, KeyError):
+            pass
+    arrays = [np.array([graph.n, int(graph.pattern)]), graph.indptr, graph.indices]
+    if not graph.pattern:
+        arrays.append(graph.data)
+    value = digest(*arrays)
+    if memo is not None:
+        from .files import atomic_write_json
+        try:
+            atomic_write_json(memo, {"digest": value, "source": graph.source})
+        except OSError:
+            pass  # a read-only cache only costs the next run a hash
+    return value
+
+
+def code_digest() -> str:
+    """FinePar's version and the source of the modules whose output an entry holds."""
+    global _CODE
+    if _CODE is None:
+        from . import __version__
+        here = Path(__file__).resolve().parent
+        h = hashlib.blake2b(__version__.encode(), digest_size=16)
+        for rel in ("partition.py", "tuner.py", "perfmodel.py", "features.py", "api.py",
+                    "engine/launches.py", "throttle/dbwp.py", "throttle/kdtile.py",
+                    "throttle/spac.py", "throttle/plan.py", "throttle/remap.py",
+                    "throttle/schedule.py", "prepcache.py"):
+            h.update((here / rel).read_bytes())
+        _CODE = h.hexdigest()
+    return _CODE
+
+
+_CODE: str | None = None
+
+
+@dataclass
+class Entry:
+    """One prepared run in the cache.
+
+    Attributes
+    ----------
+    key : str
+    meta : dict
+        The decision (JSON): plan, tuning, throttling, and what they cost.
+    arrays : dict of str to ndarray
+    path : Path
+    nbytes : int
+        The entry's size on disk.
+    used : float
+        Last use (seconds since the epoch).
+    """
+
+    key: str
+    meta: dict
+    arrays: dict
+    path: Path
+    nbytes: int
+    used: float
+
+
+class PrepCache:
+    """The prepared-graph cache of one directory.
+
+    Parameters
+    ----------
+    root : path, optional
+        Default :func:`cache_root`; entries go in ``root/prepared``.
+    max_bytes : int, optional
+        Default :func:`default_max_bytes`.
+
+    Attributes
+    ----------
+    events : list of str
+        What happened (hits, misses, damaged entries removed), for the report.
+    """
+
+    def __init__(self, root: str | os.PathLike | None = None, max_bytes: int | None = None):
+        self.root = Path(root) if root is not None else cache_root()
+        self.dir = self.root / "prepared"
+        self.max_bytes = default_max_bytes() if max_bytes is None else int(max_bytes)
+        self.events: list[str] = []
+
+    @staticmethod
+    def key(parts: dict) -> str:
+        """The key of an entry: a digest of ``parts`` (JSON-able) and :func:`code_digest`."""
+        text = json.dumps({"parts": parts, "code": code_digest(), "format": FORMAT},
+                          sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:40]
+
+    # ------------------------------------------------------------------ reading
+    def get(self, key: str) -> Entry | None:
+        """The entry of ``key``, checked; None when there is none or it was damaged or
+        stale (then it is removed, and :attr:`events` says so)."""
+        path = self.dir / key
+        if not path.is_dir():
+            self.events.append("miss")
+            return None
+        try:
+            entry = self._read(key, path)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            self.events.append(f"damaged entry removed ({exc})")
+            shutil.rmtree(path, ignore_errors=True)
+            return None
+        os.utime(path / "manifest.json")  # least recently used goes first
+        self.events.append("hit")
+        return entry
+
+    def _read(self, key: str, path: Path) -> Entry:
+        manifest = json.loads((path / "manifest.json").read_text())
+        body = {k: v for k, v in manifest.items() if k != "checksum"}
+        if manifest.get("checksum") != _text_digest(body):
+            raise ValueError("manifest checksum mismatch")
+        if manifest.get("format") != FORMAT or manifest.get("key") != key:
+            raise ValueError("another format or key")
+        arrays, size = {}, 0
+        for name, info in manifest["arrays"].items():
+            a = np.load(path / info["file"], allow_pickle=False)
+            if digest(a) != info["digest"]:
+                raise ValueError(f"array {name} checksum mismatch")
+            arrays[name] = a
+            size += int(info["bytes"])
+        return Entry(key, manifest["meta"], arrays, path, size,
+                     (path / "manifest.json").stat().st_mtime)
+
+    # ------------------------------------------------------------------ writing
+    def put(self, key: str, meta: dict, arrays: dict | None = None) -> None:
+        """Write an entry (replacing one of the same key) atomically, then trim the cache
+        to its cap. A cache that cannot be written is noted in :attr:`events`, not raised:
+        the run it serves is already done."""
+        arrays = arrays or {}
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=self.dir))
+            try:
+                infos = {}
+                for name, a in arrays.items():
+                    a = np.ascontiguousarray(a)
+                    np.save(tmp / f"{name}.npy", a, allow_pickle=False)
+                    infos[name] = {"file": f"{name}.npy", "bytes": int(a.nbytes),
+                                   "digest": digest(a)}
+                body = {"format": FORMAT, "key": key, "created": time.time(),
+                        "meta": meta, "arrays": infos}
+                from .files import jsonable
+                body = jsonable(body)
+                body["checksum"] = _text_digest(body)
+                (tmp / "manifest.json").write_text(json.dumps(body, indent=1))
+                final = self.dir / key
+                if final.exists():
+                    shutil.rmtree(final, ignore_errors=True)
+                os.replace(tmp, final)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+            self.trim()
+        except OSError as exc:
+            self.events.append(f"not written ({exc})")
+
+    def update_meta(self, key: str, **changes: Any) -> None:
+        """Merge ``changes`` into an entry's meta (e.g. the split-join cover a run measured)."""
+        entry = self.get(key)
+        if entry is None:
+            return
+        self.events.pop()  # that read was not a run's hit
+        self.put(key, {**entry.meta, **changes}, entry.arrays)
+
+    # ------------------------------------------------------------------ housekeeping
+    def entries(self) -> list[Entry]:
+        """Every readable entry's summary (arrays not loaded), most recently used first."""
+        out = []
+        for path in self.dir.glob("*") if self.dir.is_dir() else []:
+            mf = path / "manifest.json"
+            if path.name.startswith(".") or not mf.is_file():
+                continue
+            try:
+                manifest = json.loads(mf.read_text())
+                size = sum(f.stat().st_size for f in path.iterdir())
+                out.append(Entry(path.name, manifest.get("meta", {}), {}, path, size,
+                                 mf.stat().st_mtime))
+            except (OSError, ValueError):
+                continue
+        return sorted(out, key=lambda e: e.used, reverse=True)
+
+    def trim(self) -> list[str]:
+        """Remove the least recently used entries until the cache fits its cap; their keys."""
+        gone, total = [], 0
+        for e in self.entries():
+            total += e.nbytes
+            if total > self.max_bytes:
+                shutil.rmtree(e.path, ignore_errors=True)
+                gone.append(e.key)
+        return gone
+
+    def clear(self) -> tuple[int, int]:
+        """Remove every entry, the inputs' digests and the program binaries; returns
+        (entries removed, bytes freed)."""
+        count, freed = 0, 0
+        for e in self.entries():
+            count += 1
+            freed += e.nbytes
+        for sub in ("prepared", "inputs", "programs"):
+            d = self.root / sub
+            if d.is_dir():
+                if sub != "prepared":
+                    freed += sum(f.stat().st_size for f in d.rglob("*") if f.is_file())
+                shutil.rmtree(d, ignore_errors=True)
+        return count, freed
+
+
+def _text_digest(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()

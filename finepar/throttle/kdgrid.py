@@ -1,0 +1,312 @@
+"""K-D tiling of a large share on a grid of row and column ranges (throttling-atc18 §4.1,
+"K-D Tiling", at the scale of a GPU's L2).
+
+:func:`finepar.throttle.dbwp.dbwp` bisects the exact tuple list: every level of its tree
+is a few passes of fancy indexing over all ``nnz`` positions in both orders, minutes of
+one host core at Graph500 scale 24 (5.2e8 entries). For a cache of tens of megabytes the
+partitions hold millions of rows and columns, so the same alternating median splits are
+made here on a histogram instead:
+
+1. one parallel pass counts the share's nonzeros per cell of a ``G_r x G_c`` grid of row
+   ranges and column ranges (at most :data:`MAX_BINS` each, one bin per row or column on
+   small shares) and marks the columns that hold an entry;
+2. the tree is cut on the grid alone, from its 2-D prefix sums: a node (a rectangle of
+   cells) at even depth is split at its median column range, at odd depth at its median
+   row range, counted in nonzeros (the other dimension when one cannot be split), until
+   its rows with entries plus its columns with entries fit the capacity ``T`` (an upper
+   bound of the node's distinct y and x entries, so every leaf is cache-fit);
+3. a second parallel pass cuts every row at its leaves' column ranges: each leaf's part of
+   a row is one contiguous *segment* of the row's (sorted) entries, so the partitioning is
+   a table of segments (row, first position, length), ordered by partition then row, and
+   never a permutation of all ``nnz`` positions;
+4. the partitions' exact distinct x and y counts are recounted for the report.
+
+Used by :func:`~finepar.throttle.dbwp.dbwp` for shares of at least :data:`GRID_MIN_NNZ`
+entries whose grid can resolve ``T``; smaller shares keep the exact bisection.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ..parallel import CHUNK, pool
+
+#: Shares with at least this many entries are tiled on the grid.
+GRID_MIN_NNZ = 1 << 20
+#: Most bins per dimension (the histogram is at most MAX_BINS**2 int64 cells).
+MAX_BINS = 1024
+
+
+def bin_shift(count: int, capacity: int) -> int | None:
+    """log2 of the width of a bin of ``count`` rows or columns: the narrowest power of two
+    that makes at most :data:`MAX_BINS` bins (item ``i`` is in bin ``i >> shift``); None
+    when a bin would hold more than a quarter of ``capacity`` (the grid cannot resolve
+    ``T``: the exact bisection is used)."""
+    shift = max(0, (-(-int(count) // MAX_BINS) - 1).bit_length())
+    return shift if (1 << shift) * 4 <= capacity or shift == 0 else None
+
+
+def edges(count: int, shift: int) -> np.ndarray:
+    """Bin ``b`` holds items ``edges[b] .. edges[b+1]`` (int64)."""
+    g = -(-int(count) // (1 << shift))
+    return np.minimum(np.arange(g + 1, dtype=np.int64) << shift, count)
+
+
+def grid_tiling(indptr: np.ndarray, indices: np.ndarray, n: int, capacity: int,
+                min_nnz: int, symmetric: bool = False) -> dict | None:
+    """Cache-fit partitions of a CSR share by K-D tiling on a grid.
+
+    Parameters
+    ----------
+    indptr : ndarray of int64, shape (k+1,)
+    indices : ndarray of int, shape (nnz,)
+        Sorted within each row, in ``[0, n)``.
+    n : int
+    capacity : int
+        ``T``, distinct x plus y entries a partition may touch.
+    min_nnz : int
+        A node with fewer than ``2 * min_nnz`` nonzeros is not split.
+    symmetric : bool
+        The share is a whole symmetric matrix (``k == n``): a cell's columns with an entry
+        are the transposed cell's rows with one, so they are not counted again.
+
+    Returns
+    -------
+    dict or None
+        What :class:`~finepar.throttle.dbwp.Partitioning` needs (``seg_row``,
+        ``seg_start``, ``seg_ptr``, ``part_seg``, ``tree`` arrays, ``nnz``, ``dx``,
+        ``dy``, ``grid``, ``stage_seconds``), or None when the grid cannot resolve
+        ``capacity``.
+    """
+    import time
+    k = indptr.shape[0] - 1
+    rs, cs = bin_shift(k, capacity), bin_shift(n, capacity)
+    if rs is None or cs is None:
+        return None
+    symmetric = symmetric and k == n
+    redge, cedge = edges(k, rs), edges(n, cs)
+    gr, gc = redge.size - 1, cedge.size - 1
+    clock = [time.perf_counter()]
+
+    def lap() -> float:
+        clock.append(time.perf_counter())
+        return clock[-1] - clock[-2]
+    hist, rows_in, cols_in, col_seen = _histogram(indptr, indices, n, redge, cs, gc, symmetric)
+    row_full = (np.diff(indptr) > 0).astype(np.int64)
+    rows_ne = np.add.reduceat(row_full, redge[:-1])  # rows with an entry, per row bin
+    cols_ne = np.add.reduceat(col_seen.astype(np.int64), cedge[:-1])
+    stages = {"histogram": lap()}
+    tree = _Tiler(hist, rows_in, cols_in, rows_ne, cols_ne, capacity, min_nnz).run()
+    rects = np.array([(redge[a], redge[b], cedge[c], cedge[d]) for a, b, c, d in tree["rects"]],
+                     dtype=np.int64)
+    stages["tree"] = lap()
+    segs = _segments(indptr, indices, rects)
+    stages["segments"] = lap()
+    dx, dy = _distinct(indices, segs, n)
+    stages["distinct"] = lap()
+    return {**segs, "tree": tree, "dx": dx, "dy": dy, "grid": [gr, gc],
+            "stage_seconds": stages}
+
+
+def _histogram(indptr, indices, n, redge, cs, gc, symmetric=False):
+    """Per grid cell (int64, (gr, gc) each): the nonzeros ``H``, the rows of the row bin
+    with an entry in the cell ``R``, the columns of the column bin with an entry in the
+    cell ``C`` (``R`` transposed for a ``symmetric`` share); and the columns holding any
+    entry (bool, n). One task per row bin on the pool's threads; column ``c`` is in bin
+    ``c >> cs``."""
+    gr = redge.size - 1
+    hist, rows_in, cols_in = (np.zeros((gr, gc), dtype=np.int64) for _ in range(3))
+    col_seen = np.zeros(n, dtype=bool)
+
+    def one(i: int) -> None:
+        a, b = int(redge[i]), int(redge[i + 1])
+        lo, hi = int(indptr[a]), int(indptr[b])
+        if hi == lo:
+            return
+        cols = indices[lo:hi]
+        cb = cols >> cs
+        hist[i] = np.bincount(cb, minlength=gc)
+        first = np.ones(hi - lo, dtype=bool)  # a row's first entry in a column bin
+        first[1:] = cb[1:] != cb[:-1]
+        first[indptr[a:b][indptr[a:b] < hi] - lo] = True
+        rows_in[i] = np.bincount(cb[first], minlength=gc)
+        if symmetric:
+            return
+        u = cols[_first_of_each(cols, n)]
+        cols_in[i] = np.bincount(u >> cs, minlength=gc)
+        col_seen[u] = True  # every task writes True: no race that matters
+    list(pool().map(one, range(gr)))
+    if symmetric:  # entry (r, c) is entry (c, r): a column is seen where its row has entries
+        cols_in = rows_in.T.copy()
+        col_seen = np.diff(indptr) > 0
+    return hist, rows_in, cols_in, col_seen
+
+
+_LOCAL = threading.local()
+
+
+def _first_of_each(values: np.ndarray, n: int) -> np.ndarray:
+    """A mask keeping one position of each distinct value (ints in ``[0, n)``), in O(m)
+    with no sort: every position writes itself to a per-thread table at its value, and a
+    position is kept where it reads itself back (whichever write won, exactly one does;
+    the table needs no clearing, as only this call's values are read)."""
+    table = getattr(_LOCAL, "table", None)
+    if table is None or table.size < n:
+        table = _LOCAL.table = np.empty(n, dtype=np.int64)
+    pos = np.arange(values.size, dtype=np.int64)
+    table[values] = pos
+    return table[values] == pos
+
+
+def _rows_per_chunk(indptr: np.ndarray) -> int:
+    """Rows per chunk of a pass over a share (about :data:`CHUNK` entries each)."""
+    k = indptr.shape[0] - 1
+    return max(1, int(k * CHUNK // max(int(indptr[-1]), 1)))
+
+
+class _Tiler:
+    """The tree, cut on the grid's prefix sums; nodes numbered in pre-order.
+
+    A node's working set is bounded per bin: its rows with an entry in its column range
+    are, in each of its row bins, at most the bin's rows with an entry anywhere and at
+    most the sum of the bin's per-cell row counts ``R`` over the range (and the same for
+    columns with ``C``)."""
+
+    def __init__(self, hist, rows_in, cols_in, rows_ne, cols_ne, capacity, min_nnz):
+        def prefix2(a):
+            p = np.zeros((a.shape[0] + 1, a.shape[1] + 1), dtype=np.int64)
+            np.cumsum(np.cumsum(a, axis=0), axis=1, out=p[1:, 1:])
+            return p
+        self.p = prefix2(hist)
+        self.rp = np.zeros((rows_in.shape[0], rows_in.shape[1] + 1), dtype=np.int64)
+        np.cumsum(rows_in, axis=1, out=self.rp[:, 1:])  # along columns, per row bin
+        self.cp = np.zeros((cols_in.shape[0] + 1, cols_in.shape[1]), dtype=np.int64)
+        np.cumsum(cols_in, axis=0, out=self.cp[1:])  # along rows, per column bin
+        self.rn, self.cn = rows_ne, cols_ne
+        self.cap, self.min = capacity, min_nnz
+        self.left, self.right, self.depth, self.rects, self.leaf = [], [], [], [], []
+
+    def nnz(self, r0, r1, c0, c1) -> int:
+        p = self.p
+        return int(p[r1, c1] - p[r0, c1] - p[r1, c0] + p[r0, c0])
+
+    def bound(self, r0, r1, c0, c1) -> int:
+        """Distinct y plus distinct x entries of the node, at most."""
+        rows = np.minimum(self.rn[r0:r1], self.rp[r0:r1, c1] - self.rp[r0:r1, c0]).sum()
+        cols = np.minimum(self.cn[c0:c1], self.cp[r1, c0:c1] - self.cp[r0, c0:c1]).sum()
+        return int(rows + cols)
+
+    def cut(self, r0, r1, c0, c1, on_cols: bool) -> int | None:
+        """The median range boundary of the node along one dimension (both sides keep a
+        nonzero), or None."""
+        p = self.p
+        if on_cols:
+            m = np.diff(p[r1, c0:c1 + 1] - p[r0, c0:c1 + 1])
+        else:
+            m = np.diff(p[r0:r1 + 1, c1] - p[r0:r1 + 1, c0])
+        nz = np.flatnonzero(m)
+        if nz.size < 2:
+            return None
+        cum = np.cumsum(m)
+        j = int(np.searchsorted(cum, cum[-1] / 2.0))
+        return (c0 if on_cols else r0) + int(np.clip(j + 1, nz[0] + 1, nz[-1]))
+
+    def node(self, rect, depth) -> int:
+        me = len(self.depth)
+        self.left.append(-1)
+        self.right.append(-1)
+        self.depth.append(depth)
+        self.rects.append(rect)
+        r0, r1, c0, c1 = rect
+        at = None
+        if self.nnz(*rect) >= 2 * self.min and self.bound(*rect) > self.cap:
+            first = depth % 2 == 0  # even depth: columns, as the exact K-D tiling
+            for on_cols in (first, not first):
+                at = self.cut(*rect, on_cols)
+                if at is not None:
+                    break
+        if at is None:
+            self.leaf.append(me)
+            return me
+        a, b = (((r0, r1, c0, at), (r0, r1, at, c1)) if on_cols
+                else ((r0, at, c0, c1), (at, r1, c0, c1)))
+        self.left[me] = self.node(a, depth + 1)
+        self.right[me] = self.node(b, depth + 1)
+        return me
+
+    def run(self) -> dict:
+        gr, gc = self.p.shape[0] - 1, self.p.shape[1] - 1
+        self.node((0, gr, 0, gc), 0)
+        left, right = np.array(self.left), np.array(self.right)
+        leaves = np.array(self.leaf)  # pre-order: left to right
+        count = left.size
+        size = np.ones(count, np.int64)
+        for v in range(count - 1, -1, -1):  # children come after their parent
+            if left[v] >= 0:
+                size[v] += size[left[v]] + size[right[v]]
+        lo = np.searchsorted(leaves, np.arange(count))  # leaves at or after each node
+        hi = lo + (size + 1) // 2
+        return {"left": left.astype(np.int32), "right": right.astype(np.int32),
+                "lo": lo.astype(np.int32), "hi": hi.astype(np.int32),
+                "depth": np.array(self.depth, np.int32),
+                "rects": [self.rects[v] for v in leaves]}
+
+
+def _segments(indptr: np.ndarray, indices: np.ndarray, rects: np.ndarray) -> dict:
+    """Every row cut at its leaves' column ranges: segments ordered by partition, then row.
+
+    ``rects[p]`` is leaf ``p``'s ``(row0, row1, col0, col1)``; the leaves tile the share."""
+    k = indptr.shape[0] - 1
+    strips = np.unique(np.concatenate((rects[:, 0], rects[:, 1], [0, k])))
+    step = _rows_per_chunk(indptr)
+    bounds = np.unique(np.concatenate((strips, np.arange(0, k, step), [k])))
+    cover = {}  # per strip: the leaves crossing it, by column
+    for s0 in strips[:-1]:
+        ids = np.flatnonzero((rects[:, 0] <= s0) & (rects[:, 1] > s0))
+        ids = ids[np.argsort(rects[ids, 2])]
+        cover[int(s0)] = (rects[ids, 2], ids)
+
+    def part(i: int) -> tuple:
+        a, b = int(bounds[i]), int(bounds[i + 1])
+        s0 = int(strips[np.searchsorted(strips, a, side="right") - 1])
+        cuts, ids = cover[s0]
+        lo, hi = int(indptr[a]), int(indptr[b])
+        if hi == lo:
+            return (np.zeros(0, np.int64),) * 4
+        leaf = ids[np.searchsorted(cuts, indices[lo:hi], side="right") - 1]
+        new = np.ones(hi - lo, dtype=bool)
+        new[1:] = leaf[1:] != leaf[:-1]
+        starts = indptr[a:b]
+        new[starts[starts < hi] - lo] = True  # every row starts a segment
+        at = np.flatnonzero(new)
+        row = np.searchsorted(indptr[a:b + 1], at + lo, side="right") - 1 + a
+        return row, at + lo, np.diff(np.append(at, hi - lo)), leaf[at]
+    parts = list(pool().map(part, range(bounds.size - 1)))
+    seg_row, start, length, leaf = (np.concatenate([p[j] for p in parts]) for j in range(4))
+    key = leaf.astype(np.uint16 if rects.shape[0] <= 1 << 16 else np.int64)
+    order = np.argsort(key, kind="stable")  # by partition; rows stay ascending within one
+    seg_ptr = np.zeros(order.size + 1, dtype=np.int64)
+    np.cumsum(length[order], out=seg_ptr[1:])
+    part_seg = np.searchsorted(leaf[order], np.arange(rects.shape[0] + 1)).astype(np.int64)
+    return {"seg_row": seg_row[order].astype(np.int32), "seg_start": start[order],
+            "seg_ptr": seg_ptr, "part_seg": part_seg,
+            "nnz": np.diff(seg_ptr[part_seg])}
+
+
+def _distinct(indices: np.ndarray, segs: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct columns (x) and rows (y) of every partition: a row has one segment per
+    partition at most; columns are counted on a bitmap per partition (threads)."""
+    from ..graph import RowEntries
+    ps, sp_, st = segs["part_seg"], segs["seg_ptr"], segs["seg_start"]
+    dy = np.diff(ps)
+
+    def one(p: int) -> int:
+        s0, s1 = int(ps[p]), int(ps[p + 1])
+        if s1 == s0:
+            return 0
+        cols = indices[RowEntries(st[s0:s1], sp_[s0:s1 + 1] - sp_[s0]).positions()]
+        return int(np.count_nonzero(_first_of_each(cols, n)))
+    dx = np.array(list(pool().map(one, range(dy.size))), dtype=np.int64)
+    return dx, dy.astype(np.int64)

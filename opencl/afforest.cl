@@ -1,0 +1,70 @@
+/* Connected components by Afforest (Sutton, Ben-Nun and Barak, IPDPS 2018), on the
+ * symmetrised graph: a forest `comp` (comp[v] <= v; a root is its own parent) that links
+ * hook toward the smaller root by compare-and-swap, so every tree's root is the smallest
+ * vertex of what it spans.
+ *   afforest_link      round r: every vertex links to its r-th neighbour (neighbour
+ *                      sampling: a few rounds connect most of a giant component);
+ *   afforest_compress  pointer jumping: every vertex points at its root;
+ *   afforest_sample    the roots of a fixed sample of vertices (the host takes the most
+ *                      frequent: the giant component);
+ *   afforest_mark      1 for the vertices outside it (compressed first);
+ *   advance            (opencl/frontier.cl) over those vertices' out-edges, skipping the
+ *                      first `skip` of each (already sampled): the final hooking, which
+ *                      never visits the giant component's edges.
+ * `comp` is read through volatile pointers: other work-items' compare-and-swaps must be
+ * seen, not a cached copy. Concatenated before frontier.cl. */
+
+void afforest_join(int u, int v, volatile __global int *comp)
+{
+    int p1 = comp[u], p2 = comp[v];
+    while (p1 != p2) {
+        const int high = max(p1, p2), low = min(p1, p2);
+        const int ph = comp[high];
+        if (ph == low) break;
+        if (ph == high && atomic_cmpxchg(&comp[high], high, low) == high) break;
+        p1 = comp[comp[high]];
+        p2 = comp[low];
+    }
+}
+
+__kernel void afforest_link(const int n, __global const OFFSET_T *restrict indptr,
+                            __global const int *restrict indices, const int r,
+                            volatile __global int *comp)
+{
+    const int u = (int)get_global_id(0);
+    if (u >= n) return;
+    const OFFSET_T k = indptr[u] + r;
+    if (k < indptr[u + 1]) afforest_join(u, indices[k], comp);
+}
+
+__kernel void afforest_compress(const int n, volatile __global int *comp)
+{
+    const int u = (int)get_global_id(0);
+    if (u >= n) return;
+    int p = comp[u];
+    while (comp[p] != p) {
+        p = comp[p];
+        comp[u] = p;
+    }
+}
+
+__kernel void afforest_sample(const int count, __global const int *restrict idx,
+                              __global const int *restrict comp, __global int *restrict out)
+{
+    const int i = (int)get_global_id(0);
+    if (i < count) out[i] = comp[idx[i]];
+}
+
+__kernel void afforest_mark(const int n, volatile __global int *comp, const int giant,
+                            __global int *restrict mark)
+{
+    const int u = (int)get_global_id(0);
+    if (u >= n) return;
+    int p = comp[u];
+    while (comp[p] != p) p = comp[p];
+    comp[u] = p;
+    mark[u] = p != giant;
+}
+
+#define ADVANCE_ARGS volatile __global int *comp, const int skip
+#define ADVANCE_EDGE(u, k, v) if ((k) - indptr[u] >= skip) afforest_join((u), (v), comp);

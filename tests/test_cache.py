@@ -1,0 +1,149 @@
+"""The prepared-graph cache: entries written atomically and checked, damaged or stale ones
+rebuilt, a capped size, and a second run that reuses the first one's preparation (asserted
+by what ran, never by time)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import generated_graph, shared_graph
+from finepar import api, prepcache, tuner
+from finepar.cli import main
+from finepar.prepcache import PrepCache
+
+
+def entry_dir(cache: PrepCache):
+    (only,) = [p for p in cache.dir.iterdir() if not p.name.startswith(".")]
+    return only
+
+
+def test_entries_round_trip_and_damage_is_rebuilt(tmp_path):
+    cache = PrepCache(tmp_path)
+    key = cache.key({"input": "abc", "app": "bfs"})
+    assert key != cache.key({"input": "abd", "app": "bfs"})
+    arrays = {"perm": np.arange(10)[::-1].copy(), "part_order": np.arange(5, dtype=np.int64)}
+    cache.put(key, {"threshold": 7, "tuning": {"x": [1, 2]}}, arrays)
+    e = cache.get(key)
+    assert e.meta["threshold"] == 7 and e.meta["tuning"] == {"x": [1, 2]}
+    np.testing.assert_array_equal(e.arrays["perm"], arrays["perm"])
+    # a flipped byte in an array: the entry is removed and the next run rebuilds it
+    f = entry_dir(cache) / "perm.npy"
+    raw = bytearray(f.read_bytes())
+    raw[-1] ^= 0xFF
+    f.write_bytes(bytes(raw))
+    assert cache.get(key) is None and "damaged entry removed" in cache.events[-1]
+    assert not (cache.dir / key).exists()
+    # a manifest edited by hand (its checksum no longer matches) is not trusted either
+    cache.put(key, {"threshold": 7}, arrays)
+    mf = entry_dir(cache) / "manifest.json"
+    doc = json.loads(mf.read_text())
+    doc["meta"]["threshold"] = 8
+    mf.write_text(json.dumps(doc))
+    assert cache.get(key) is None
+    # an entry of another format is stale
+    cache.put(key, {"threshold": 7}, arrays)
+    doc = json.loads(mf.read_text())
+    doc["format"] = "finepar-prepared/0"
+    body = {k: v for k, v in doc.items() if k != "checksum"}
+    doc["checksum"] = prepcache._text_digest(body)
+    mf.write_text(json.dumps(doc))
+    assert cache.get(key) is None
+
+
+def test_cache_is_capped_least_recently_used_first(tmp_path):
+    import os
+    cache = PrepCache(tmp_path, max_bytes=3 * 80_000 + 20_000)
+    keys = [cache.key({"i": i}) for i in range(4)]
+    for i, k in enumerate(keys):
+        cache.put(k, {"i": i}, {"a": np.zeros(10_000, np.int64)})
+        os.utime(cache.dir / k / "manifest.json", (1000 + i, 1000 + i))
+    left = {e.key for e in cache.entries()}
+    assert keys[0] not in left and set(keys[1:]) == left  # the oldest went
+    assert sum(e.nbytes for e in cache.entries()) <= cache.max_bytes
+    count, freed = cache.clear()
+    assert count == 3 and freed > 0 and cache.entries() == []
+
+
+def test_input_digest_follows_content_and_file(tmp_path):
+    from finepar.io import load, save
+    g = shared_graph("USPowerGrid.mtx")
+    d = prepcache.input_digest(g, tmp_path)
+    other = generated_graph(8)
+    assert prepcache.input_digest(other, tmp_path) != d
+    path = tmp_path / "g.npz"
+    save(g, path)
+    loaded = load(path)
+    before = len(list((tmp_path / "inputs").iterdir()))
+    assert prepcache.input_digest(loaded, tmp_path) == d  # same content, from a file
+    memos = list((tmp_path / "inputs").iterdir())
+    assert len(memos) == before + 1  # remembered by the file's identity
+    assert prepcache.input_digest(loaded, tmp_path) == d
+    assert len(list((tmp_path / "inputs").iterdir())) == len(memos)
+
+
+def test_second_run_reuses_the_plan_without_tuning(tmp_path, monkeypatch, pairs):
+    g = shared_graph("cnr-2000.mtx.gz")
+    first_vals, first = api.pagerank(g, pair=pairs["shared"], cache=tmp_path)
+    assert first.cache["hit"] is False and first.threshold_source == "tuner"
+    # other options are another entry: a given T_f does not use the tuned one
+    _, other = api.pagerank(g, pair=pairs["shared"], cache=tmp_path, threshold=64)
+    assert other.cache["hit"] is False and other.plan["threshold"] == 64
+
+    def no_tuning(*a, **k):
+        raise AssertionError("the tuner ran (or the plan was lowered) on a cached input")
+    monkeypatch.setattr(tuner, "tune", no_tuning)
+    from finepar.engine import Engine
+    monkeypatch.setattr(Engine, "lower", no_tuning)  # the stored lowering is used
+    vals, second = api.pagerank(g, pair=pairs["shared"], cache=tmp_path)
+    assert second.cache["hit"] is True
+    assert second.plan["threshold"] == first.plan["threshold"]
+    assert second.tuning["trajectory"] == first.tuning["trajectory"]
+    np.testing.assert_allclose(vals, first_vals, atol=1e-6)
+
+
+def test_throttled_run_reuses_partitions_and_the_measured_cover(tmp_path, pairs):
+    g = shared_graph("wiki-Vote.txt")
+    kw = dict(pair=pairs["split"], devices="gpu", schedule="sj", cache_bytes=4096,
+              cache=tmp_path)
+    y1, r1 = api.spmv(g, **kw)
+    assert r1.cache["hit"] is False and r1.plan["throttle"]["partitions"] > 1
+    cover = PrepCache(tmp_path).entries()[0].meta["sj_cover"]
+    assert cover  # the run's split-join decision was stored
+    y2, r2 = api.spmv(g, **kw)
+    assert r2.cache["hit"] is True
+    assert r2.plan["throttle"]["partitions"] == r1.plan["throttle"]["partitions"]
+    assert r2.plan["throttle"]["sj"]["cover"] == cover  # no profiling passes this time
+    np.testing.assert_array_equal(y1, y2)
+
+
+def test_cli_cache_list_clear_and_no_cache(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("FINEPAR_NO_CACHE", raising=False)
+    monkeypatch.setenv("FINEPAR_CACHE_DIR", str(tmp_path / "c"))
+    for k in (1, 2):
+        assert main(["run", "bfs", "graph500:9", "--gpu", "emulate", "--json",
+                     str(tmp_path / f"r{k}.json"), "-q"]) == 0
+    hits = [json.loads((tmp_path / f"r{k}.json").read_text())["cache"]["hit"] for k in (1, 2)]
+    assert hits == [False, True]
+    assert main(["run", "bfs", "graph500:9", "--gpu", "emulate", "--no-cache", "--json",
+                 str(tmp_path / "r3.json"), "-q"]) == 0
+    assert json.loads((tmp_path / "r3.json").read_text())["cache"] is None
+    capsys.readouterr()
+    assert main(["cache", "list", "--json", "-"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    assert [e["app"] for e in listing["entries"]] == ["bfs"]
+    assert main(["cache", "clear"]) == 0
+    assert "removed 1 prepared entries" in capsys.readouterr().out
+    assert main(["cache", "list"]) == 0
+    assert "0 entries" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("bad", ["max_bytes = -1", "size = 3"])
+def test_bad_prepared_cache_config_is_one_line(tmp_path, bad, capsys):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f"[prepared_cache]\n{bad}\n")
+    assert main(["run", "bfs", "graph500:6", "--config", str(cfg), "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "c.toml" in err and "prepared_cache" in err

@@ -1,0 +1,287 @@
+"""Distributed runs (finepar.dist) under ``mpiexec -n P`` on the emulated pair.
+
+One ``mpiexec`` per rank count (1, 2, 3) runs every case of :data:`CASES`
+(``tests/dist_cases.py``): every app in both memory modes on a small directed, valued
+graph read rank by rank from an uncompressed ``.npz``, and a few apps on a Graph500
+graph generated rank by rank, a deflated ``.npz``, a Matrix Market file read by rank 0
+and METIS partitions. Each answer is compared with a one-process run on the same pair
+(identical for the integer apps, within the app's own check for the float ones) and
+checked against the app's independent reference; each report must account for every
+row, entry and halo byte.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("mpi4py")
+
+HERE = Path(__file__).resolve().parent
+WORKER = HERE / "dist_cases.py"
+RANKS = (1, 2, 3)
+APPS = ("spmv", "pagerank", "rwr", "hits", "bfs", "cc", "sssp", "coloring")
+
+
+def _cases() -> list[dict]:
+    # colouring: across ranks only Jones-Plassmann runs (the speculative rounds need one
+    # device holding the whole CSR), so the one-process run it is compared with uses it too
+    out = [{"id": f"{app}-{mem}", "app": app, "graph": "directed.npz", "memory": mem,
+            **({"params": {"algorithm": "jp"}} if app == "coloring" else {})}
+           for app in APPS for mem in ("shared", "split")]
+    out += [{"id": f"{app}-g500", "app": app, "graph": "graph500:9", "memory": "split"}
+            for app in ("pagerank", "bfs", "cc")]
+    out += [{"id": "pagerank-deflated", "app": "pagerank", "graph": "deflated.npz",
+             "memory": "shared"},
+            {"id": "bfs-metis-mtx", "app": "bfs", "graph": "directed.mtx", "memory": "split",
+             "partition": "metis", "params": {"root": 7}},
+            {"id": "cc-metis-g500", "app": "cc", "graph": "graph500:9", "memory": "shared",
+             "partition": "metis"},
+            {"id": "spmv-in-memory", "app": "spmv", "graph": "directed.npz", "memory": "split",
+             "in_memory": True},
+            {"id": "rwr-in-memory-metis", "app": "rwr", "graph": "directed.npz",
+             "memory": "shared", "partition": "metis", "in_memory": True, "params": {"seed": 9}}]
+    return out
+
+
+CASES = _cases()
+
+
+def mpiexec() -> str:
+    """The launcher beside this Python (the mpich wheel's), else on PATH."""
+    local = Path(sys.executable).parent / "mpiexec"
+    if local.exists():
+        return str(local)
+    import shutil
+    found = shutil.which("mpiexec")
+    if found is None:
+        pytest.skip("no mpiexec (pip install 'finepar[mpi]')")
+    return found
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    """The input files, and the graphs a one-process run reads."""
+    from finepar.graph500 import kronecker
+    from finepar.io import from_csr, load, save
+    d = tmp_path_factory.mktemp("dist-inputs")
+    g = kronecker(9, seed=2, symmetric=False)
+    w = np.random.default_rng(7).uniform(0.5, 2.0, g.nnz).astype(np.float32)
+    valued = from_csr(g.indptr, g.indices, w, g.n, name="directed")
+    save(valued, d / "directed.npz", compressed=False)
+    save(valued, d / "deflated.npz", compressed=True)
+    save(valued, d / "directed.mtx")
+    graphs = {"directed.npz": valued, "deflated.npz": valued,
+              "directed.mtx": load(d / "directed.mtx"), "graph500:9": kronecker(9)}
+    return d, graphs
+
+
+_RUNS: dict = {}
+
+
+def distributed(ranks: int, inputs) -> Path:
+    """Run every case on ``ranks`` ranks once (one mpiexec); the folder of answers."""
+    if ranks not in _RUNS:
+        d, _ = inputs
+        out = d / f"ranks-{ranks}"
+        out.mkdir()
+        cases = [dict(c, graph=str(d / c["graph"]) if not c["graph"].startswith("graph500:")
+                      else c["graph"]) for c in CASES]
+        (out / "cases.json").write_text(json.dumps(cases))
+        proc = subprocess.run([mpiexec(), "-n", str(ranks), sys.executable, str(WORKER),
+                               str(out), str(out / "cases.json")], capture_output=True,
+                              text=True, timeout=900, env=os.environ.copy())
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        _RUNS[ranks] = out
+    return _RUNS[ranks]
+
+
+_PLAIN: dict = {}
+
+
+def one_process(case: dict, graphs: dict, pairs):
+    """The answer of a plain run (one process, the same pair and T_f)."""
+    from finepar.api import run
+    key = (case["app"], case["graph"], case["memory"], json.dumps(case.get("params", {})))
+    if key not in _PLAIN:
+        _PLAIN[key] = run(case["app"], graphs[case["graph"]], pair=pairs[case["memory"]],
+                          threshold=64, **case.get("params", {}))[0]
+    return _PLAIN[key]
+
+
+@pytest.mark.parametrize("ranks", RANKS)
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_answer_matches_one_process(ranks, case, inputs, pairs):
+    """Integer answers (levels, labels, colours, float32 path lengths: a unique fixed
+    point) are identical; float answers are within 1e-5 in L1 of one process's; both
+    pass the app's check against its reference."""
+    from dataclasses import replace
+
+    from finepar import apps
+    out = distributed(ranks, inputs)
+    err = out / f"{case['id']}.error"
+    assert not err.exists(), err.read_text()
+    got = np.load(out / f"{case['id']}.npz")
+    graph = inputs[1][case["graph"]]
+    app = apps.get(case["app"])
+    plain = one_process(case, inputs[1], pairs)
+    extra = {k: got[k] for k in got.files if k != "values"}
+    if plain.values.dtype.kind in "iu" or case["app"] == "sssp":
+        np.testing.assert_array_equal(got["values"], plain.values)
+    else:
+        for key, mine in (("values", got["values"]), *extra.items()):
+            theirs = plain.values if key == "values" else plain.extra[key]
+            assert np.abs(mine.astype(np.float64) - theirs).sum() < 1e-5, key
+    mine = replace(plain, values=got["values"], extra={**plain.extra, **extra})
+    params = app.reference_params(graph, case.get("params", {}))
+    assert app.check(graph, mine, app.reference(graph, params), params) == ""
+
+
+#: Apps whose steps exchange a halo, and how many exchanges one iteration makes.
+EXCHANGES_PER_ITERATION = {"pagerank": 1, "rwr": 1, "hits": 2}
+
+
+@pytest.mark.parametrize("ranks", RANKS)
+def test_reports_account_for_every_row_entry_and_halo_byte(ranks, inputs):
+    from finepar import apps
+    out = distributed(ranks, inputs)
+    for case in CASES:
+        rep = json.loads((out / f"{case['id']}.json").read_text())
+        graph, app = inputs[1][case["graph"]], apps.get(case["app"])
+        per = rep["ranks"]
+        assert rep["partition"]["ranks"] == len(per) == ranks
+        assert rep["partition"]["method"] == case.get("partition", "nnz")
+        assert sum(r["rows"] for r in per) == app.matrix(graph).n, case["id"]
+        assert sum(r["input_nnz"] for r in per) == rep["graph"]["nnz"] == graph.nnz
+        assert sum(r["nnz"] for r in per) == rep["graph"]["matrix_nnz"] == app.matrix(graph).nnz
+        sent = sum(r["halo"]["sent"] for r in per)
+        assert sent == sum(r["halo"]["received"] for r in per), case["id"]
+        frontier = sum(r["frontier"]["merges"] for r in per)
+        if ranks == 1:
+            assert sent == 0 and frontier == 0
+            continue
+        k = EXCHANGES_PER_ITERATION.get(case["app"])
+        for r in per:
+            if k is not None:  # every iteration moved the halo, and the bytes are counted
+                assert r["halo"]["exchanges"] == k * rep["result"]["iterations"], case["id"]
+                assert r["halo"]["bytes_sent_per_iteration"] == 4 * k * r["halo"]["sent"]
+            if case["app"] == "bfs":  # each level's frontier bitmap merged as list or words
+                f = r["frontier"]
+                assert f["merges"] == rep["result"]["iterations"] == f["as_list"] + f["as_words"]
+            if case["app"] == "cc":  # each round gathers the neighbour minima
+                assert r["gathers"]["count"] >= rep["result"]["iterations"]
+            assert 0 <= r["timings"]["exchange"] <= r["timings"]["run"]
+        if k is not None:
+            assert sent > 0
+
+
+def test_cli_under_mpiexec(inputs, tmp_path, pairs):
+    """``mpiexec -n 2 python -m finepar run``: rank 0 alone prints and writes; the answer
+    is one process's."""
+    from finepar.api import run
+    d, graphs = inputs
+    out, report = tmp_path / "levels.npy", tmp_path / "report.json"
+    proc = subprocess.run([mpiexec(), "-n", "2", sys.executable, "-m", "finepar", "run", "bfs",
+                           str(d / "directed.npz"), "--gpu", "emulate", "-T", "64", "--root",
+                           "3", "--memory", "split", "--json", str(report), "-o", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count("finepar run bfs") == 1
+    rep = json.loads(report.read_text())
+    assert [r["rank"] for r in rep["ranks"]] == [0, 1]
+    plain = run("bfs", graphs["directed.npz"], pair=pairs["split"], threshold=64, root=3)[0]
+    np.testing.assert_array_equal(np.load(out), plain.values)
+
+
+def test_cli_error_under_mpiexec_is_one_line(tmp_path):
+    out = tmp_path / "scores.npy"
+    proc = subprocess.run([mpiexec(), "-n", "2", sys.executable, "-m", "finepar", "run",
+                           "pagerank", str(tmp_path / "missing.npz"), "--gpu", "emulate",
+                           "-o", str(out)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 2
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("finepar: error:")]
+    assert len(errors) == 1 and "missing.npz: file not found" in errors[0], proc.stderr
+    assert not out.exists()
+
+
+def test_distributed_flag_runs_one_rank_without_mpiexec(tmp_path):
+    report = tmp_path / "report.json"
+    proc = subprocess.run([sys.executable, "-m", "finepar", "run", "cc", "graph500:8",
+                           "--distributed", "--gpu", "emulate", "-T", "64", "-q", "--json",
+                           str(report)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rep = json.loads(report.read_text())
+    assert rep["partition"]["ranks"] == 1 and rep["ranks"][0]["rows"] == 256
+
+
+# ------------------------------------------------------------ parts without MPI
+
+
+def test_nnz_bounds_balance_entries_and_give_every_rank_a_row():
+    from finepar.dist.partition import by_nnz
+    lengths = np.array([1000, 1, 1, 1, 1, 1, 1, 1, 1, 1])
+    indptr = np.concatenate(([0], np.cumsum(lengths)))
+    b = by_nnz(indptr, 4)
+    assert b[0] == 0 and b[-1] == 10 and np.all(np.diff(b) >= 1)
+    even = np.concatenate(([0], np.cumsum(np.full(100, 3))))
+    np.testing.assert_array_equal(by_nnz(even, 4), [0, 25, 50, 75, 100])
+    from finepar.errors import UsageError
+    with pytest.raises(UsageError, match="3 ranks for 2 vertices"):
+        by_nnz(np.array([0, 1, 2]), 3)
+
+
+def test_stacked_partition_owns_both_blocks_of_a_vertex():
+    from finepar.dist.partition import RowPartition
+    p = RowPartition(np.array([0, 3, 10]), 10).stacked(2)
+    assert p.ranges(1) == [(3, 10), (13, 20)]
+    np.testing.assert_array_equal(p.owner(np.array([0, 2, 3, 12, 13, 19])), [0, 0, 1, 0, 1, 1])
+    assert p.mask(0).sum() == p.count(0) == 6 and list(p.counts()) == [6, 14]
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_npz_member_reads_element_ranges(tmp_path, compressed):
+    import zipfile
+
+    from finepar.dist.load import NpzMember
+    from finepar.npz import stored_members
+    a = np.arange(100_000, dtype=np.int32) * 7
+    path = tmp_path / "a.npz"
+    (np.savez_compressed if compressed else np.savez)(path, indices=a)
+    with zipfile.ZipFile(path) as z:
+        m = NpzMember(z, str(path), "indices", stored_members(path, min_bytes=0))
+        assert m.stored is not compressed and m.size == a.size
+        np.testing.assert_array_equal(m.read(12_345, 54_321), a[12_345:54_321])
+        assert m.read(5, 5).size == 0
+
+
+def test_launcher_size_read_from_the_environment(monkeypatch):
+    from finepar.dist import launched_size
+    for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE"):
+        monkeypatch.delenv(var, raising=False)
+    assert launched_size() == 1
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "4")
+    assert launched_size() == 4
+
+
+def test_each_local_rank_takes_its_gpu_from_a_list():
+    from finepar.dist.setup import local_gpu
+    assert [local_gpu(k, "0:0, 1:0") for k in range(3)] == ["0:0", "1:0", "0:0"]
+    assert local_gpu(5, "emulate") == "emulate"
+
+
+def test_generator_spec_parsed_once_for_every_path():
+    from finepar.api import load_graph
+    from finepar.errors import InputError
+    from finepar.graph500 import parse_spec
+    assert parse_spec("graph500:9:3") == (9, 3)
+    for bad, why in (("graph500:x", "graph500:SCALE"), ("graph500:31", "scale must be from 1")):
+        with pytest.raises(ValueError, match=why):
+            parse_spec(bad)
+        with pytest.raises(InputError, match=why):
+            load_graph(bad)

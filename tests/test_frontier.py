@@ -1,0 +1,250 @@
+"""Frontier loops with few host round trips (batches with the stop test on the device,
+work-group-local launches), SSSP's near and far piles, Afforest, and the host syncs of
+every iterative app, counted (never timed), on the emulated pair in both memory modes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from conftest import generated_graph, shared_graph
+from finepar import api, apps, reference
+from finepar.apps import frontier
+from finepar.io import from_scipy
+
+MODES = ("shared", "split")
+
+
+def root_of(g) -> int:
+    return int(np.argmax(np.diff(g.indptr)))
+
+
+def bfs_ok(g, res, root):
+    ref = reference.bfs_levels_fast(g, root)
+    np.testing.assert_array_equal(res.values, ref)
+    assert not apps.get("bfs").check(g, res, ref, {"root": root})
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_luxembourg_bfs_reads_back_a_few_times(mode, pairs):
+    """luxembourg (951 levels): every level top-down, at most levels / 8 + 10 blocking
+    reads, most levels run by work-group-local launches; the answer is the reference's."""
+    g = shared_graph("luxembourg.mtx")
+    root = root_of(g)
+    for t in (0, 4, 2**31 - 1):
+        res, rep = api.run("bfs", g, pair=pairs[mode], threshold=t, warmup=False, root=root)
+        bfs_ok(g, res, root)
+        levels = res.iterations
+        assert levels == 952 and rep.timings["host_syncs"] <= levels / 8 + 10, rep.timings
+        assert rep.result["launches"] == res.extra["launches"]
+        local = [x["levels"] for x in res.extra["launches"] if x["mode"] == "local"]
+        assert sum(local) == levels and max(local) > 100
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_batched_levels_without_local_launches(mode, pairs, monkeypatch):
+    """Without work-group-local launches (a device short of local memory), top-down levels
+    run in batches of advance launches that grow while the frontier stays small: still at
+    most levels / 8 + 10 reads on luxembourg, and a batch past the last level does nothing
+    (its extra levels find no frontier)."""
+    monkeypatch.setattr(frontier, "local_geometry", lambda *a: None)
+    g = shared_graph("luxembourg.mtx")
+    root = root_of(g)
+    res, rep = api.run("bfs", g, pair=pairs[mode], threshold=4, warmup=False, root=root)
+    bfs_ok(g, res, root)
+    runs = res.extra["launches"]
+    assert {x["mode"] for x in runs} == {"batch"}
+    assert max(x["enqueued"] for x in runs) == frontier.MAX_BATCH
+    assert rep.timings["host_syncs"] <= res.iterations / 8 + 10
+    assert runs[-1]["stop"] == "empty" and runs[-1]["levels"] < runs[-1]["enqueued"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_device_stops_a_top_down_batch_at_beamers_switch(mode, pairs, monkeypatch):
+    """On a Kronecker graph a batch of top-down levels stops on the device at the level
+    where Beamer's rule switches to bottom-up, and the host pulls there; a local launch
+    hands its list back when it outgrows local memory, and the levels take the same
+    directions either way."""
+    g = generated_graph(12, 3)
+    deg, label = np.diff(g.indptr), reference.components(g)
+    # a leaf of the giant component: top-down levels before the switch, in a batch of two
+    root = int(np.flatnonzero((deg == 1) & (label == np.bincount(label).argmax()))[0])
+    res, _ = api.run("bfs", g, pair=pairs[mode], threshold=32, warmup=False, root=root)
+    bfs_ok(g, res, root)
+    assert res.extra["launches"][0]["mode"] == "local"
+    assert any(x["stop"] == "paused" for x in res.extra["launches"])
+    directions = [s["direction"] for s in res.extra["trace"]]
+    monkeypatch.setattr(frontier, "local_geometry", lambda *a: None)
+    res, _ = api.run("bfs", g, pair=pairs[mode], threshold=32, warmup=False, root=root)
+    bfs_ok(g, res, root)
+    runs, steps = res.extra["launches"], res.extra["trace"]
+    assert [s["direction"] for s in steps] == directions
+    refused = [i for i, x in enumerate(runs) if x["stop"] == "refused"]
+    assert refused, runs
+    for i in refused:
+        nxt = next(s for s in steps if s["launch"] == i + 1)
+        assert nxt["direction"] == "bottom-up"
+
+
+def test_frontier_run_parses_marks_and_empty_levels(pairs):
+    """A batch on a path graph: the levels that ran, the empty list that ends it, and the
+    current list's tally moved to the front for the next run."""
+    n = 40
+    rows = np.arange(n - 1)
+    a = sp.csr_array((np.ones(2 * (n - 1), np.float32),
+                      (np.r_[rows, rows + 1], np.r_[rows + 1, rows])), shape=(n, n))
+    g = from_scipy(a, name="path")
+    res, _ = api.run("bfs", g, pair=pairs["split"], devices="gpu", warmup=False, root=0,
+                     direction="top-down")
+    assert res.iterations == n and np.array_equal(res.values, np.arange(n))
+    assert all(s["frontier"] == 1 for s in res.extra["trace"])
+    assert sum(x["levels"] for x in res.extra["launches"]) == n
+
+
+def weighted(g, seed=1):
+    """``g`` with uniform random lengths in [1, 100)."""
+    w = np.random.default_rng(seed).uniform(1, 100, g.nnz).astype(np.float32)
+    return from_scipy(sp.csr_array((w, g.indices, g.indptr), shape=g.shape), name=g.name + "-w")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_sssp_near_far_piles(mode, pairs):
+    """Weighted luxembourg: near-far SSSP equals the float32 fixed point (checked against
+    Dijkstra) for every band width, relaxes fewer edges than plain frontier Bellman-Ford
+    (delta = inf), and reads back a few times however many waves it takes."""
+    g = weighted(shared_graph("luxembourg.mtx"))
+    app = apps.get("sssp")
+    params = app.reference_params(g, app.check_params(g, {}))
+    ref = app.reference(g, params)
+    work = {}
+    for delta in (None, float("inf"), 5.0):
+        res, rep = api.run("sssp", g, pair=pairs[mode], threshold=4, warmup=False,
+                           **params, delta=delta)
+        assert not app.check(g, res, ref, params), delta
+        assert res.converged and rep.timings["host_syncs"] <= 20, rep.timings["host_syncs"]
+        work[delta] = sum(s["frontier_edges"] for s in res.extra["trace"])
+    assert work[None] < 0.75 * work[float("inf")], work
+
+
+def test_sssp_far_pile_without_local_launches(pairs, monkeypatch):
+    """The far pile refills an empty near pile before batch levels too (far_refill)."""
+    monkeypatch.setattr(frontier, "local_geometry", lambda *a: None)
+    g = weighted(generated_graph(10, 2))
+    app = apps.get("sssp")
+    params = app.reference_params(g, app.check_params(g, {}))
+    res, _ = api.run("sssp", g, pair=pairs["split"], threshold=32, warmup=False, **params,
+                     delta=2.0, frontier_fraction=1.0)
+    assert not app.check(g, res, app.reference(g, params), params)
+    assert {x["mode"] for x in res.extra["launches"]} == {"batch"}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", ["wiki-Vote.txt", "luxembourg.mtx", "graph500:11"])
+def test_afforest_matches_scipy(name, mode, pairs):
+    """Afforest's labels equal scipy's components (named by their smallest vertex) on a
+    directed graph (weak components), a road graph and a Kronecker graph with isolated
+    vertices, at every threshold; one blocking read per run; FastSV agrees."""
+    g = generated_graph(11, 0) if name.startswith("graph500") else shared_graph(name)
+    ref = reference.components(g)
+    for t in (0, 4, 32, 2**31 - 1):
+        res, rep = api.run("cc", g, pair=pairs[mode], threshold=t, warmup=False,
+                           algorithm="afforest")
+        np.testing.assert_array_equal(res.values, ref)
+        assert rep.timings["host_syncs"] == 1 and res.extra["algorithm"] == "afforest"
+        sample = next(p for p in res.extra["trace"] if p["phase"] == "sample")
+        giant = np.bincount(ref).argmax()
+        assert sample["giant"] == giant
+        # the final hooking visits every vertex outside the giant component, and the few
+        # of it the two sampling rounds left in other trees
+        outside = int(np.count_nonzero(ref != giant))
+        assert outside <= res.extra["hooked"] <= outside + g.n // 8
+    res, _ = api.run("cc", g, pair=pairs[mode], threshold=32, warmup=False, algorithm="fastsv")
+    np.testing.assert_array_equal(res.values, ref)
+
+
+def test_cc_algorithm_choice(pairs, monkeypatch):
+    """auto is Afforest where a device holds the CSR, FastSV where none does (and for
+    static runs); asking for Afforest there is a one-line error."""
+    import dataclasses
+    from finepar.errors import UsageError
+    g = generated_graph(10, 1)
+    res, _ = api.run("cc", g, pair=pairs["split"], threshold=32, warmup=False)
+    assert res.extra["algorithm"] == "afforest"
+    res, _ = api.run("cc", g, pair=pairs["split"], threshold=32, warmup=False, static=True)
+    assert res.extra["algorithm"] == "fastsv"
+    pair = pairs["split"]
+    for side in (pair.cpu, pair.gpu):
+        monkeypatch.setattr(side, "info", dataclasses.replace(side.info, int64_atomics=False))
+    res, _ = api.run("cc", g, pair=pair, threshold=32, warmup=False)
+    assert res.extra["algorithm"] == "fastsv"
+    np.testing.assert_array_equal(res.values, reference.components(g))
+    with pytest.raises(UsageError, match="afforest needs one device"):
+        api.run("cc", g, pair=pair, threshold=32, warmup=False, algorithm="afforest")
+
+
+def batches(iterations: int) -> int:
+    """Batches of 1, 2, 4, ... 64 iterations that cover ``iterations``."""
+    done, b, k = 0, 1, 0
+    while done < iterations:
+        done, b, k = done + b, min(2 * b, 64), k + 1
+    return k
+
+
+@pytest.mark.parametrize("app_name", ["pagerank", "rwr", "hits"])
+@pytest.mark.parametrize("mode", MODES)
+def test_power_iterations_read_once_per_batch(app_name, mode, pairs):
+    """On one device PageRank, RWR and HITS read back once per batch of iterations and
+    nothing else (their scalars go out without waiting); on two devices once per
+    iteration and its halo."""
+    g = generated_graph(11, 2)
+    app = apps.get(app_name)
+    params = app.reference_params(g, app.check_params(g, {}))
+    ref = app.reference(g, params)
+    res, rep = api.run(app_name, g, pair=pairs[mode], devices="gpu", warmup=True)
+    assert not app.check(g, res, ref, params)
+    assert rep.timings["host_syncs"] == batches(res.iterations)
+    res, rep = api.run(app_name, g, pair=pairs[mode], threshold=32, warmup=True)
+    assert not app.check(g, res, ref, params)
+    per = (2 if app_name == "hits" else 1) * res.iterations
+    assert per <= rep.timings["host_syncs"] <= 4 * per
+
+
+def test_batch_kernel_times_read_two_events(pairs):
+    """Kernel times of a batch come from its first and last events (profile='batch');
+    per-launch profiles only when asked (profile='launch'): both give positive times."""
+    from finepar.engine import EngineOptions
+    from finepar.partition import single_device
+    g = generated_graph(11, 2)
+    for profile in ("batch", "launch"):
+        wl = api.Workload("pagerank", g)
+        eng = wl.engine(pairs["split"], single_device(wl.matrix.row_lengths(), "gpu"),
+                        EngineOptions(profile=profile))
+        res, rep = wl.run(engine=eng, warmup=False)
+        assert rep.timings["kernel"]["gpu"] > 0 and rep.timings["steps"] >= res.iterations
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_push_role_is_taken_where_it_pays(mode, pairs, monkeypatch):
+    """The push role is the candidate whose measured level round trip (and, in split
+    memory, the moves of a switch: the rows the other role owns) costs least; another
+    role must beat the CPU by a quarter. With a slow CPU the GPU pushes; with equal round
+    trips the CPU keeps it in shared memory (nothing moves), and in split memory the
+    cheaper moves decide. The report names the costs; the answers stay exact."""
+    g = generated_graph(12, 3)
+    root = root_of(g)
+    for cpu_s in (0.06, 0.0):
+        monkeypatch.setattr(frontier, "round_trip_seconds",
+                            lambda engine, role, cpu_s=cpu_s: cpu_s if role == "cpu" else 0.0)
+        res, rep = api.run("bfs", g, pair=pairs[mode], threshold=32, warmup=False, root=root)
+        bfs_ok(g, res, root)
+        cost = res.extra["push_costs"]
+        assert set(cost) == {"cpu", "gpu"}
+        if mode == "shared":
+            assert cost["gpu"] == 0.0 and cost["cpu"] == cpu_s
+        want = "gpu" if cost["gpu"] < 0.75 * cost["cpu"] else "cpu"
+        assert res.extra["push_role"] == want == ("gpu" if cpu_s else want)
+        if mode == "shared" and not cpu_s:
+            assert want == "cpu"
+        assert f"top-down on {want}" in dict(rep.result["summary"])["levels"]
+        assert "push role" in dict(rep.result["summary"])
