@@ -1,5 +1,6 @@
-"""``greedy_color`` by FinePar's Jones-Plassmann colouring, relabelled to give NetworkX's
-greedy colouring exactly.
+"""``greedy_color`` by FinePar's Jones-Plassmann colouring (``algorithm="jp"``; the
+speculative colouring's order is its own), relabelled to give NetworkX's greedy colouring
+exactly.
 
 Jones-Plassmann with fixed priorities colours each vertex after all its higher-priority
 neighbours, with the smallest colour they do not use: the sequential greedy colouring
@@ -57,5 +58,5 @@ def greedy_color(G, strategy="largest_first", interchange=False):
     perm = np.empty(G.n, np.int64)
     perm[rows] = ranked
     relabelled = G.structure().permuted(perm, note="relabelled by the strategy's order")
-    colours = run(G, "coloring", relabelled, keep=False, seed=0).values
+    colours = run(G, "coloring", relabelled, keep=False, algorithm="jp", seed=0).values
     return dict(zip(order, colours[perm[rows]].tolist()))
