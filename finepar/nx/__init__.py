@@ -14,7 +14,8 @@ and why: ``docs/networkx.md``.
 Settings, ``nx.config.backends.finepar``: ``min_edges`` (graphs with fewer edges stay
 with NetworkX under automatic dispatch; default 100,000), ``devices`` (``both``, ``cpu``
 or ``gpu``), ``threshold`` (T_f; default: the tuner's), ``memory`` (``auto``, ``shared``,
-``split``), ``calibrate`` (None: the API's default).
+``split``), ``calibrate`` (None: the API's default), ``prepared_cache`` (use FinePar's
+on-disk prepared-graph cache; default False).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ FUNCTIONS = {
 
 #: ``nx.config.backends.finepar``'s defaults.
 DEFAULT_CONFIG = {"min_edges": 100_000, "devices": "both", "threshold": None,
-                  "memory": "auto", "calibrate": None}
+                  "memory": "auto", "calibrate": None, "prepared_cache": False}
 
 
 def backend_info() -> dict:
