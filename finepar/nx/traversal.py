@@ -26,15 +26,17 @@ def levels(G, root: int, reverse: bool = False) -> np.ndarray:
     return run(G, "bfs", G.structure(reverse), root=root).values
 
 
-def layers(G, root: int, depth_limit: int | None = None, reverse: bool = False):
+def layers(G, root: int, depth_limit: int | None = None, reverse: bool = False,
+           parents: bool = True):
     """The BFS layers from ``root`` in NetworkX's order, each with its vertices' parents.
 
     Returns
     -------
-    list of (ndarray, ndarray)
+    list of (ndarray, ndarray or None)
         Per layer, its rows in NetworkX's order and each one's parent row (the root's
-        layer: ``[root]`` and ``[-1]``), down to ``depth_limit`` layers below the root;
-        along predecessors with ``reverse`` (a digraph).
+        layer: ``[root]`` and ``[-1]``; None without ``parents``), down to
+        ``depth_limit`` layers below the root; along predecessors with ``reverse`` (a
+        digraph).
 
     Raises
     ------
@@ -55,13 +57,13 @@ def layers(G, root: int, depth_limit: int | None = None, reverse: bool = False):
         keep = lev[cand] == depth + 1
         if not keep.any():
             break
-        parent = np.repeat(cur, indptr[cur + 1] - indptr[cur])[keep]
+        parent = np.repeat(cur, indptr[cur + 1] - indptr[cur])[keep] if parents else None
         cand = cand[keep]
         at = np.arange(cand.size, dtype=np.int64)
         np.minimum.at(first, cand, at)
         head = first[cand] == at
         cur = cand[head].astype(np.int64)
-        out.append((cur, parent[head]))
+        out.append((cur, parent[head] if parents else None))
         depth += 1
     return out
 
@@ -93,7 +95,7 @@ def bfs_layers(G, sources):
     if G.nnz == 0:
         yield from networkx_call("bfs_layers", G, sources)
         return
-    for rows, _ in layers(G, G.row(source)):
+    for rows, _ in layers(G, G.row(source), parents=False):
         yield G.labels(rows)
 
 
@@ -158,6 +160,6 @@ def single_source_shortest_path_length(G, source, cutoff=None):
         return networkx_call("single_source_shortest_path_length", G, source, cutoff)
     limit = None if cutoff is None or cutoff >= len(G) else int(np.ceil(cutoff))
     out = {}
-    for depth, (rows, _) in enumerate(layers(G, G.row(source), limit)):
+    for depth, (rows, _) in enumerate(layers(G, G.row(source), limit, parents=False)):
         out.update(dict.fromkeys(G.labels(rows), depth))
     return out
