@@ -222,6 +222,7 @@ def run_graph(spec, args, res, backends, names, budget) -> None:
 
 
 def speed(row, name, backend) -> float | None:
+    """``backend``'s cached median over FinePar's for ``name`` in a row (None: not both)."""
     recs = row["algorithms"].get(name, {})
     fp, other = recs.get("finepar", {}), recs.get(backend, {})
     if fp.get("status") != "ok" or other.get("status") != "ok":
@@ -232,8 +233,12 @@ def speed(row, name, backend) -> float | None:
 def targets(doc, args) -> list:
     t = Targets()
     for name, graph, backend, bound in TARGETS:
-        rows = [r for r in doc["rows"] if r["graph"].startswith(graph)]
-        x = speed(rows[0], name, backend) if rows else None
+        # the backends of one algorithm may come from separate runs (--render A B): merged
+        recs: dict = {}
+        for r in doc["rows"]:
+            if r["graph"].startswith(graph):
+                recs.update(r["algorithms"].get(name, {}))
+        x = speed({"algorithms": {name: recs}}, name, backend)
         t.ratio(f"{name} on {graph}, cached: >= {bound:g}x {backend}", x, bound,
                 f"{x:.1f}x" if x else "", "not measured")
     return t.items

@@ -58,3 +58,19 @@ def test_bad_algorithm_is_one_line(tmp_path, capsys, monkeypatch):
     assert err == ("nxbackend.py: error: --algorithms: nope not among "
                    + ", ".join(nxbackend.ALGORITHMS))
     assert not out.exists()
+
+
+def test_targets_merge_the_backends_of_separate_runs():
+    import nxbackend
+    st = {"median": 1.0, "min": 1.0, "max": 1.0, "n": 1, "values": [1.0]}
+
+    def ok(median):
+        return {"status": "ok", "first_s": 1.0, "cached": dict(st, median=median)}
+    g = "graph500-s22-ef16-seed0"
+    doc = {"rows": [{"graph": g, "algorithms": {"pagerank": {"networkx": ok(30.0)}}},
+                    {"graph": g, "algorithms": {"pagerank": {"finepar": ok(1.0),
+                                                             "graphblas": ok(2.0)}}}]}
+    got = {t["target"]: (t["met"], t["detail"]) for t in nxbackend.targets(doc, None)}
+    assert got["pagerank on graph500-s22, cached: >= 20x networkx"] == (True, "30.0x")
+    assert got["pagerank on graph500-s22, cached: >= 3x graphblas"] == (False, "2.0x")
+    assert got["bfs_layers on graph500-s22, cached: >= 10x networkx"][0] is None
