@@ -268,7 +268,7 @@ class Workload:
                                                      parts if role == "gpu" else None)
                      for role, sc in m["lowerings"].items()}
         eng = wl.engine(pair, plan, options, lowerings)
-        eng.cache_key = entry.key
+        eng.cache_key, eng.cache_hit = entry.key, True
         if m.get("sj_cover") is not None and hasattr(eng.executor, "use_cover"):
             eng.executor.use_cover(eng, m["sj_cover"])
         return wl, plan, perm, m["remap_seconds"], eng, m["source"], m["tuning"]
@@ -278,10 +278,10 @@ class Workload:
         from it); the cache's part of the report."""
         cover = getattr(eng.executor, "cover", None)
         key = getattr(eng, "cache_key", None)
-        hit = "hit" in cache.events
         if key is not None and cover is not None and not getattr(eng.executor, "given", False):
             cache.update_meta(key, sj_cover=[int(v) for v in cover])
-        return {"dir": str(cache.dir), "key": key, "hit": hit, "events": list(cache.events)}
+        return {"dir": str(cache.dir), "key": key, "hit": getattr(eng, "cache_hit", False),
+                "events": list(cache.events)}
 
     def _correction(self, eng: Engine, wl: "Workload", pair: DevicePair, tuning: dict,
                     how: dict):

@@ -260,12 +260,21 @@ class PrepCache:
             self.events.append(f"not written ({exc})")
 
     def update_meta(self, key: str, **changes: Any) -> None:
-        """Merge ``changes`` into an entry's meta (e.g. the split-join cover a run measured)."""
-        entry = self.get(key)
-        if entry is None:
-            return
-        self.events.pop()  # that read was not a run's hit
-        self.put(key, {**entry.meta, **changes}, entry.arrays)
+        """Merge ``changes`` into an entry's meta (e.g. the split-join cover a run measured):
+        the manifest alone is rewritten, atomically, with a new checksum; a damaged or
+        missing entry is left to the next run to rebuild."""
+        from .files import atomic_write_text, jsonable
+        mf = self.dir / key / "manifest.json"
+        try:
+            manifest = json.loads(mf.read_text())
+            body = {k: v for k, v in manifest.items() if k != "checksum"}
+            if manifest.get("checksum") != _text_digest(body):
+                return
+            body["meta"] = jsonable({**body["meta"], **changes})
+            body["checksum"] = _text_digest(body)
+            atomic_write_text(mf, json.dumps(body, indent=1))
+        except (OSError, ValueError):
+            pass
 
     # ------------------------------------------------------------------ housekeeping
     def entries(self) -> list[Entry]:

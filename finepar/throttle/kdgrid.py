@@ -275,14 +275,19 @@ def _segments(indptr: np.ndarray, indices: np.ndarray, rects: np.ndarray) -> dic
         lo, hi = int(indptr[a]), int(indptr[b])
         if hi == lo:
             return (np.zeros(0, np.int64),) * 4
-        leaf = ids[np.searchsorted(cuts, indices[lo:hi], side="right") - 1]
+        cols = indices[lo:hi]
+        bucket = np.zeros(hi - lo, dtype=np.int16)  # the leaf's place among the strip's cuts
+        for c in cuts[1:]:  # a few cuts: a compare-and-add each beats a binary search
+            bucket += cols >= c
         new = np.ones(hi - lo, dtype=bool)
-        new[1:] = leaf[1:] != leaf[:-1]
+        np.not_equal(bucket[1:], bucket[:-1], out=new[1:])
         starts = indptr[a:b]
-        new[starts[starts < hi] - lo] = True  # every row starts a segment
+        starts = starts[starts < hi] - lo
+        new[starts] = True  # every row starts a segment
         at = np.flatnonzero(new)
-        row = np.searchsorted(indptr[a:b + 1], at + lo, side="right") - 1 + a
-        return row, at + lo, np.diff(np.append(at, hi - lo)), leaf[at]
+        # rows started at or before each position (empty rows too): the row holding it
+        row = a - 1 + np.cumsum(np.bincount(starts, minlength=hi - lo), dtype=np.int64)[at]
+        return row, at + lo, np.diff(np.append(at, hi - lo)), ids[bucket[at]]
     parts = list(pool().map(part, range(bounds.size - 1)))
     seg_row, start, length, leaf = (np.concatenate([p[j] for p in parts]) for j in range(4))
     key = leaf.astype(np.uint16 if rects.shape[0] <= 1 << 16 else np.int64)
@@ -307,6 +312,10 @@ def _distinct(indices: np.ndarray, segs: dict, n: int) -> tuple[np.ndarray, np.n
         if s1 == s0:
             return 0
         cols = indices[RowEntries(st[s0:s1], sp_[s0:s1 + 1] - sp_[s0]).positions()]
-        return int(np.count_nonzero(_first_of_each(cols, n)))
+        if 4 * cols.size < n:  # few entries: a table lookup, not a bitmap of n
+            return int(np.count_nonzero(_first_of_each(cols, n)))
+        seen = np.zeros(n, dtype=bool)
+        seen[cols] = True
+        return int(np.count_nonzero(seen))
     dx = np.array(list(pool().map(one, range(dy.size))), dtype=np.int64)
     return dx, dy.astype(np.int64)
