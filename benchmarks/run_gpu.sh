@@ -3,7 +3,8 @@
 # Run from the repo root with the wheels in .whl/, the real inputs in .data/ and (for the
 # apps stage's previous FinePar) `git archive 8f3c88e` in .prev/ carried:
 #   bash benchmarks/run_gpu.sh STAGE [extra args for the stage's script]
-# Stages: check, train, throttle, apps, pipeline, peers, suite, sweep, probe, dist.
+# Stages: check, train, throttle, apps, pipeline, peers, suite, sweep, probe, e2e, profile, dist,
+# nxbackend.
 # Everything a stage writes goes to $OUT (RESULTS.md with the stage's section, JSON, models,
 # training measurements) as it goes, so a stage cut off by its time limit still returns what
 # it finished. The benchmark stages stop starting new work after $BUDGET_S seconds (default
@@ -13,7 +14,7 @@
 # stays warm) read them, and their references, from there.
 # Training resumes from training/ in the checkout.
 set -u
-stage=${1:?stage: check, train, throttle, apps, pipeline, peers, suite, sweep, probe, e2e, profile or dist}; shift
+stage=${1:?stage: check, train, throttle, apps, pipeline, peers, suite, sweep, probe, e2e, profile, dist or nxbackend}; shift
 out=${OUT:-/tmp/finepar-out}
 mkdir -p "$out"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
@@ -25,7 +26,7 @@ budget=(--budget-s "${BUDGET_S:-480}")
 # FinePar keeps each share within its device's limit
 # stages of one command share $out/RESULTS.md: start from the checkout's only once
 case $stage in
-  sweep|suite|peers|throttle|apps|pipeline|dist|e2e)
+  sweep|suite|peers|throttle|apps|pipeline|dist|e2e|nxbackend)
     [ -f "$out/RESULTS.md" ] || cp benchmarks/RESULTS.md "$out/RESULTS.md" ;;
 esac
 platform=$(python3 -c "from finepar.api import make_pair; from finepar.perfmodel import platform_name; print(platform_name(make_pair().selection))")
@@ -64,6 +65,7 @@ for d in ('both', 'gpu'):
   peers) python3 benchmarks/peers.py "${md[@]}" --json "$out/peers.json" "${budget[@]}" "$@" ;;
   suite) python3 benchmarks/suite.py "${md[@]}" --json "$out/compare.json" "${budget[@]}" "$@" ;;
   sweep) python3 benchmarks/sweep.py "${md[@]}" --json "$out/sweep.json" "${budget[@]}" "$@" ;;
+  nxbackend) python3 benchmarks/nxbackend.py "${md[@]}" --json "$out/nxbackend.json" "${budget[@]}" "$@" ;;
   probe) python3 benchmarks/probe.py --json "$out/probe.json" "$@" ;;
   e2e) python3 benchmarks/e2e.py "${md[@]}" --json "$out/e2e.json" "${budget[@]}" "$@" ;;
   profile)
