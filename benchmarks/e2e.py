@@ -37,10 +37,11 @@ sys.path.insert(0, str(HERE))
 
 from common import (ROOT, Budget, Results, choices, graph_specs, log, main_of,  # noqa: E402
                     render_only, script_parser, stat_cell, target_lines)
+from finepar.errors import UsageError  # noqa: E402
 from measure import answer_problem, app_params, stats  # noqa: E402
 
 APPS = ("bfs", "cc", "pagerank", "spmv")
-SYSTEMS = ("finepar-cold", "finepar-warm", "cupy", "scipy")
+SYSTEMS = ("finepar-cold", "finepar-warm", "cupy", "scipy", "finepar-before")
 SECTION = "Time to answer: from the file to the answer (e2e.py)"
 
 
@@ -59,13 +60,15 @@ def input_file(spec: str, folder: Path) -> tuple[Path, object]:
     return path, g
 
 
-def _env(cold_dir: Path | None) -> dict:
+def _env(cold_dir: Path | None, code: Path = ROOT, drivers: bool = True) -> dict:
+    """A process's environment: FinePar from ``code``; with ``cold_dir``, FinePar's cache and
+    (``drivers``) NVIDIA's JIT and PoCL's kernel caches in empty folders there."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env["PYTHONPATH"] = os.pathsep.join([str(code), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.pop("FINEPAR_NO_CACHE", None)
     if cold_dir is not None:
         for var, sub in (("FINEPAR_CACHE_DIR", "finepar"), ("CUDA_CACHE_PATH", "nv"),
-                         ("POCL_CACHE_DIR", "pocl")):
+                         ("POCL_CACHE_DIR", "pocl"))[:3 if drivers else 1]:
             env[var] = str(cold_dir / sub)
     return env
 
@@ -93,12 +96,18 @@ def one_process(cmd: list, env: dict, answer: Path, report: Path | None) -> dict
 
 
 def measure(system: str, app, g, path: Path, params: dict, ref, repeats: int,
-            root: Path) -> dict:
-    """``repeats`` processes of one system; a record of their times and the check."""
+            root: Path, args) -> dict:
+    """``repeats`` processes of one system; a record of their times and the check.
+    ``args.generated``: FinePar's command generates the Graph500 graph itself (its spec, not
+    the file); ``args.previous``: the folder of the FinePar ``finepar-before`` runs;
+    ``args.keep_driver_caches``: a cold run empties FinePar's cache alone."""
     answer, report = root / "answer.npy", root / "report.json"
     extra = ["--root", str(params["root"])] if app.name == "bfs" else []
+    code = Path(args.previous) if system == "finepar-before" else ROOT
+    drivers = not args.keep_driver_caches
     if system.startswith("finepar"):
-        cmd = [sys.executable, "-m", "finepar", "run", app.name, str(path), "-o", str(answer),
+        target = args.spec if args.generated else str(path)
+        cmd = [sys.executable, "-m", "finepar", "run", app.name, target, "-o", str(answer),
                "--json", str(report), "-q", *extra]
     else:
         cmd = [sys.executable, str(HERE / "e2e_jobs.py"), system, app.name, str(path),
@@ -106,11 +115,13 @@ def measure(system: str, app, g, path: Path, params: dict, ref, repeats: int,
         report = None
     warm_dir = Path(tempfile.mkdtemp(dir=root)) if system == "finepar-warm" else None
     if warm_dir is not None:  # a first run fills the caches the timed ones reuse
-        one_process(cmd, _env(warm_dir), answer, report)
+        one_process(cmd, _env(warm_dir, drivers=drivers), answer, report)
     runs, problem = [], ""
     for _ in range(repeats):
-        cold = Path(tempfile.mkdtemp(dir=root)) if system == "finepar-cold" else None
-        rec = one_process(cmd, _env(cold if cold is not None else warm_dir), answer, report)
+        cold = (Path(tempfile.mkdtemp(dir=root)) if system in ("finepar-cold", "finepar-before")
+                else None)
+        rec = one_process(cmd, _env(cold if cold is not None else warm_dir, code, drivers),
+                          answer, report)
         if rec["rc"] != 0:
             problem = rec["problem"]
             break
@@ -151,6 +162,14 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--scipy-max-nnz", type=float, default=2e8,
                    help="skip scipy above this many stored entries (single-threaded)")
+    p.add_argument("--previous", metavar="DIR", default=None,
+                   help="a FinePar to compare (finepar-before): `git archive REV finepar "
+                        "opencl | tar -x -C DIR`")
+    p.add_argument("--generated", action="store_true",
+                   help="FinePar's command generates graph500:SCALE itself (as `finepar run "
+                        "bfs graph500:18`); the peers still read the file")
+    p.add_argument("--keep-driver-caches", action="store_true",
+                   help="a cold run empties FinePar's cache alone (NVIDIA's and PoCL's stay)")
     args = p.parse_args(argv)
     if args.render:
         return render_only(args, lambda rows, device, a, dates: render(
@@ -158,6 +177,8 @@ def main(argv=None) -> int:
     apps_, systems = choices("--apps", args.apps, APPS), choices("--systems", args.systems,
                                                                   SYSTEMS)
     specs = graph_specs(args.real, args.scales)
+    if "finepar-before" in systems and not (args.previous and Path(args.previous).is_dir()):
+        raise UsageError("--systems finepar-before needs --previous DIR (a FinePar checkout)")
     from finepar import apps
     from finepar.api import make_pair
     from inputs import reference
@@ -180,7 +201,10 @@ def main(argv=None) -> int:
             for system in systems:
                 if system == "scipy" and g.nnz > args.scipy_max_nnz:
                     continue
-                rec = measure(system, app, g, path, params, ref, args.repeats, work)
+                if args.generated and not system.startswith("finepar"):
+                    continue  # the peers read files; the comparison here is FinePar's own
+                args.spec = spec
+                rec = measure(system, app, g, path, params, ref, args.repeats, work, args)
                 recs.append(rec)
                 res.save()
                 log(line(g.name, name, rec))
@@ -212,6 +236,22 @@ def targets(doc) -> list:
         out.append(_target(f"{app} at scale 24, warm cache, all but reading the file <= 0.5 s "
                            f"+ the computation", warm, "prep_s",
                            0.5 + (run["median"] if run else 0.0)))
+    for row in doc["rows"]:  # against the FinePar before this work, where it ran
+        for app, recs in row["apps"].items():
+            by = {r["system"]: r for r in recs if r.get("correct")}
+            before = by.get("finepar-before")
+            if before is None:
+                continue
+            b = before["wall_s"]["median"]
+            for system, bound, text in (("finepar-cold", 1.0, "no slower than before"),
+                                        ("finepar-warm", 0.5, "a warm rerun at least 2x "
+                                                              "faster than before")):
+                r = by.get(system)
+                v = r["wall_s"]["median"] if r else None
+                out.append({"target": f"{row['graph']} {app}, wall time: {text}",
+                            "met": None if v is None else v <= bound * b,
+                            "detail": "not measured" if v is None else
+                            f"{v:.2f} s against {b:.2f} s ({b / v:.2f}x)"})
     loads = [r for r in ((big or {}).get("apps", {}).get("bfs", [])) if
              r["system"] == "finepar-warm" and r.get("load_gb_per_s")]
     out.append({"target": "reading the scale-24 .npz >= 1 GB/s",

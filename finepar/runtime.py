@@ -794,11 +794,22 @@ class DevicePair:
             self.gpu.queue.finish()
 
 
+def driver_caches_builds(side: Side) -> bool:
+    """Whether the device's driver keeps its own builds across processes, keyed by source
+    and options (``pyopencl.characterize.has_src_build_cache``: PoCL and NVIDIA's CUDA
+    platform do). FinePar keeps binaries only for the other drivers: asking PoCL for a
+    program's binaries compiles every kernel of the program at once (4.4 s of a cold BFS
+    run's set-up on the 2-core box), and its own cache already serves the next process."""
+    from pyopencl.characterize import has_src_build_cache
+    return bool(has_src_build_cache(_cl_device(side.info)))
+
+
 def _binary_path(side: Side, src: str, opts: tuple):
     """Where the program binary of ``src`` built with ``opts`` for ``side``'s device is kept:
     the prepared-graph cache's ``programs/`` folder, keyed by source, options, device and
-    driver (None when ``$FINEPAR_NO_CACHE`` is set)."""
-    if os.environ.get("FINEPAR_NO_CACHE"):
+    driver (None when ``$FINEPAR_NO_CACHE`` is set or the driver keeps its builds,
+    :func:`driver_caches_builds`)."""
+    if os.environ.get("FINEPAR_NO_CACHE") or driver_caches_builds(side):
         return None
     from .prepcache import cache_root
     i = side.info

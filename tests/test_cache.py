@@ -147,3 +147,32 @@ def test_bad_prepared_cache_config_is_one_line(tmp_path, bad, capsys):
     assert main(["run", "bfs", "graph500:6", "--config", str(cfg), "-q"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "c.toml" in err and "prepared_cache" in err
+
+
+def test_program_binaries_kept_for_drivers_without_a_build_cache(tmp_path, monkeypatch, pairs):
+    """Where a driver keeps no builds of its own, FinePar keeps each program's binary,
+    keyed by source, options and device, and a later build loads it (same kernels)."""
+    from finepar import runtime
+    monkeypatch.delenv("FINEPAR_NO_CACHE", raising=False)
+    monkeypatch.setenv("FINEPAR_CACHE_DIR", str(tmp_path))
+    side = pairs["split"].gpu
+    assert runtime.driver_caches_builds(side)  # PoCL does: nothing kept by default
+    assert runtime._binary_path(side, "x", ()) is None
+    monkeypatch.setattr(runtime, "driver_caches_builds", lambda side: False)
+    defines = {"T": "float", "FINEPAR_TEST_KEY": 7}
+    pairs["split"]._programs.clear()
+    first = pairs["split"].program(side, ("vector.cl",), defines)
+    kept = list((tmp_path / "programs").iterdir())
+    assert len(kept) == 1 and kept[0].stat().st_size > 0
+    pairs["split"]._programs.clear()
+    built = []  # a build from source stores its binary: a load from the binary does not
+    monkeypatch.setattr(runtime, "_store_binary", lambda *a: built.append(a))
+    again = pairs["split"].program(side, ("vector.cl",), defines)
+    assert built == [] and again.get_info(runtime.cl().program_info.NUM_KERNELS) \
+        == first.get_info(runtime.cl().program_info.NUM_KERNELS)
+    monkeypatch.undo()
+    monkeypatch.setenv("FINEPAR_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(runtime, "driver_caches_builds", lambda side: False)
+    other = dict(defines, T="int")  # other options: another binary
+    pairs["split"].program(side, ("vector.cl",), other)
+    assert len(list((tmp_path / "programs").iterdir())) == 2
