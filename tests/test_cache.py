@@ -171,6 +171,7 @@ def test_program_binaries_kept_for_drivers_without_a_build_cache(tmp_path, monke
     assert built == [] and again.get_info(runtime.cl().program_info.NUM_KERNELS) \
         == first.get_info(runtime.cl().program_info.NUM_KERNELS)
     monkeypatch.undo()
+    monkeypatch.delenv("FINEPAR_NO_CACHE", raising=False)
     monkeypatch.setenv("FINEPAR_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(runtime, "driver_caches_builds", lambda side: False)
     other = dict(defines, T="int")  # other options: another binary
