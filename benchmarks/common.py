@@ -53,9 +53,13 @@ def graph_specs(real: str, scales: str) -> list[str]:
     out = []
     if real and real != "none":
         names = REAL_GRAPHS if real == "all" else tuple(x.strip() for x in real.split(","))
+        try:
+            folder = data_dir()
+        except SystemExit as exc:
+            raise UsageError(f"--real: no input {names[0]!r} ({exc})") from None
         for n in names:  # a bundled graph may be named without its extension
             full = [f for f in REAL_GRAPHS if f == n or f.split(".")[0] == n]
-            path = data_dir() / (full[0] if full else n)
+            path = folder / (full[0] if full else n)
             if not path.exists():
                 raise UsageError(f"--real: no input {n!r} in {data_dir()}")
             out.append(str(path))
