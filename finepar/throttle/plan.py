@@ -17,6 +17,7 @@ fastest, so throttling stays only where it measured a gain.
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 
@@ -166,20 +167,21 @@ def record_rate(seconds: float, nnz: int) -> None:
         pass
 
 
-def auto_decision(matrix: Graph, rows: np.ndarray, indices: np.ndarray, capacity: int,
+def auto_decision(matrix: Graph, rows: np.ndarray, nnz: int, share_indices, capacity: int,
                   options: ThrottleOptions, steps: float, step_seconds: float | None) -> dict:
     """Whether ``schedule='auto'`` throttles a share: when the predicted saving over the
     run's ``steps`` (:func:`predicted_gain` of a step of ``step_seconds``) exceeds the
     partitioning's cost (:func:`measured_rate` per nonzero), and that cost stays within
     ``options.max_partition_seconds``. Returns the figures, with ``throttle`` the verdict
     (``working_set`` -1 where even :data:`GAIN_MAX` of every step could not pay: the
-    share's x and y entries are then not counted)."""
-    nnz = int(indices.shape[0])
+    share's x and y entries are then not counted, nor ``share_indices()``, the share's
+    column indices, asked for)."""
     step = step_seconds if step_seconds else nnz / STEP_NNZ_PER_S
     cost = nnz * measured_rate()
     ws = -1  # not counted: even the largest gain could not pay for the partitioning
     saving = steps * step * GAIN_MAX
     if saving > cost and cost <= options.max_partition_seconds:
+        indices = share_indices()
         seen = np.zeros(matrix.n, dtype=bool)
         chunked(lambda lo, hi: seen.__setitem__(indices[lo:hi], True), nnz)
         ws = int(np.count_nonzero(seen)) + int(np.count_nonzero(np.diff(matrix.indptr)[rows]))
@@ -225,15 +227,18 @@ def throttle_share(matrix: Graph, rows: np.ndarray, options: ThrottleOptions,
     t0 = time.perf_counter()
     cache = int(options.cache_bytes or cache_bytes)
     capacity = capacity_from_cache(cache, options.fraction)
-    indptr, indices = share_csr(matrix, rows)
+    share = functools.cache(lambda: share_csr(matrix, rows))  # built once, where needed
     schedule = options.schedule
     if schedule == "auto":
-        verdict = auto_decision(matrix, rows, indices, capacity, options, steps, step_seconds)
+        nnz = int(np.diff(matrix.indptr)[rows].sum(dtype=np.int64))
+        verdict = auto_decision(matrix, rows, nnz, lambda: share()[1], capacity, options,
+                                steps, step_seconds)
         if decision is not None:
             decision.update(verdict)
         if not verdict["throttle"]:
             return None
         schedule = "sj"  # let the measured split-join decide
+    indptr, indices = share()
     part = dbwp(indptr, indices, matrix.n, capacity, bisect=options.bisect, checked=True,
                 symmetric=matrix.symmetric and rows.size == matrix.n)
     seconds = time.perf_counter() - t0
