@@ -31,7 +31,7 @@ import threading
 
 import numpy as np
 
-from ..parallel import CHUNK, pool
+from ..parallel import CHUNK, chunked, pool
 
 #: Shares with at least this many entries are tiled on the grid.
 GRID_MIN_NNZ = 1 << 20
@@ -115,10 +115,14 @@ def _histogram(indptr, indices, n, redge, cs, gc, symmetric=False):
     with an entry in the cell ``R``, the columns of the column bin with an entry in the
     cell ``C`` (``R`` transposed for a ``symmetric`` share); and the columns holding any
     entry (bool, n). One task per row bin on the pool's threads; column ``c`` is in bin
-    ``c >> cs``."""
+    ``c >> cs``.
+
+    ``H`` and ``R`` come from one ``bincount`` of ``2 * bin + first`` (numpy's bincount
+    holds the GIL: one pass over the entries instead of two); the columns seen are marked
+    in a table per thread (no two threads write one cache line) and or-ed at the end."""
     gr = redge.size - 1
     hist, rows_in, cols_in = (np.zeros((gr, gc), dtype=np.int64) for _ in range(3))
-    col_seen = np.zeros(n, dtype=bool)
+    seen_by_thread: dict[int, np.ndarray] = {}  # this call's table of each thread
 
     def one(i: int) -> None:
         a, b = int(redge[i]), int(redge[i + 1])
@@ -126,21 +130,30 @@ def _histogram(indptr, indices, n, redge, cs, gc, symmetric=False):
         if hi == lo:
             return
         cols = indices[lo:hi]
-        cb = cols >> cs
-        hist[i] = np.bincount(cb, minlength=gc)
+        key = (cols >> cs).astype(np.int32)
         first = np.ones(hi - lo, dtype=bool)  # a row's first entry in a column bin
-        first[1:] = cb[1:] != cb[:-1]
+        np.not_equal(key[1:], key[:-1], out=first[1:])
         first[indptr[a:b][indptr[a:b] < hi] - lo] = True
-        rows_in[i] = np.bincount(cb[first], minlength=gc)
+        key <<= 1
+        key += first
+        counts = np.bincount(key, minlength=2 * gc).reshape(gc, 2)
+        rows_in[i] = counts[:, 1]
+        hist[i] = counts[:, 0] + counts[:, 1]
         if symmetric:
             return
         u = cols[_first_of_each(cols, n)]
         cols_in[i] = np.bincount(u >> cs, minlength=gc)
-        col_seen[u] = True  # every task writes True: no race that matters
+        me = threading.get_ident()
+        if me not in seen_by_thread:
+            seen_by_thread[me] = np.zeros(n, dtype=bool)
+        seen_by_thread[me][u] = True
     list(pool().map(one, range(gr)))
     if symmetric:  # entry (r, c) is entry (c, r): a column is seen where its row has entries
-        cols_in = rows_in.T.copy()
-        col_seen = np.diff(indptr) > 0
+        return hist, rows_in, rows_in.T.copy(), np.diff(indptr) > 0
+    col_seen = np.zeros(n, dtype=bool)
+    for seen in seen_by_thread.values():
+        chunked(lambda lo, hi, s=seen: np.logical_or(col_seen[lo:hi], s[lo:hi],
+                                                     out=col_seen[lo:hi]), n)
     return hist, rows_in, cols_in, col_seen
 
 
@@ -153,9 +166,10 @@ def _first_of_each(values: np.ndarray, n: int) -> np.ndarray:
     position is kept where it reads itself back (whichever write won, exactly one does;
     the table needs no clearing, as only this call's values are read)."""
     table = getattr(_LOCAL, "table", None)
-    if table is None or table.size < n:
-        table = _LOCAL.table = np.empty(n, dtype=np.int64)
-    pos = np.arange(values.size, dtype=np.int64)
+    wide = values.size >= 1 << 31
+    if table is None or table.size < n or (wide and table.dtype != np.int64):
+        table = _LOCAL.table = np.empty(n, dtype=np.int64 if wide else np.int32)
+    pos = np.arange(values.size, dtype=table.dtype)
     table[values] = pos
     return table[values] == pos
 
@@ -257,7 +271,11 @@ class _Tiler:
 def _segments(indptr: np.ndarray, indices: np.ndarray, rects: np.ndarray) -> dict:
     """Every row cut at its leaves' column ranges: segments ordered by partition, then row.
 
-    ``rects[p]`` is leaf ``p``'s ``(row0, row1, col0, col1)``; the leaves tile the share."""
+    ``rects[p]`` is leaf ``p``'s ``(row0, row1, col0, col1)``; the leaves tile the share.
+    Two parallel passes over chunks of rows (each inside one strip of leaves): the first
+    cuts the chunk's rows and groups its segments by leaf, the second copies each group to
+    its place (leaf-major, chunks in row order), so no pass over all segments runs on one
+    thread."""
     k = indptr.shape[0] - 1
     strips = np.unique(np.concatenate((rects[:, 0], rects[:, 1], [0, k])))
     step = _rows_per_chunk(indptr)
@@ -267,37 +285,61 @@ def _segments(indptr: np.ndarray, indices: np.ndarray, rects: np.ndarray) -> dic
         ids = np.flatnonzero((rects[:, 0] <= s0) & (rects[:, 1] > s0))
         ids = ids[np.argsort(rects[ids, 2])]
         cover[int(s0)] = (rects[ids, 2], ids)
+    def cut(i: int) -> dict:
+        s0 = int(strips[np.searchsorted(strips, bounds[i], side="right") - 1])
+        return _cut_chunk(indptr, indices, int(bounds[i]), int(bounds[i + 1]), cover[s0])
+    chunks = list(pool().map(cut, range(bounds.size - 1)))
+    n_parts = rects.shape[0]
+    counts = np.zeros((len(chunks), n_parts), dtype=np.int64)
+    for j, c in enumerate(chunks):
+        counts[j, c["leaves"]] = [g.size for g in c["groups"]]
+    at = np.zeros(counts.size + 1, dtype=np.int64)  # leaf-major: leaf p's chunks in row order
+    np.cumsum(counts.T.ravel(), out=at[1:])
+    total = int(at[-1])
+    seg_row = np.empty(total, dtype=np.int32)
+    seg_start, length = np.empty(total, dtype=np.int64), np.empty(total, dtype=np.int64)
 
-    def part(i: int) -> tuple:
-        a, b = int(bounds[i]), int(bounds[i + 1])
-        s0 = int(strips[np.searchsorted(strips, a, side="right") - 1])
-        cuts, ids = cover[s0]
-        lo, hi = int(indptr[a]), int(indptr[b])
-        if hi == lo:
-            return (np.zeros(0, np.int64),) * 4
-        cols = indices[lo:hi]
-        bucket = np.zeros(hi - lo, dtype=np.int16)  # the leaf's place among the strip's cuts
-        for c in cuts[1:]:  # a few cuts: a compare-and-add each beats a binary search
-            bucket += cols >= c
-        new = np.ones(hi - lo, dtype=bool)
-        np.not_equal(bucket[1:], bucket[:-1], out=new[1:])
-        starts = indptr[a:b]
-        starts = starts[starts < hi] - lo
-        new[starts] = True  # every row starts a segment
-        at = np.flatnonzero(new)
-        # rows started at or before each position (empty rows too): the row holding it
-        row = a - 1 + np.cumsum(np.bincount(starts, minlength=hi - lo), dtype=np.int64)[at]
-        return row, at + lo, np.diff(np.append(at, hi - lo)), ids[bucket[at]]
-    parts = list(pool().map(part, range(bounds.size - 1)))
-    seg_row, start, length, leaf = (np.concatenate([p[j] for p in parts]) for j in range(4))
-    key = leaf.astype(np.uint16 if rects.shape[0] <= 1 << 16 else np.int64)
-    order = np.argsort(key, kind="stable")  # by partition; rows stay ascending within one
-    seg_ptr = np.zeros(order.size + 1, dtype=np.int64)
-    np.cumsum(length[order], out=seg_ptr[1:])
-    part_seg = np.searchsorted(leaf[order], np.arange(rects.shape[0] + 1)).astype(np.int64)
-    return {"seg_row": seg_row[order].astype(np.int32), "seg_start": start[order],
-            "seg_ptr": seg_ptr, "part_seg": part_seg,
-            "nnz": np.diff(seg_ptr[part_seg])}
+    def place(j: int) -> None:
+        c = chunks[j]
+        for leaf, g in zip(c["leaves"], c["groups"]):
+            o = int(at[int(leaf) * len(chunks) + j])
+            for out, src in ((seg_row, c["row"]), (seg_start, c["start"]), (length, c["len"])):
+                np.take(src, g, out=out[o:o + g.size])
+    list(pool().map(place, range(len(chunks))))
+    seg_ptr = np.zeros(total + 1, dtype=np.int64)
+    np.cumsum(length, out=seg_ptr[1:])
+    part_seg = at[::len(chunks)].copy() if chunks else np.zeros(n_parts + 1, np.int64)
+    return {"seg_row": seg_row, "seg_start": seg_start, "seg_ptr": seg_ptr,
+            "part_seg": part_seg, "nnz": np.diff(seg_ptr[part_seg])}
+
+
+def _cut_chunk(indptr, indices, a: int, b: int, cover) -> dict:
+    """Rows ``a .. b`` (inside one strip, whose leaves ``cover`` lists by first column) cut
+    at the leaves' column ranges: each segment's row, first position and length, and the
+    segments of each leaf (``groups``, positions into those, in row order)."""
+    cuts, ids = cover
+    lo, hi = int(indptr[a]), int(indptr[b])
+    if hi == lo:
+        return {"leaves": [], "groups": []}
+    cols = indices[lo:hi]
+    bucket = np.zeros(hi - lo, dtype=np.int16)  # the leaf's place among the strip's cuts
+    for c in cuts[1:]:  # a few cuts: a compare-and-add each beats a binary search
+        bucket += cols >= c
+    new = np.ones(hi - lo, dtype=bool)
+    np.not_equal(bucket[1:], bucket[:-1], out=new[1:])
+    starts = indptr[a:b + 1] - lo
+    new[starts[:-1][starts[:-1] < hi - lo]] = True  # every row starts a segment
+    at = np.flatnonzero(new)
+    row = (a - 1 + np.searchsorted(starts, at, side="right")).astype(np.int32)
+    length = np.diff(np.append(at, hi - lo))
+    b_at = bucket[at]
+    leaves, groups = [], []
+    for j in range(ids.size):
+        g = np.flatnonzero(b_at == j)
+        if g.size:
+            leaves.append(int(ids[j]))
+            groups.append(g)
+    return {"row": row, "start": at + lo, "len": length, "leaves": leaves, "groups": groups}
 
 
 def _distinct(indices: np.ndarray, segs: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
