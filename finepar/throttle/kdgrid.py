@@ -353,11 +353,16 @@ def _distinct(indices: np.ndarray, segs: dict, n: int) -> tuple[np.ndarray, np.n
         s0, s1 = int(ps[p]), int(ps[p + 1])
         if s1 == s0:
             return 0
-        cols = indices[RowEntries(st[s0:s1], sp_[s0:s1 + 1] - sp_[s0]).positions()]
-        if 4 * cols.size < n:  # few entries: a table lookup, not a bitmap of n
+        if 4 * int(sp_[s1] - sp_[s0]) < n:  # few entries: a table lookup, not a bitmap of n
+            cols = indices[RowEntries(st[s0:s1], sp_[s0:s1 + 1] - sp_[s0]).positions()]
             return int(np.count_nonzero(_first_of_each(cols, n)))
         seen = np.zeros(n, dtype=bool)
-        seen[cols] = True
+        # blocks of about CHUNK entries: positions are built a block at a time
+        cuts = np.searchsorted(sp_[s0:s1 + 1], sp_[s0] + np.arange(0, int(sp_[s1] - sp_[s0]), CHUNK))
+        for a, b in zip(cuts, np.append(cuts[1:], s1 - s0)):
+            a, b = s0 + int(a), s0 + int(b)
+            if b > a:
+                seen[indices[RowEntries(st[a:b], sp_[a:b + 1] - sp_[a]).positions()]] = True
         return int(np.count_nonzero(seen))
     dx = np.array(list(pool().map(one, range(dy.size))), dtype=np.int64)
     return dx, dy.astype(np.int64)
