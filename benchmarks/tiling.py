@@ -1,0 +1,175 @@
+"""K-D grid tiling of a GPU share (:mod:`finepar.throttle.kdgrid`), stage by stage, by threads.
+
+For each Graph500 scale, the share is cut into cache-fit partitions of ``--cache-bytes``
+(the H100's 50 MB L2 by default, half of it for x and y entries, as ``finepar run`` does)
+in a fresh process per thread count (its CPU affinity set before numpy's and FinePar's
+pools start), and each stage's seconds are kept: the histogram, the tree, the segments
+and the distinct counts. Two shares:
+
+- ``whole``: every row, as a GPU-only run partitions it (a symmetric matrix: the column
+  counts are the row counts transposed);
+- ``default``: every row but the ``--hubs`` heaviest, as the default split leaves the GPU
+  at scale 24 (117 rows went to the CPU on the H100): a compacted, non-symmetric share.
+
+Every partitioning is checked: its nonzeros add up to the share's and every partition's
+exact distinct x plus y entries fit the capacity.
+
+  python benchmarks/tiling.py --scales 24 --threads 1,all --json $OUT/tiling.json --md RESULTS.md
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from common import (Budget, Results, choices, device_line, fmt, load, log,  # noqa: E402
+                    main_of, merged_docs, script_parser, stat_cell, target_lines,
+                    write_section)
+from measure import Targets, stats  # noqa: E402
+
+SHARES = ("whole", "default")
+STAGES = ("histogram", "tree", "segments", "distinct")
+
+
+def numpy_bincount(keys, size, weights=None, indptr=None):
+    """The histogram's counts through numpy's bincount, which holds the GIL (``--counts
+    numpy``: what FinePar's GIL-free count is compared with)."""
+    import numpy as np
+    return np.bincount(keys, weights, minlength=size).astype(np.float64)
+
+
+def worker(spec: str, share: str, repeats: int, cache_bytes: int, hubs: int,
+           count: str = "scipy") -> dict:
+    """In this process: the share of ``spec`` tiled ``repeats`` times; stages and checks."""
+    import numpy as np
+
+    from finepar.throttle import kdgrid
+    from finepar.throttle.dbwp import capacity_from_cache, dbwp
+    if count == "numpy":
+        kdgrid._bincount = numpy_bincount
+    from finepar.throttle.plan import share_csr
+    g, _ = load(spec)
+    capacity = capacity_from_cache(cache_bytes, 0.5)
+    t0 = time.perf_counter()
+    if share == "whole":
+        indptr, indices, symmetric = g.indptr, g.indices, g.symmetric
+    else:
+        rows = np.sort(np.argsort(np.diff(g.indptr), kind="stable")[:g.n - hubs])
+        indptr, indices = share_csr(g, rows)
+        symmetric = False
+    build = time.perf_counter() - t0
+    runs = []
+    for _ in range(repeats):
+        part = dbwp(indptr, indices, g.n, capacity, checked=True, symmetric=symmetric)
+        runs.append({"seconds": part.seconds, **part.extra["stage_seconds"]})
+    ok = (int(part.nnz.sum()) == int(indices.shape[0]) and part.over_capacity().size == 0)
+    return {"graph": spec, "share": share, "threads": len(os.sched_getaffinity(0)),
+            "count": count,
+            "nnz": int(indices.shape[0]), "rows": int(indptr.shape[0] - 1),
+            "symmetric": bool(symmetric), "capacity": int(capacity), "share_build_s": build,
+            "partitions": part.n_parts, "segments": part.n_segments, "grid": part.extra["grid"],
+            "valid": bool(ok), "seconds": stats([r["seconds"] for r in runs]),
+            "stages": {s: stats([r[s] for r in runs]) for s in STAGES}}
+
+
+def run_worker(spec, share, threads, repeats, args, count) -> dict:
+    """:func:`worker` in a fresh process pinned to ``threads`` CPUs (``all``: every one)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    use = cpus if threads == "all" else cpus[:int(threads)]
+    code = ("import os, sys, json; os.sched_setaffinity(0, %r); sys.path.insert(0, %r); "
+            "import tiling; print('@@' + json.dumps(tiling.worker(%r, %r, %d, %d, %d, %r)))"
+            % (use, str(HERE), spec, share, repeats, args.cache_bytes, args.hubs, count))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=False)
+    line = [x for x in out.stdout.splitlines() if x.startswith("@@")]
+    if out.returncode or not line:
+        return {"graph": spec, "share": share, "threads": len(use), "count": count, "error":
+                (out.stderr.strip().splitlines() or ["no output"])[-1]}
+    return json.loads(line[0][2:])
+
+
+def targets(doc: dict, args) -> list:
+    t = Targets()
+    rows = [r for r in doc["rows"] if r.get("graph") == "graph500:24" and "seconds" in r
+            and r.get("count", "scipy") == "scipy"]
+    most = max((r["threads"] for r in rows), default=0)
+    for share in SHARES:
+        r = next((r for r in rows if r["share"] == share and r["threads"] == most), None)
+        med = r["seconds"]["median"] if r else None
+        t.ratio(f"K-D tiling of the scale-24 GPU share ({share}) <= 2 s", med, 2.0,
+                f"{fmt(med, 2) if med else '-'} s on {most} threads", "scale 24 not measured",
+                at_most=True)
+    return t.items
+
+
+def render(doc: dict, args=None) -> str:
+    lines = [f"{doc['device']} · {doc['date']} · `benchmarks/tiling.py` "
+             "(seconds, min / median / max of the repeats)", "",
+             "| graph | share | nnz | counts | threads | tiling (s) | "
+             + " | ".join(STAGES) + " | partitions | segments | valid |",
+             "|---|---|---|---|---|---|" + "---|" * len(STAGES) + "---|---|---|"]
+    for r in doc["rows"]:
+        if "error" in r:
+            lines.append(f"| {r['graph']} | {r['share']} | - | {r.get('count', 'scipy')} | "
+                         f"{r['threads']} | "
+                         f"failed: {r['error']} |" + " |" * (len(STAGES) + 3))
+            continue
+        lines.append(f"| {r['graph']} | {r['share']} | {r['nnz']:,} | "
+                     f"{r.get('count', 'scipy')} | {r['threads']} | "
+                     f"{stat_cell(r['seconds'], 1, 2)} | "
+                     + " | ".join(fmt(r["stages"][s]["median"], 2) for s in STAGES)
+                     + f" | {r['partitions']} | {r['segments']:,} | {r['valid']} |")
+    lines += ["", *(f"- {n}" for n in doc.get("notes", []))]
+    lines += target_lines(doc.get("targets", []))
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = script_parser(__doc__, "tiling")
+    p.add_argument("--scales", default="24", help="Graph500 scales (24)")
+    p.add_argument("--threads", default="1,all", help="thread counts, 'all' for every CPU")
+    p.add_argument("--shares", default=",".join(SHARES))
+    p.add_argument("--repeats", type=int, default=3, help="tilings per process on all CPUs (3)")
+    p.add_argument("--cache-bytes", type=int, default=50 << 20, help="the L2 (50 MiB)")
+    p.add_argument("--hubs", type=int, default=117, help="rows the default share leaves out")
+    p.add_argument("--counts", default="scipy",
+                   help="the histogram's counts: scipy (FinePar's, GIL-free), numpy (bincount)")
+    args = p.parse_args(argv)
+    if args.render:
+        doc = merged_docs(args.render, targets, args)
+        write_section(args.md, args.section, render(doc, args))
+        return 0
+    shares = choices("--shares", args.shares, SHARES)
+    counts = choices("--counts", args.counts, ("scipy", "numpy"))
+    threads = [t.strip() for t in args.threads.split(",") if t.strip()]
+    for t in threads:
+        if t != "all" and (not t.isdigit() or int(t) < 1):
+            p.error(f"--threads: {t!r} is not a positive count or 'all'")
+    scales = [int(s) for s in args.scales.split(",") if s.strip()]
+    from finepar.api import make_pair
+    res = Results("tiling.py", args, device_line(make_pair()), render, targets)
+    budget = Budget(args.budget_s)
+    for scale in scales:
+        load(f"graph500:{scale}")  # generated (once) here, read by the workers
+        for t, share, count in ((t, s, c) for c in counts for t in threads for s in shares):
+            if budget.spent():
+                res.note(f"budget spent: scale {scale}, {t} threads, {share}, {count} not run")
+                continue
+            row = run_worker(f"graph500:{scale}", share, t,
+                             args.repeats if t == "all" else 1, args, count)
+            res.add(row)
+            log(f"scale {scale} {share} {count} threads {row['threads']}: "
+                + (row.get("error") or f"{row['seconds']['median']:.2f} s "
+                   + json.dumps({s: round(row['stages'][s]['median'], 2) for s in STAGES})))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main_of(main))
