@@ -3,13 +3,18 @@
 For each Graph500 scale, the share is cut into cache-fit partitions of ``--cache-bytes``
 (the H100's 50 MB L2 by default, half of it for x and y entries, as ``finepar run`` does)
 in a fresh process per thread count (its CPU affinity set before numpy's and FinePar's
-pools start), and each stage's seconds are kept: the histogram, the tree, the segments
-and the distinct counts. Two shares:
+pools start), and each stage's seconds are kept: the histogram, the tree, and the
+segments (with the partitions' distinct columns, counted in the same pass). Two shares:
 
 - ``whole``: every row, as a GPU-only run partitions it (a symmetric matrix: the column
   counts are the row counts transposed);
 - ``default``: every row but the ``--hubs`` heaviest, as the default split leaves the GPU
-  at scale 24 (117 rows went to the CPU on the H100): a compacted, non-symmetric share.
+  at scale 24 (117 rows went to the CPU on the H100), cut as ``finepar run`` cuts it: with
+  the whole matrix's tree, the hubs' segments dropped
+  (:func:`finepar.throttle.plan.of_whole`), else as a compacted share of its own.
+
+The time of a share is the whole call (the stages, and for ``default`` building the share
+where it is cut on its own).
 
 Every partitioning is checked: its nonzeros add up to the share's and every partition's
 exact distinct x plus y entries fit the capacity.
@@ -35,7 +40,7 @@ from common import (Budget, Results, choices, device_line, fmt, load, log,  # no
 from measure import Targets, stats  # noqa: E402
 
 SHARES = ("whole", "default")
-STAGES = ("histogram", "tree", "segments", "distinct")
+STAGES = ("histogram", "tree", "segments")
 
 
 def numpy_bincount(keys, size, weights=None, indptr=None):
@@ -57,23 +62,28 @@ def worker(spec: str, share: str, repeats: int, cache_bytes: int, hubs: int,
     from finepar.throttle.plan import share_csr
     g, _ = load(spec)
     capacity = capacity_from_cache(cache_bytes, 0.5)
-    t0 = time.perf_counter()
+    from finepar.throttle.plan import of_whole, share_csr
     if share == "whole":
-        indptr, indices, symmetric = g.indptr, g.indices, g.symmetric
+        rows = None
     else:
         rows = np.sort(np.argsort(np.diff(g.indptr), kind="stable")[:g.n - hubs])
-        indptr, indices = share_csr(g, rows)
-        symmetric = False
-    build = time.perf_counter() - t0
-    runs = []
+    runs, how = [], "share"
     for _ in range(repeats):
-        part = dbwp(indptr, indices, g.n, capacity, checked=True, symmetric=symmetric)
-        runs.append({"seconds": part.seconds, **part.extra["stage_seconds"]})
-    ok = (int(part.nnz.sum()) == int(indices.shape[0]) and part.over_capacity().size == 0)
+        t0 = time.perf_counter()
+        part = of_whole(g, rows, capacity) if rows is not None else None
+        if part is not None:
+            how = "whole matrix's tree, hubs dropped"
+        elif rows is not None:
+            part = dbwp(*share_csr(g, rows), g.n, capacity, checked=True)
+        else:
+            part = dbwp(g.indptr, g.indices, g.n, capacity, checked=True,
+                        symmetric=g.symmetric)
+        runs.append({"seconds": time.perf_counter() - t0, **part.extra["stage_seconds"]})
+    nnz = int(g.nnz if rows is None else np.diff(g.indptr)[rows].sum())
+    ok = int(part.nnz.sum()) == nnz and part.over_capacity().size == 0
     return {"graph": spec, "share": share, "threads": len(os.sched_getaffinity(0)),
             "count": count,
-            "nnz": int(indices.shape[0]), "rows": int(indptr.shape[0] - 1),
-            "symmetric": bool(symmetric), "capacity": int(capacity), "share_build_s": build,
+            "nnz": nnz, "rows": int(part.n_rows), "how": how, "capacity": int(capacity),
             "partitions": part.n_parts, "segments": part.n_segments, "grid": part.extra["grid"],
             "valid": bool(ok), "seconds": stats([r["seconds"] for r in runs]),
             "stages": {s: stats([r[s] for r in runs]) for s in STAGES}}

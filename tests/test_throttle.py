@@ -148,6 +148,35 @@ def test_grid_kd_tiling_is_cache_fit_and_near_the_exact_count(name, max_row, cap
         np.testing.assert_array_equal(same.distinct_x, part.distinct_x)
 
 
+@pytest.mark.parametrize("name, hubs, capacity", [("graph500-13", 8, 3000),
+                                                  ("luxembourg.mtx", 3, 9000)])
+def test_share_of_a_symmetric_matrix_is_cut_with_the_whole_matrix_tree(name, hubs, capacity,
+                                                                       monkeypatch):
+    """The default split's GPU share (every row but a few hubs) of a symmetric matrix is cut
+    by the whole matrix's grid tiling with the hubs' segments dropped: rows and positions
+    renumbered to the share, every partition cache-fit by an exact recount, and the same
+    tree as the whole matrix's."""
+    from finepar.throttle import kdgrid
+    from finepar.throttle.plan import of_whole
+    g = load(name)
+    assert g.symmetric
+    monkeypatch.setattr(kdgrid, "GRID_MIN_NNZ", 0)
+    monkeypatch.setattr(kdgrid, "MAX_BINS", 256)
+    lengths = np.diff(g.indptr)
+    rows = np.sort(np.argsort(lengths, kind="stable")[:g.n - hubs])
+    a = sp.csr_matrix(g.to_scipy())[rows]
+    a.sort_indices()
+    indptr, indices = a.indptr.astype(np.int64), a.indices.astype(np.int32)
+    part = of_whole(g, rows, capacity)
+    assert part is not None and part.n_rows == rows.size and part.extra["rows_dropped"] == hubs
+    assert_valid(part, indptr, indices, capacity, exact=False)
+    part.check(indptr, indices)
+    whole = dbwp(g.indptr, g.indices, g.n, capacity, symmetric=True)
+    np.testing.assert_array_equal(part.tree.left, whole.tree.left)
+    assert part.nnz.sum() == indices.size < whole.nnz.sum()
+    assert of_whole(g, np.arange(g.n), capacity) is None  # every row: tiled as it is
+
+
 def test_kd_on_cnr_2000_share():
     g = shared_graph("cnr-2000.mtx.gz")
     _, indptr, indices = gpu_share(g, 64)

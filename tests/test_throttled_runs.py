@@ -184,3 +184,23 @@ def test_grid_tiled_shares_run_right(app_name, mode, pairs, monkeypatch):
                                    cache_bytes=small_cache(g))
         assert not problem, f"{schedule} {mode}: {problem}"
         assert rep.plan["throttle"]["partitions"] > 1 and rep.plan["throttle"]["grid"]
+
+
+@pytest.mark.parametrize("mode", ["shared", "split"])
+def test_share_without_hubs_cut_with_the_whole_tree_runs_right(mode, pairs, monkeypatch):
+    """A fine split that leaves the CPU a few hub rows of a symmetric matrix: the GPU share
+    is cut with the whole matrix's tiling, hubs dropped (reported), and SpMV still equals
+    the reference under both schedules."""
+    from finepar.throttle import kdgrid
+    monkeypatch.setattr(kdgrid, "GRID_MIN_NNZ", 0)
+    monkeypatch.setattr(kdgrid, "MAX_BINS", 128)
+    g = generated_graph(11, 4)
+    lengths = np.sort(np.diff(g.indptr))
+    threshold = int(lengths[-4])  # at most three rows go to the CPU
+    assert g.symmetric and lengths[lengths <= threshold].sum() >= 0.9 * g.nnz
+    app = apps.get("spmv")
+    for schedule in ("cf", "sj"):
+        problem, rep = checked_run(app, "g11", g, pairs[mode], threshold=threshold,
+                                   schedule=schedule, cache_bytes=small_cache(g))
+        assert not problem, f"{schedule} {mode}: {problem}"
+        assert rep.plan["throttle"]["rows_dropped"] >= 1

@@ -363,17 +363,10 @@ def dbwp(indptr, indices, n, capacity, *, bisect: str = "kd", spac_levels: int =
     check_options(capacity, bisect, spac_levels, seed, min_nnz, BISECTIONS)
     t0 = time.perf_counter()
     if bisect == "kd" and indices.shape[0] >= kdgrid.GRID_MIN_NNZ:
-        g = kdgrid.grid_tiling(indptr, indices, int(n), int(capacity), int(min_nnz),
-                               symmetric)
-        if g is not None:
-            return Partitioning(
-                order=None, seg_start=g["seg_start"], seg_row=g["seg_row"],
-                seg_ptr=g["seg_ptr"], part_seg=g["part_seg"],
-                tree=SJTree(**{k: g["tree"][k] for k in ("left", "right", "lo", "hi", "depth")}),
-                nnz=g["nnz"], distinct_x=g["dx"], distinct_y=g["dy"], capacity=int(capacity),
-                method=bisect, seconds=time.perf_counter() - t0, min_nnz=int(min_nnz),
-                n_rows=int(indptr.shape[0]) - 1, n_cols=int(n),
-                extra={"grid": g["grid"], "stage_seconds": g["stage_seconds"]})
+        part = grid_partitioning(indptr, indices, int(n), int(capacity), int(min_nnz),
+                                 symmetric=symmetric)
+        if part is not None:
+            return part
     split = _bisector(bisect, spac_levels, seed, min_nnz)
     work = _Work.from_csr(indptr, indices, int(n))
     nodes = _bisect_levels(work, int(capacity), int(min_nnz), split)
@@ -386,6 +379,28 @@ def dbwp(indptr, indices, n, capacity, *, bisect: str = "kd", spac_levels: int =
                         n_rows=int(indptr.shape[0]) - 1, n_cols=int(n),
                         extra={"seed": int(seed), "spac_levels": int(spac_levels)} if bisect == "spac"
                         else {})
+
+
+def grid_partitioning(indptr, indices, n: int, capacity: int, min_nnz: int = 1, *,
+                      symmetric: bool = False, drop: np.ndarray | None = None):
+    """:class:`Partitioning` by the grid K-D tiling (:func:`.kdgrid.grid_tiling`), or None
+    where the grid cannot resolve ``capacity``; with ``drop`` (bool, one per row), of the
+    share without those rows (rows and positions renumbered to it) cut with the tree of
+    every row."""
+    t0 = time.perf_counter()
+    g = kdgrid.grid_tiling(indptr, indices, n, capacity, min_nnz, symmetric, drop)
+    if g is None:
+        return None
+    k = int(indptr.shape[0]) - 1 - (int(np.count_nonzero(drop)) if drop is not None else 0)
+    return Partitioning(
+        order=None, seg_start=g["seg_start"], seg_row=g["seg_row"], seg_ptr=g["seg_ptr"],
+        part_seg=g["part_seg"],
+        tree=SJTree(**{key: g["tree"][key] for key in ("left", "right", "lo", "hi", "depth")}),
+        nnz=g["nnz"], distinct_x=g["dx"], distinct_y=g["dy"], capacity=int(capacity),
+        method="kd", seconds=time.perf_counter() - t0, min_nnz=int(min_nnz), n_rows=k,
+        n_cols=int(n), extra={"grid": g["grid"], "stage_seconds": g["stage_seconds"],
+                              **({"rows_dropped": int(np.count_nonzero(drop))}
+                                 if drop is not None else {})})
 
 
 def _bisector(bisect: str, spac_levels: int, seed: int, min_nnz: int):

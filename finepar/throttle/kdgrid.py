@@ -18,8 +18,11 @@ made here on a histogram instead:
 3. a second parallel pass cuts every row at its leaves' column ranges: each leaf's part of
    a row is one contiguous *segment* of the row's (sorted) entries, so the partitioning is
    a table of segments (row, first position, length), ordered by partition then row, and
-   never a permutation of all ``nnz`` positions;
-4. the partitions' exact distinct x and y counts are recounted for the report.
+   never a permutation of all ``nnz`` positions; the same pass marks each partition's
+   columns, so the partitions' exact distinct x and y counts come with it.
+
+The passes are numpy calls that leave the GIL free (the histogram's counts go through
+scipy's sparse product, as numpy's ``bincount`` holds the GIL) on the shared thread pool.
 
 Used by :func:`~finepar.throttle.dbwp.dbwp` for shares of at least :data:`GRID_MIN_NNZ`
 entries whose grid can resolve ``T``; smaller shares keep the exact bisection.
@@ -55,7 +58,8 @@ def edges(count: int, shift: int) -> np.ndarray:
 
 
 def grid_tiling(indptr: np.ndarray, indices: np.ndarray, n: int, capacity: int,
-                min_nnz: int, symmetric: bool = False) -> dict | None:
+                min_nnz: int, symmetric: bool = False,
+                drop: np.ndarray | None = None) -> dict | None:
     """Cache-fit partitions of a CSR share by K-D tiling on a grid.
 
     Parameters
@@ -71,6 +75,11 @@ def grid_tiling(indptr: np.ndarray, indices: np.ndarray, n: int, capacity: int,
     symmetric : bool
         The share is a whole symmetric matrix (``k == n``): a cell's columns with an entry
         are the transposed cell's rows with one, so they are not counted again.
+    drop : ndarray of bool, shape (k,), optional
+        Rows left out of the segments: the tree is cut for every row, the segments (and
+        the distinct counts) are those of the other rows, renumbered as the CSR without
+        the dropped rows numbers its rows and positions (a subset of a cache-fit
+        partition's entries fits too).
 
     Returns
     -------
@@ -78,7 +87,7 @@ def grid_tiling(indptr: np.ndarray, indices: np.ndarray, n: int, capacity: int,
         What :class:`~finepar.throttle.dbwp.Partitioning` needs (``seg_row``,
         ``seg_start``, ``seg_ptr``, ``part_seg``, ``tree`` arrays, ``nnz``, ``dx``,
         ``dy``, ``grid``, ``stage_seconds``), or None when the grid cannot resolve
-        ``capacity``.
+        ``capacity`` or a partition holds only dropped rows.
     """
     import time
     k = indptr.shape[0] - 1
@@ -102,10 +111,11 @@ def grid_tiling(indptr: np.ndarray, indices: np.ndarray, n: int, capacity: int,
     rects = np.array([(redge[a], redge[b], cedge[c], cedge[d]) for a, b, c, d in tree["rects"]],
                      dtype=np.int64)
     stages["tree"] = lap()
-    segs = _segments(indptr, indices, rects)
+    segs = _segments(indptr, indices, rects, drop)
     stages["segments"] = lap()
-    dx, dy = _distinct(indices, segs, n)
-    stages["distinct"] = lap()
+    if (np.diff(segs["part_seg"]) == 0).any():
+        return None  # a partition of dropped rows alone
+    dx, dy = segs.pop("dx"), np.diff(segs["part_seg"])  # a row has one segment a partition
     return {**segs, "tree": tree, "dx": dx, "dy": dy, "grid": [gr, gc],
             "stage_seconds": stages}
 
@@ -301,14 +311,17 @@ class _Tiler:
                 "rects": [self.rects[v] for v in leaves]}
 
 
-def _segments(indptr: np.ndarray, indices: np.ndarray, rects: np.ndarray) -> dict:
+def _segments(indptr: np.ndarray, indices: np.ndarray, rects: np.ndarray,
+              drop: np.ndarray | None = None) -> dict:
     """Every row cut at its leaves' column ranges: segments ordered by partition, then row.
 
     ``rects[p]`` is leaf ``p``'s ``(row0, row1, col0, col1)``; the leaves tile the share.
     Two parallel passes over chunks of rows (each inside one strip of leaves): the first
-    cuts the chunk's rows and groups its segments by leaf, the second copies each group to
-    its place (leaf-major, chunks in row order), so no pass over all segments runs on one
-    thread."""
+    cuts the chunk's rows, groups its segments by leaf and marks the leaves' columns seen
+    (a table per leaf over its own column range; the distinct columns ``dx`` are counted
+    from them), the second copies each group to its place (leaf-major, chunks in row
+    order), so no pass over all segments runs on one thread. Rows marked in ``drop`` are
+    left out, and rows and positions renumbered without them."""
     k = indptr.shape[0] - 1
     strips = np.unique(np.concatenate((rects[:, 0], rects[:, 1], [0, k])))
     step = _rows_per_chunk(indptr)
@@ -318,10 +331,20 @@ def _segments(indptr: np.ndarray, indices: np.ndarray, rects: np.ndarray) -> dic
         ids = np.flatnonzero((rects[:, 0] <= s0) & (rects[:, 1] > s0))
         ids = ids[np.argsort(rects[ids, 2])]
         cover[int(s0)] = (rects[ids, 2], ids)
+    # chunks of one strip write its leaves' tables at once: True over False, no other value
+    seen = [np.zeros(int(r[3] - r[2]), dtype=bool) for r in rects]
+    renumber = None
+    if drop is not None and drop.any():  # rows and entries dropped before each row
+        rows_before = np.cumsum(drop, dtype=np.int64) - drop
+        entries = np.where(drop, np.diff(indptr), 0)
+        renumber = (rows_before, np.cumsum(entries, dtype=np.int64) - entries, drop)
+
     def cut(i: int) -> dict:
         s0 = int(strips[np.searchsorted(strips, bounds[i], side="right") - 1])
-        return _cut_chunk(indptr, indices, int(bounds[i]), int(bounds[i + 1]), cover[s0])
+        return _cut_chunk(indptr, indices, int(bounds[i]), int(bounds[i + 1]), cover[s0],
+                          rects, seen, renumber)
     chunks = list(pool().map(cut, range(bounds.size - 1)))
+    dx = np.array(list(pool().map(np.count_nonzero, seen)), dtype=np.int64)
     n_parts = rects.shape[0]
     counts = np.zeros((len(chunks), n_parts), dtype=np.int64)
     for j, c in enumerate(chunks):
@@ -343,13 +366,16 @@ def _segments(indptr: np.ndarray, indices: np.ndarray, rects: np.ndarray) -> dic
     np.cumsum(length, out=seg_ptr[1:])
     part_seg = at[::len(chunks)].copy() if chunks else np.zeros(n_parts + 1, np.int64)
     return {"seg_row": seg_row, "seg_start": seg_start, "seg_ptr": seg_ptr,
-            "part_seg": part_seg, "nnz": np.diff(seg_ptr[part_seg])}
+            "part_seg": part_seg, "nnz": np.diff(seg_ptr[part_seg]), "dx": dx}
 
 
-def _cut_chunk(indptr, indices, a: int, b: int, cover) -> dict:
+def _cut_chunk(indptr, indices, a: int, b: int, cover, rects, seen, renumber=None) -> dict:
     """Rows ``a .. b`` (inside one strip, whose leaves ``cover`` lists by first column) cut
     at the leaves' column ranges: each segment's row, first position and length, and the
-    segments of each leaf (``groups``, positions into those, in row order)."""
+    segments of each leaf (``groups``, positions into those, in row order); each leaf's
+    columns are marked in ``seen[leaf]`` (its column ``c`` at ``c - rects[leaf, 2]``).
+    ``renumber``: rows and entries dropped before each row, and the dropped rows (their
+    segments are in no group, their columns not marked)."""
     cuts, ids = cover
     lo, hi = int(indptr[a]), int(indptr[b])
     if hi == lo:
@@ -363,39 +389,30 @@ def _cut_chunk(indptr, indices, a: int, b: int, cover) -> dict:
     starts = indptr[a:b + 1] - lo
     new[starts[:-1][starts[:-1] < hi - lo]] = True  # every row starts a segment
     at = np.flatnonzero(new)
-    row = (a - 1 + np.searchsorted(starts, at, side="right")).astype(np.int32)
+    row = a - 1 + np.searchsorted(starts, at, side="right")
     length = np.diff(np.append(at, hi - lo))
+    start = at + lo
     b_at = bucket[at]
+    keep_seg = keep = None
+    if renumber is not None and renumber[2][a:b].any():
+        rows_before, entries_before, dropped = renumber
+        keep_seg = ~dropped[row]
+        keep = np.repeat(~dropped[a:b], np.diff(indptr[a:b + 1]))
+    if renumber is not None:
+        start = start - renumber[1][row]
+        row = row - renumber[0][row]
     leaves, groups = [], []
     for j in range(ids.size):
-        g = np.flatnonzero(b_at == j)
+        in_leaf = b_at == j
+        g = np.flatnonzero(in_leaf if keep_seg is None else in_leaf & keep_seg)
         if g.size:
-            leaves.append(int(ids[j]))
+            leaf = int(ids[j])
+            leaves.append(leaf)
             groups.append(g)
-    return {"row": row, "start": at + lo, "len": length, "leaves": leaves, "groups": groups}
-
-
-def _distinct(indices: np.ndarray, segs: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct columns (x) and rows (y) of every partition: a row has one segment per
-    partition at most; columns are counted on a bitmap per partition (threads)."""
-    from ..graph import RowEntries
-    ps, sp_, st = segs["part_seg"], segs["seg_ptr"], segs["seg_start"]
-    dy = np.diff(ps)
-
-    def one(p: int) -> int:
-        s0, s1 = int(ps[p]), int(ps[p + 1])
-        if s1 == s0:
-            return 0
-        if 4 * int(sp_[s1] - sp_[s0]) < n:  # few entries: a table lookup, not a bitmap of n
-            cols = indices[RowEntries(st[s0:s1], sp_[s0:s1 + 1] - sp_[s0]).positions()]
-            return int(np.count_nonzero(_first_of_each(cols, n)))
-        seen = np.zeros(n, dtype=bool)
-        # blocks of about CHUNK entries: positions are built a block at a time
-        cuts = np.searchsorted(sp_[s0:s1 + 1], sp_[s0] + np.arange(0, int(sp_[s1] - sp_[s0]), CHUNK))
-        for a, b in zip(cuts, np.append(cuts[1:], s1 - s0)):
-            a, b = s0 + int(a), s0 + int(b)
-            if b > a:
-                seen[indices[RowEntries(st[a:b], sp_[a:b + 1] - sp_[a]).positions()]] = True
-        return int(np.count_nonzero(seen))
-    dx = np.array(list(pool().map(one, range(dy.size))), dtype=np.int64)
-    return dx, dy.astype(np.int64)
+            mask = None if ids.size == 1 else bucket == j
+            if keep is not None:
+                mask = keep if mask is None else mask & keep
+            mine = cols if mask is None else cols[mask]
+            seen[leaf][mine - int(rects[leaf, 2])] = True
+    return {"row": row.astype(np.int32), "start": start, "len": length, "leaves": leaves,
+            "groups": groups}

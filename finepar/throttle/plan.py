@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import UsageError
 from ..graph import Graph, RowEntries
 from ..parallel import chunked
-from .dbwp import BISECTIONS, Partitioning, capacity_from_cache, dbwp
+from .dbwp import BISECTIONS, Partitioning, capacity_from_cache, dbwp, grid_partitioning
 
 #: Schedules a run may ask for: none, the paper's four, or auto.
 SCHEDULE_CHOICES = ("none", "cf", "cf-q", "sj", "sj-q", "auto")
@@ -238,14 +238,51 @@ def throttle_share(matrix: Graph, rows: np.ndarray, options: ThrottleOptions,
         if not verdict["throttle"]:
             return None
         schedule = "sj"  # let the measured split-join decide
-    indptr, indices = share()
-    part = dbwp(indptr, indices, matrix.n, capacity, bisect=options.bisect, checked=True,
-                symmetric=matrix.symmetric and rows.size == matrix.n)
+    part = of_whole(matrix, rows, capacity) if options.bisect == "kd" else None
+    if part is None:
+        indptr, indices = share()
+        part = dbwp(indptr, indices, matrix.n, capacity, bisect=options.bisect, checked=True,
+                    symmetric=matrix.symmetric and rows.size == matrix.n)
     seconds = time.perf_counter() - t0
     if options.bisect == "kd":
-        record_rate(seconds, int(indices.shape[0]))
+        record_rate(seconds, int(part.nnz.sum()))
     return ThrottleSpec(schedule=schedule, partitioning=part, cache_bytes=cache,
                         capacity=capacity, seconds=seconds)
+
+
+#: A share of a symmetric matrix holding at least this fraction of its nonzeros is cut
+#: with the whole matrix's partitions (:func:`of_whole`).
+WHOLE_SHARE = 0.9
+
+
+def of_whole(matrix: Graph, rows: np.ndarray, capacity: int):
+    """K-D partitions of most rows of a symmetric matrix, from the whole matrix's.
+
+    The default split leaves the GPU every row but a few hubs. Its share is no longer
+    symmetric, so the grid tiling would count its columns entry by entry (scale 24 on the
+    H100's 16 cores: 5.8 s against 4.3 s for the whole matrix); instead the whole matrix
+    is tiled (its column counts are its row counts) and the segments of the other rows
+    dropped (:func:`~finepar.throttle.dbwp.grid_partitioning`): a subset of a cache-fit
+    partition's entries fits too, and the share's compacted column indices are never
+    built.
+
+    Returns
+    -------
+    Partitioning or None
+        None where this does not apply: an asymmetric matrix, every row (the caller tiles
+        it as it is), a share under :data:`WHOLE_SHARE` of the nonzeros or under
+        :data:`~finepar.throttle.kdgrid.GRID_MIN_NNZ`, or a partition left empty.
+    """
+    from .kdgrid import GRID_MIN_NNZ
+    lengths = np.diff(matrix.indptr)[rows]
+    nnz = int(lengths.sum(dtype=np.int64))
+    if (not matrix.symmetric or rows.size == matrix.n or nnz < GRID_MIN_NNZ
+            or nnz < WHOLE_SHARE * matrix.nnz):
+        return None
+    drop = np.ones(matrix.n, dtype=bool)
+    drop[rows] = False
+    return grid_partitioning(matrix.indptr, matrix.indices, matrix.n, capacity,
+                             symmetric=True, drop=drop)
 
 
 def remap_permutation(matrix: Graph, gpu_rows: np.ndarray, options: ThrottleOptions,
