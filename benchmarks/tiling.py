@@ -16,6 +16,11 @@ segments (with the partitions' distinct columns, counted in the same pass). Two 
 The time of a share is the whole call (the stages, and for ``default`` building the share
 where it is cut on its own).
 
+The histogram is counted where ``--counts`` says: on the GPU (``device``, what ``finepar
+run`` does where the GPU has memory of its own; the upload of the column indices counted
+in), or on the host (``scipy``: FinePar's host pass; ``numpy``: the same through numpy's
+``bincount``, which holds the GIL).
+
 Every partitioning is checked: its nonzeros add up to the share's and every partition's
 exact distinct x plus y entries fit the capacity.
 
@@ -57,8 +62,13 @@ def worker(spec: str, share: str, repeats: int, cache_bytes: int, hubs: int,
 
     from finepar.throttle import kdgrid
     from finepar.throttle.dbwp import capacity_from_cache, dbwp
+    counter = None
     if count == "numpy":
         kdgrid._bincount = numpy_bincount
+    elif count == "device":
+        from finepar.api import make_pair
+        from finepar.throttle.plan import device_counter
+        counter = device_counter(make_pair())
     from finepar.throttle.plan import share_csr
     g, _ = load(spec)
     capacity = capacity_from_cache(cache_bytes, 0.5)
@@ -70,19 +80,19 @@ def worker(spec: str, share: str, repeats: int, cache_bytes: int, hubs: int,
     runs, how = [], "share"
     for _ in range(repeats):
         t0 = time.perf_counter()
-        part = of_whole(g, rows, capacity) if rows is not None else None
+        part = of_whole(g, rows, capacity, counter) if rows is not None else None
         if part is not None:
             how = "whole matrix's tree, hubs dropped"
         elif rows is not None:
             part = dbwp(*share_csr(g, rows), g.n, capacity, checked=True)
         else:
             part = dbwp(g.indptr, g.indices, g.n, capacity, checked=True,
-                        symmetric=g.symmetric)
+                        symmetric=g.symmetric, counter=counter)
         runs.append({"seconds": time.perf_counter() - t0, **part.extra["stage_seconds"]})
     nnz = int(g.nnz if rows is None else np.diff(g.indptr)[rows].sum())
     ok = int(part.nnz.sum()) == nnz and part.over_capacity().size == 0
     return {"graph": spec, "share": share, "threads": len(os.sched_getaffinity(0)),
-            "count": count,
+            "count": count if count != "device" or counter else "device (host: no GPU memory)",
             "nnz": nnz, "rows": int(part.n_rows), "how": how, "capacity": int(capacity),
             "partitions": part.n_parts, "segments": part.n_segments, "grid": part.extra["grid"],
             "valid": bool(ok), "seconds": stats([r["seconds"] for r in runs]),
@@ -108,7 +118,7 @@ def run_worker(spec, share, threads, repeats, args, count) -> dict:
 def targets(doc: dict, args) -> list:
     t = Targets()
     rows = [r for r in doc["rows"] if r.get("graph") == "graph500:24" and "seconds" in r
-            and r.get("count", "scipy") == "scipy"]
+            and r.get("count", "scipy") == "device"]
     most = max((r["threads"] for r in rows), default=0)
     for share in SHARES:
         r = next((r for r in rows if r["share"] == share and r["threads"] == most), None)
@@ -149,15 +159,17 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=3, help="tilings per process on all CPUs (3)")
     p.add_argument("--cache-bytes", type=int, default=50 << 20, help="the L2 (50 MiB)")
     p.add_argument("--hubs", type=int, default=117, help="rows the default share leaves out")
-    p.add_argument("--counts", default="scipy",
-                   help="the histogram's counts: scipy (FinePar's, GIL-free), numpy (bincount)")
+    p.add_argument("--counts", default="device,scipy",
+                   help="where the histogram is counted: device (FinePar's default: the GPU's "
+                        "kernel where the GPU has its own memory), scipy (the host pass, "
+                        "GIL-free), numpy (the host pass through numpy's bincount)")
     args = p.parse_args(argv)
     if args.render:
         doc = merged_docs(args.render, targets, args)
         write_section(args.md, args.section, render(doc, args))
         return 0
     shares = choices("--shares", args.shares, SHARES)
-    counts = choices("--counts", args.counts, ("scipy", "numpy"))
+    counts = choices("--counts", args.counts, ("device", "scipy", "numpy"))
     threads = [t.strip() for t in args.threads.split(",") if t.strip()]
     for t in threads:
         if t != "all" and (not t.isdigit() or int(t) < 1):

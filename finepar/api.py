@@ -26,7 +26,7 @@ from .partition import GROUPINGS, Plan, fine_grained, single_device
 from .prepcache import PrepCache
 from .report import RunReport
 from .runtime import DevicePair, select_pair
-from .throttle.plan import ThrottleOptions, remap_permutation, throttle_share
+from .throttle.plan import ThrottleOptions, device_counter, remap_permutation, throttle_share
 
 DEVICES_CHOICES = ("both", "cpu", "gpu")
 
@@ -327,7 +327,8 @@ class Workload:
         if "gpu" not in plan.active_roles() or plan.throttle is not None:
             return self, plan, None, 0.0
         t_gpu = ((tuning or {}).get("predicted") or {}).get("t_gpu")
-        how = {"steps": steps, "step_seconds": t_gpu, "decision": {}}
+        how = {"steps": steps, "step_seconds": t_gpu, "decision": {},
+               "counter": device_counter(pair)}
         if throttle.remap == "none":
             plan.throttle = throttle_share(self.matrix, plan.shares["gpu"].rows, throttle, cache,
                                            **how)

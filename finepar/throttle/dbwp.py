@@ -309,7 +309,8 @@ def capacity_from_cache(cache_bytes, fraction: float = 0.5, bytes_per_entry: int
 
 
 def dbwp(indptr, indices, n, capacity, *, bisect: str = "kd", spac_levels: int = 4, seed: int = 0,
-         min_nnz: int = 1, checked: bool = False, symmetric: bool = False) -> Partitioning:
+         min_nnz: int = 1, checked: bool = False, symmetric: bool = False,
+         counter=None) -> Partitioning:
     """Cut a CSR share into cache-fit partitions (Algorithm 1, DBWP).
 
     Every sub-list of nonzeros whose distinct x plus distinct y entries exceed
@@ -345,6 +346,9 @@ def dbwp(indptr, indices, n, capacity, *, bisect: str = "kd", spac_levels: int =
         columns in range): its O(nnz) checks are skipped, the options' are not.
     symmetric : bool
         The share is a whole symmetric matrix (the grid tiling counts half as much).
+    counter : callable, optional
+        Where the grid tiling of a symmetric share counts its histogram
+        (:func:`.kdcount.device_histogram` bound to a device pair); None: on the host.
 
     Returns
     -------
@@ -364,7 +368,7 @@ def dbwp(indptr, indices, n, capacity, *, bisect: str = "kd", spac_levels: int =
     t0 = time.perf_counter()
     if bisect == "kd" and indices.shape[0] >= kdgrid.GRID_MIN_NNZ:
         part = grid_partitioning(indptr, indices, int(n), int(capacity), int(min_nnz),
-                                 symmetric=symmetric)
+                                 symmetric=symmetric, counter=counter)
         if part is not None:
             return part
     split = _bisector(bisect, spac_levels, seed, min_nnz)
@@ -382,13 +386,14 @@ def dbwp(indptr, indices, n, capacity, *, bisect: str = "kd", spac_levels: int =
 
 
 def grid_partitioning(indptr, indices, n: int, capacity: int, min_nnz: int = 1, *,
-                      symmetric: bool = False, drop: np.ndarray | None = None):
+                      symmetric: bool = False, drop: np.ndarray | None = None,
+                      counter=None):
     """:class:`Partitioning` by the grid K-D tiling (:func:`.kdgrid.grid_tiling`), or None
     where the grid cannot resolve ``capacity``; with ``drop`` (bool, one per row), of the
     share without those rows (rows and positions renumbered to it) cut with the tree of
-    every row."""
+    every row; ``counter`` as :func:`dbwp`'s."""
     t0 = time.perf_counter()
-    g = kdgrid.grid_tiling(indptr, indices, n, capacity, min_nnz, symmetric, drop)
+    g = kdgrid.grid_tiling(indptr, indices, n, capacity, min_nnz, symmetric, drop, counter)
     if g is None:
         return None
     k = int(indptr.shape[0]) - 1 - (int(np.count_nonzero(drop)) if drop is not None else 0)

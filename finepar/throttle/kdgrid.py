@@ -59,7 +59,7 @@ def edges(count: int, shift: int) -> np.ndarray:
 
 def grid_tiling(indptr: np.ndarray, indices: np.ndarray, n: int, capacity: int,
                 min_nnz: int, symmetric: bool = False,
-                drop: np.ndarray | None = None) -> dict | None:
+                drop: np.ndarray | None = None, counter=None) -> dict | None:
     """Cache-fit partitions of a CSR share by K-D tiling on a grid.
 
     Parameters
@@ -80,6 +80,9 @@ def grid_tiling(indptr: np.ndarray, indices: np.ndarray, n: int, capacity: int,
         the distinct counts) are those of the other rows, renumbered as the CSR without
         the dropped rows numbers its rows and positions (a subset of a cache-fit
         partition's entries fits too).
+    counter : callable, optional
+        ``counter(indptr, indices, rs, cs, gr, gc) -> (H, R)``: the nonzeros and rows per
+        cell of a symmetric share counted elsewhere (:mod:`.kdcount`, on the GPU).
 
     Returns
     -------
@@ -102,7 +105,12 @@ def grid_tiling(indptr: np.ndarray, indices: np.ndarray, n: int, capacity: int,
     def lap() -> float:
         clock.append(time.perf_counter())
         return clock[-1] - clock[-2]
-    hist, rows_in, cols_in, col_seen = _histogram(indptr, indices, n, redge, cs, gc, symmetric)
+    if counter is not None and symmetric and int(indptr[-1]) < 1 << 32:  # uint counters
+        hist, rows_in = counter(indptr, indices, rs, cs, gr, gc)
+        cols_in, col_seen = rows_in.T.copy(), np.diff(indptr) > 0
+    else:
+        hist, rows_in, cols_in, col_seen = _histogram(indptr, indices, n, redge, cs, gc,
+                                                      symmetric)
     row_full = (np.diff(indptr) > 0).astype(np.int64)
     rows_ne = np.add.reduceat(row_full, redge[:-1])  # rows with an entry, per row bin
     cols_ne = np.add.reduceat(col_seen.astype(np.int64), cedge[:-1])

@@ -194,7 +194,7 @@ def auto_decision(matrix: Graph, rows: np.ndarray, nnz: int, share_indices, capa
 
 def throttle_share(matrix: Graph, rows: np.ndarray, options: ThrottleOptions,
                    cache_bytes: int, *, steps: float = 1.0, step_seconds: float | None = None,
-                   decision: dict | None = None) -> ThrottleSpec | None:
+                   decision: dict | None = None, counter=None) -> ThrottleSpec | None:
     """Cut a GPU share into cache-fit partitions, or decide not to.
 
     Parameters
@@ -212,6 +212,9 @@ def throttle_share(matrix: Graph, rows: np.ndarray, options: ThrottleOptions,
         A predicted unthrottled step of the share (the tuner's), seconds.
     decision : dict, optional
         Filled with ``auto``'s figures (:func:`auto_decision`).
+    counter : callable, optional
+        Where the grid tiling counts a symmetric share's histogram (:func:`device_counter`);
+        None: on the host.
 
     Returns
     -------
@@ -238,11 +241,11 @@ def throttle_share(matrix: Graph, rows: np.ndarray, options: ThrottleOptions,
         if not verdict["throttle"]:
             return None
         schedule = "sj"  # let the measured split-join decide
-    part = of_whole(matrix, rows, capacity) if options.bisect == "kd" else None
+    part = of_whole(matrix, rows, capacity, counter) if options.bisect == "kd" else None
     if part is None:
         indptr, indices = share()
         part = dbwp(indptr, indices, matrix.n, capacity, bisect=options.bisect, checked=True,
-                    symmetric=matrix.symmetric and rows.size == matrix.n)
+                    symmetric=matrix.symmetric and rows.size == matrix.n, counter=counter)
     seconds = time.perf_counter() - t0
     if options.bisect == "kd":
         record_rate(seconds, int(part.nnz.sum()))
@@ -250,12 +253,23 @@ def throttle_share(matrix: Graph, rows: np.ndarray, options: ThrottleOptions,
                         capacity=capacity, seconds=seconds)
 
 
+def device_counter(pair):
+    """The grid tiling's histogram counted on ``pair``'s GPU (:mod:`.kdcount`), or None
+    where the GPU's memory is the host's (an emulated pair, an APU): the host pass reads
+    the same memory there, without a kernel build."""
+    import functools
+    from .kdcount import device_histogram
+    if pair is None or pair.gpu.host_memory:
+        return None
+    return functools.partial(device_histogram, pair)
+
+
 #: A share of a symmetric matrix holding at least this fraction of its nonzeros is cut
 #: with the whole matrix's partitions (:func:`of_whole`).
 WHOLE_SHARE = 0.9
 
 
-def of_whole(matrix: Graph, rows: np.ndarray, capacity: int):
+def of_whole(matrix: Graph, rows: np.ndarray, capacity: int, counter=None):
     """K-D partitions of most rows of a symmetric matrix, from the whole matrix's.
 
     The default split leaves the GPU every row but a few hubs. Its share is no longer
@@ -282,7 +296,7 @@ def of_whole(matrix: Graph, rows: np.ndarray, capacity: int):
     drop = np.ones(matrix.n, dtype=bool)
     drop[rows] = False
     return grid_partitioning(matrix.indptr, matrix.indices, matrix.n, capacity,
-                             symmetric=True, drop=drop)
+                             symmetric=True, drop=drop, counter=counter)
 
 
 def remap_permutation(matrix: Graph, gpu_rows: np.ndarray, options: ThrottleOptions,
