@@ -184,16 +184,26 @@ def finepar_rows(wl, pair, params, ref, args, bisects, row, res, budget, shared)
         return True
 
     opts = dict(cache_bytes=args.cache_bytes)
-    for cfg in (Config("default"),
-                Config("default, 1000-step job", steps=1000),
-                Config("unthrottled", devices="gpu", throttle=ThrottleOptions(schedule="none")),
+    for cfg in (Config("unthrottled", devices="gpu", throttle=ThrottleOptions(schedule="none")),
                 Config("auto", devices="gpu", throttle=ThrottleOptions(schedule="auto", **opts))):
         if not run(cfg):
             return perms
+    explicit_rows(wl, pair, args, bisects, row, budget, shared, opts, run, perms)
+    # the default last: its auto decision weighs the partitioning this machine just measured
+    for cfg in (Config("default"), Config("default, 1000-step job", steps=1000)):
+        if not run(cfg):
+            break
+    return perms
+
+
+def explicit_rows(wl, pair, args, bisects, row, budget, shared, opts, run, perms) -> None:
+    """Every --schedules x --bisect x --remaps configuration, each partitioning made once."""
+    from finepar.throttle.plan import ThrottleOptions
+    from measure import Config
     for remap in args.remaps.split(","):
         for k, bisect in enumerate(bisects):
             if budget.spent():
-                return perms
+                return
             thr = ThrottleOptions(schedule="cf", bisect=bisect, remap=remap, **opts)
             (wl_r, plan, perm, remap_s), wall, reused = partitioned(wl, pair, thr, shared)
             spec = plan.throttle
@@ -210,7 +220,7 @@ def finepar_rows(wl, pair, params, ref, args, bisects, row, res, budget, shared)
                 if not run(Config(f"none+{remap}", devices="gpu",
                                   throttle=ThrottleOptions(schedule="none", remap=remap)),
                            (wl_r, gpu_plan(wl_r), perm, remap_s)):
-                    return perms
+                    return
             for s in args.schedules.split(","):
                 plan_s = gpu_plan(wl_r)
                 plan_s.throttle = dataclasses.replace(spec, schedule=s)
@@ -218,8 +228,7 @@ def finepar_rows(wl, pair, params, ref, args, bisects, row, res, budget, shared)
                              throttle=ThrottleOptions(schedule=s, bisect=bisect, remap=remap,
                                                       **opts))
                 if not run(cfg, (wl_r, plan_s, perm, remap_s)):
-                    return perms
-    return perms
+                    return
 
 
 def peer_rows(app, g, params, ref, args, backend, perms, row, res) -> None:
