@@ -53,8 +53,10 @@ def test_device_histogram_counts_as_the_host(name, rs, cs, mode, pairs, monkeypa
     np.testing.assert_array_equal(rows_in, host[1])
 
 
-def test_row_chunks_cover_every_row_within_the_limit():
-    indptr = np.array([0, 5, 5, 9, 30, 31, 40], dtype=np.int64)
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_row_chunks_cover_every_row_within_the_limit(dtype):
+    indptr = np.array([0, 5, 5, 9, 30, 31, 40], dtype=dtype)
+    assert kdcount.row_chunks(indptr, 1 << 33, 6) == [(0, 6)]  # a limit past int32's range
     chunks = kdcount.row_chunks(indptr, 10, 6)
     assert chunks[0][0] == 0 and chunks[-1][1] == 6
     assert all(b == c for (_, b), (c, _) in zip(chunks, chunks[1:]))

@@ -67,7 +67,7 @@ def row_chunks(indptr: np.ndarray, max_entries: int, k: int) -> list[tuple[int, 
     longer than that is a range of its own)."""
     out, a = [], 0
     while a < k:
-        b = int(np.searchsorted(indptr, indptr[a] + max_entries, side="right")) - 1
+        b = int(np.searchsorted(indptr, int(indptr[a]) + int(max_entries), side="right")) - 1
         b = min(max(b, a + 1), k)
         out.append((a, b))
         a = b
