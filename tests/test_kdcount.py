@@ -44,7 +44,9 @@ def test_device_histogram_counts_as_the_host(name, rs, cs, mode, pairs, monkeypa
     if name == "graph500-11":  # many chunks of rows
         monkeypatch.setattr(kdcount, "row_chunks",
                             lambda indptr, m, k, f=kdcount.row_chunks: f(indptr, 1000, k))
-    hist, rows_in = kdcount.device_histogram(pairs[mode], g.indptr, g.indices, rs, cs, gr, gc)
+    counter = kdcount.DeviceCounter(pairs[mode])
+    hist, rows_in = counter.histogram(g.indptr, g.indices, rs, cs, gr, gc)
+    counter.release()
     want = numpy_counts(g, rs, cs)
     np.testing.assert_array_equal(hist, want[0])
     np.testing.assert_array_equal(rows_in, want[1])
@@ -70,12 +72,41 @@ def test_partitions_counted_on_the_device_equal_the_host_ones(mode, pairs, monke
     monkeypatch.setattr(kdgrid, "MAX_BINS", 128)
     g = generated_graph(12)
     assert g.symmetric
-    counter = lambda *a: kdcount.device_histogram(pairs[mode], *a)  # noqa: E731
+    counter = kdcount.DeviceCounter(pairs[mode])
     host = dbwp(g.indptr, g.indices, g.n, 2000, symmetric=True)
     dev = dbwp(g.indptr, g.indices, g.n, 2000, symmetric=True, counter=counter)
+    assert "distinct" in dev.extra["stage_seconds"]  # counted on the device
     for key in ("seg_start", "seg_row", "seg_ptr", "part_seg", "distinct_x", "distinct_y"):
         np.testing.assert_array_equal(getattr(dev, key), getattr(host, key))
     dev.check(g.indptr, g.indices)
+    assert counter._chunks is None  # released
+    # a share without hubs, cut with the whole tree: the dropped rows are not counted
+    from finepar.throttle.plan import of_whole
+    rows = np.sort(np.argsort(np.diff(g.indptr), kind="stable")[:g.n - 5])
+    host = of_whole(g, rows, 2000)
+    dev = of_whole(g, rows, 2000, counter)
+    np.testing.assert_array_equal(dev.distinct_x, host.distinct_x)
+    np.testing.assert_array_equal(dev.seg_start, host.seg_start)
+
+
+@pytest.mark.parametrize("name", ["wiki-Vote.txt", "cnr-2000.mtx.gz"])
+def test_distinct_counted_on_the_device_for_an_asymmetric_share(name, pairs, monkeypatch):
+    """An asymmetric share's histogram is counted on the host, its partitions' distinct
+    columns on the device: the same partitions, checked by recount."""
+    monkeypatch.setattr(kdgrid, "GRID_MIN_NNZ", 0)
+    monkeypatch.setattr(kdgrid, "MAX_BINS", 256)
+    g = shared_graph(name)
+    cap = max(64, g.n // 3)
+    host = dbwp(g.indptr, g.indices, g.n, cap)
+    dev = dbwp(g.indptr, g.indices, g.n, cap, counter=kdcount.DeviceCounter(pairs["split"]))
+    assert dev.n_parts > 1 and "distinct" in dev.extra["stage_seconds"]
+    np.testing.assert_array_equal(dev.distinct_x, host.distinct_x)
+    dev.check(g.indptr, g.indices)
+
+
+def test_popcount_counts_set_bits():
+    words = np.array([0, 1, 3, 0xFFFFFFFF, 0x80000000], dtype=np.uint32)
+    np.testing.assert_array_equal(kdcount.popcount(words), [0, 1, 2, 32, 1])
 
 
 def test_device_counter_only_where_the_gpu_has_its_own_memory(pairs, monkeypatch):
@@ -97,11 +128,13 @@ def test_throttled_run_counted_on_the_device_answers_right(mode, pairs, monkeypa
     monkeypatch.setattr(kdgrid, "MAX_BINS", 128)
     calls = []
 
+    class Counting(kdcount.DeviceCounter):
+        def distinct(self, *a):
+            calls.append(len(a[2]))
+            return super().distinct(*a)
+
     def counter(pair):
-        def count(*a):
-            calls.append(a[3:])
-            return kdcount.device_histogram(pair, *a)
-        return count
+        return Counting(pair)
     monkeypatch.setattr(api, "device_counter", counter)
     g = generated_graph(11, 4)
     threshold = int(np.sort(np.diff(g.indptr))[-4])

@@ -346,9 +346,8 @@ def dbwp(indptr, indices, n, capacity, *, bisect: str = "kd", spac_levels: int =
         columns in range): its O(nnz) checks are skipped, the options' are not.
     symmetric : bool
         The share is a whole symmetric matrix (the grid tiling counts half as much).
-    counter : callable, optional
-        Where the grid tiling of a symmetric share counts its histogram
-        (:func:`.kdcount.device_histogram` bound to a device pair); None: on the host.
+    counter : finepar.throttle.kdcount.DeviceCounter, optional
+        Where the grid tiling counts (on a device pair's GPU); None: on the host.
 
     Returns
     -------

@@ -80,9 +80,9 @@ def grid_tiling(indptr: np.ndarray, indices: np.ndarray, n: int, capacity: int,
         the distinct counts) are those of the other rows, renumbered as the CSR without
         the dropped rows numbers its rows and positions (a subset of a cache-fit
         partition's entries fits too).
-    counter : callable, optional
-        ``counter(indptr, indices, rs, cs, gr, gc) -> (H, R)``: the nonzeros and rows per
-        cell of a symmetric share counted elsewhere (:mod:`.kdcount`, on the GPU).
+    counter : finepar.throttle.kdcount.DeviceCounter, optional
+        Counts on the GPU: the histogram of a symmetric share, and every share's distinct
+        columns per partition (its buffers are released before this returns).
 
     Returns
     -------
@@ -105,25 +105,36 @@ def grid_tiling(indptr: np.ndarray, indices: np.ndarray, n: int, capacity: int,
     def lap() -> float:
         clock.append(time.perf_counter())
         return clock[-1] - clock[-2]
-    if counter is not None and symmetric and int(indptr[-1]) < 1 << 32:  # uint counters
-        hist, rows_in = counter(indptr, indices, rs, cs, gr, gc)
-        cols_in, col_seen = rows_in.T.copy(), np.diff(indptr) > 0
-    else:
-        hist, rows_in, cols_in, col_seen = _histogram(indptr, indices, n, redge, cs, gc,
-                                                      symmetric)
-    row_full = (np.diff(indptr) > 0).astype(np.int64)
-    rows_ne = np.add.reduceat(row_full, redge[:-1])  # rows with an entry, per row bin
-    cols_ne = np.add.reduceat(col_seen.astype(np.int64), cedge[:-1])
-    stages = {"histogram": lap()}
-    tree = _Tiler(hist, rows_in, cols_in, rows_ne, cols_ne, capacity, min_nnz).run()
-    rects = np.array([(redge[a], redge[b], cedge[c], cedge[d]) for a, b, c, d in tree["rects"]],
-                     dtype=np.int64)
-    stages["tree"] = lap()
-    segs = _segments(indptr, indices, rects, drop)
+    if counter is not None and int(indptr[-1]) >= 1 << 32:
+        counter = None  # the device counts in uint32
+    try:
+        if counter is not None and symmetric:
+            hist, rows_in = counter.histogram(indptr, indices, rs, cs, gr, gc)
+            cols_in, col_seen = rows_in.T.copy(), np.diff(indptr) > 0
+        else:
+            hist, rows_in, cols_in, col_seen = _histogram(indptr, indices, n, redge, cs, gc,
+                                                          symmetric)
+        row_full = (np.diff(indptr) > 0).astype(np.int64)
+        rows_ne = np.add.reduceat(row_full, redge[:-1])  # rows with an entry, per row bin
+        cols_ne = np.add.reduceat(col_seen.astype(np.int64), cedge[:-1])
+        stages = {"histogram": lap()}
+        tree = _Tiler(hist, rows_in, cols_in, rows_ne, cols_ne, capacity, min_nnz).run()
+        rects = np.array([(redge[a], redge[b], cedge[c], cedge[d])
+                          for a, b, c, d in tree["rects"]], dtype=np.int64)
+        stages["tree"] = lap()
+        strips, cover = strip_cover(rects, k)
+        dx = None
+        if counter is not None:
+            dx = counter.distinct(indptr, indices, rects, strips, cover, drop)
+            stages["distinct"] = lap()
+    finally:
+        if counter is not None:
+            counter.release()
+    segs = _segments(indptr, indices, rects, drop, strips, cover, mark=dx is None)
     stages["segments"] = lap()
     if (np.diff(segs["part_seg"]) == 0).any():
         return None  # a partition of dropped rows alone
-    dx, dy = segs.pop("dx"), np.diff(segs["part_seg"])  # a row has one segment a partition
+    dx, dy = segs.pop("dx", dx), np.diff(segs["part_seg"])  # a row has one segment a partition
     return {**segs, "tree": tree, "dx": dx, "dy": dy, "grid": [gr, gc],
             "stage_seconds": stages}
 
@@ -319,8 +330,22 @@ class _Tiler:
                 "rects": [self.rects[v] for v in leaves]}
 
 
+def strip_cover(rects: np.ndarray, k: int) -> tuple[np.ndarray, dict]:
+    """The strips of rows the leaves ``rects`` (``(row0, row1, col0, col1)`` each, tiling
+    ``k`` rows) cut the rows into (their starts and ``k``, int64), and per strip start the
+    leaves crossing it, by first column: ``{start: (first columns, leaf ids)}``."""
+    strips = np.unique(np.concatenate((rects[:, 0], rects[:, 1], [0, k])))
+    cover = {}
+    for s0 in strips[:-1]:
+        ids = np.flatnonzero((rects[:, 0] <= s0) & (rects[:, 1] > s0))
+        ids = ids[np.argsort(rects[ids, 2])]
+        cover[int(s0)] = (rects[ids, 2], ids)
+    return strips, cover
+
+
 def _segments(indptr: np.ndarray, indices: np.ndarray, rects: np.ndarray,
-              drop: np.ndarray | None = None) -> dict:
+              drop: np.ndarray | None, strips: np.ndarray, cover: dict,
+              mark: bool = True) -> dict:
     """Every row cut at its leaves' column ranges: segments ordered by partition, then row.
 
     ``rects[p]`` is leaf ``p``'s ``(row0, row1, col0, col1)``; the leaves tile the share.
@@ -329,18 +354,13 @@ def _segments(indptr: np.ndarray, indices: np.ndarray, rects: np.ndarray,
     (a table per leaf over its own column range; the distinct columns ``dx`` are counted
     from them), the second copies each group to its place (leaf-major, chunks in row
     order), so no pass over all segments runs on one thread. Rows marked in ``drop`` are
-    left out, and rows and positions renumbered without them."""
+    left out, and rows and positions renumbered without them. Without ``mark`` the
+    columns are not marked (they were counted on the GPU) and no ``dx`` is returned."""
     k = indptr.shape[0] - 1
-    strips = np.unique(np.concatenate((rects[:, 0], rects[:, 1], [0, k])))
     step = _rows_per_chunk(indptr)
     bounds = np.unique(np.concatenate((strips, np.arange(0, k, step), [k])))
-    cover = {}  # per strip: the leaves crossing it, by column
-    for s0 in strips[:-1]:
-        ids = np.flatnonzero((rects[:, 0] <= s0) & (rects[:, 1] > s0))
-        ids = ids[np.argsort(rects[ids, 2])]
-        cover[int(s0)] = (rects[ids, 2], ids)
     # chunks of one strip write its leaves' tables at once: True over False, no other value
-    seen = [np.zeros(int(r[3] - r[2]), dtype=bool) for r in rects]
+    seen = [np.zeros(int(r[3] - r[2]) if mark else 0, dtype=bool) for r in rects]
     renumber = None
     if drop is not None and drop.any():  # rows and entries dropped before each row
         rows_before = np.cumsum(drop, dtype=np.int64) - drop
@@ -350,9 +370,9 @@ def _segments(indptr: np.ndarray, indices: np.ndarray, rects: np.ndarray,
     def cut(i: int) -> dict:
         s0 = int(strips[np.searchsorted(strips, bounds[i], side="right") - 1])
         return _cut_chunk(indptr, indices, int(bounds[i]), int(bounds[i + 1]), cover[s0],
-                          rects, seen, renumber)
+                          rects, seen if mark else None, renumber)
     chunks = list(pool().map(cut, range(bounds.size - 1)))
-    dx = np.array(list(pool().map(np.count_nonzero, seen)), dtype=np.int64)
+    dx = np.array(list(pool().map(np.count_nonzero, seen)), dtype=np.int64) if mark else None
     n_parts = rects.shape[0]
     counts = np.zeros((len(chunks), n_parts), dtype=np.int64)
     for j, c in enumerate(chunks):
@@ -373,15 +393,17 @@ def _segments(indptr: np.ndarray, indices: np.ndarray, rects: np.ndarray,
     seg_ptr = np.zeros(total + 1, dtype=np.int64)
     np.cumsum(length, out=seg_ptr[1:])
     part_seg = at[::len(chunks)].copy() if chunks else np.zeros(n_parts + 1, np.int64)
-    return {"seg_row": seg_row, "seg_start": seg_start, "seg_ptr": seg_ptr,
-            "part_seg": part_seg, "nnz": np.diff(seg_ptr[part_seg]), "dx": dx}
+    out = {"seg_row": seg_row, "seg_start": seg_start, "seg_ptr": seg_ptr,
+           "part_seg": part_seg, "nnz": np.diff(seg_ptr[part_seg])}
+    return out if dx is None else {**out, "dx": dx}
 
 
 def _cut_chunk(indptr, indices, a: int, b: int, cover, rects, seen, renumber=None) -> dict:
     """Rows ``a .. b`` (inside one strip, whose leaves ``cover`` lists by first column) cut
     at the leaves' column ranges: each segment's row, first position and length, and the
     segments of each leaf (``groups``, positions into those, in row order); each leaf's
-    columns are marked in ``seen[leaf]`` (its column ``c`` at ``c - rects[leaf, 2]``).
+    columns are marked in ``seen[leaf]`` (its column ``c`` at ``c - rects[leaf, 2]``;
+    None: not marked).
     ``renumber``: rows and entries dropped before each row, and the dropped rows (their
     segments are in no group, their columns not marked)."""
     cuts, ids = cover
@@ -417,6 +439,8 @@ def _cut_chunk(indptr, indices, a: int, b: int, cover, rects, seen, renumber=Non
             leaf = int(ids[j])
             leaves.append(leaf)
             groups.append(g)
+            if seen is None:
+                continue
             mask = None if ids.size == 1 else bucket == j
             if keep is not None:
                 mask = keep if mask is None else mask & keep

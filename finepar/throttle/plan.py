@@ -212,9 +212,8 @@ def throttle_share(matrix: Graph, rows: np.ndarray, options: ThrottleOptions,
         A predicted unthrottled step of the share (the tuner's), seconds.
     decision : dict, optional
         Filled with ``auto``'s figures (:func:`auto_decision`).
-    counter : callable, optional
-        Where the grid tiling counts a symmetric share's histogram (:func:`device_counter`);
-        None: on the host.
+    counter : finepar.throttle.kdcount.DeviceCounter, optional
+        Where the grid tiling counts (:func:`device_counter`); None: on the host.
 
     Returns
     -------
@@ -254,14 +253,13 @@ def throttle_share(matrix: Graph, rows: np.ndarray, options: ThrottleOptions,
 
 
 def device_counter(pair):
-    """The grid tiling's histogram counted on ``pair``'s GPU (:mod:`.kdcount`), or None
-    where the GPU's memory is the host's (an emulated pair, an APU): the host pass reads
+    """The grid tiling's counts on ``pair``'s GPU (:class:`.kdcount.DeviceCounter`), or None
+    where the GPU's memory is the host's (an emulated pair, an APU): the host passes read
     the same memory there, without a kernel build."""
-    import functools
-    from .kdcount import device_histogram
+    from .kdcount import DeviceCounter
     if pair is None or pair.gpu.host_memory:
         return None
-    return functools.partial(device_histogram, pair)
+    return DeviceCounter(pair)
 
 
 #: A share of a symmetric matrix holding at least this fraction of its nonzeros is cut
