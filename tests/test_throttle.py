@@ -510,3 +510,24 @@ def test_degree_remap():
     assert np.all(np.diff(new_degrees) <= 0)
     with pytest.raises(UsageError, match="degrees"):
         degree_remap(np.array([1, -1]))
+
+
+@pytest.mark.parametrize("gaps", [0, 3, 5000])
+def test_columns_seen_by_the_auto_decision(gaps, monkeypatch):
+    """The working set auto counts: the share's columns with an entry, from slices of the
+    matrix where the rows are a few runs, from the share's own indices otherwise."""
+    from finepar import parallel
+    from finepar.throttle import plan
+    from finepar.throttle.plan import columns_seen
+    monkeypatch.setattr(parallel, "CHUNK", 997)  # several slices a run
+    monkeypatch.setattr(plan, "SLICED_RUNS", 100)
+    g = generated_graph(13)
+    rng = np.random.default_rng(gaps)
+    rows = np.sort(rng.choice(g.n, g.n - gaps, replace=False))
+    a = sp.csr_matrix(g.to_scipy())[rows]
+    built = []
+    seen = columns_seen(g, rows, lambda: built.append(1) or a.indices)
+    want = np.zeros(g.n, dtype=bool)
+    want[a.indices] = True
+    np.testing.assert_array_equal(seen, want)
+    assert bool(built) == (gaps > 100)

@@ -425,9 +425,15 @@ def _cut_chunk(indptr, indices, a: int, b: int, cover, rects, seen, renumber=Non
     b_at = bucket[at]
     keep_seg = keep = None
     if renumber is not None and renumber[2][a:b].any():
-        rows_before, entries_before, dropped = renumber
+        dropped = renumber[2]
         keep_seg = ~dropped[row]
-        keep = np.repeat(~dropped[a:b], np.diff(indptr[a:b + 1]))
+        gone = a + np.flatnonzero(dropped[a:b])
+        if gone.size > 64:
+            keep = np.repeat(~dropped[a:b], np.diff(indptr[a:b + 1]))
+        else:  # a few hubs: their entries are a range each
+            keep = np.ones(hi - lo, dtype=bool)
+            for r in gone:
+                keep[int(indptr[r]) - lo:int(indptr[r + 1]) - lo] = False
     if renumber is not None:
         start = start - renumber[1][row]
         row = row - renumber[0][row]

@@ -6,11 +6,11 @@
 has 50 MB, so the known sizes or a config's ``cache_bytes`` are used), and
 returns a :class:`ThrottleSpec` the engine lowers (one launch per partition,
 per merged node, or a queue). ``schedule='auto'`` throttles only where the
-share's x and y entries exceed the cache and its partitioning is estimated to
-take at most ``max_partition_seconds`` (K-D tiling runs on the host at about
-:data:`PARTITION_SECONDS_PER_NNZ`: 9 s for scale 22's 1.3e8 entries, which no
-single run of a few milliseconds per iteration pays back), and then as
-split-join: the first iterations time every level of the SJ-tree (its root is
+share's x and y entries exceed the cache and the predicted saving over the run's
+steps exceeds the partitioning's cost (this machine's last measured seconds per
+nonzero, :data:`PARTITION_SECONDS_PER_NNZ` until it has one: 1.6 s for Graph500
+scale 24's 5.2e8 entries on the H100, paid back by a 1000-step SpMV but not by 50
+steps), and then as split-join: the first iterations time every level of the SJ-tree (its root is
 the share unthrottled, in one launch) and Algorithm 3 keeps whatever was
 fastest, so throttling stays only where it measured a gain.
 """
@@ -32,9 +32,10 @@ from .dbwp import BISECTIONS, Partitioning, capacity_from_cache, dbwp, grid_part
 SCHEDULE_CHOICES = ("none", "cf", "cf-q", "sj", "sj-q", "auto")
 #: Vertex relabellings: none, Algorithm 5 (DBWP's partitions packed), descending degree.
 REMAP_CHOICES = ("none", "dbwp", "degree")
-#: Host seconds per nonzero of partitioning and lowering a share, until this machine has
-#: measured its own (:func:`measured_rate`): a guess for the grid K-D tiling on 16 cores.
-PARTITION_SECONDS_PER_NNZ = 4e-9
+#: Seconds per nonzero of partitioning a share, until this machine has measured its own
+#: (:func:`measured_rate`): the grid K-D tiling of Graph500 scale 24's GPU share with its
+#: counts on the H100 took 1.57 s for 5.2e8 entries (2026-11-25, benchmarks/throttle.py).
+PARTITION_SECONDS_PER_NNZ = 3e-9
 #: The largest share of a step throttling is predicted to save, where x and y outgrow the
 #: cache (throttling-atc18 Fig. 9); H100, Graph500 scale 24, 2026-11-22: SJ over K-D
 #: partitions ran a product in 5.13 ms against 6.88 unthrottled (25%) with x and y 2.7
@@ -167,6 +168,28 @@ def record_rate(seconds: float, nnz: int) -> None:
         pass
 
 
+#: The most runs of consecutive rows :func:`columns_seen` reads as slices of the matrix.
+SLICED_RUNS = 4096
+
+
+def columns_seen(matrix: Graph, rows: np.ndarray, share_indices) -> np.ndarray:
+    """The columns holding an entry of ``rows`` (bool, (n,)), marked on the pool's threads:
+    from slices of the matrix's own ``indices`` where the rows are a few runs of
+    consecutive rows (all but a few hubs), else from ``share_indices()`` (the share's
+    compacted column indices, built for it)."""
+    from ..parallel import CHUNK, pool
+    seen = np.zeros(matrix.n, dtype=bool)
+    ent = RowEntries.of_rows(matrix.indptr, rows)
+    if ent.runs > SLICED_RUNS:
+        indices = share_indices()
+        chunked(lambda lo, hi: seen.__setitem__(indices[lo:hi], True), int(indices.shape[0]))
+        return seen
+    spans = [(a, min(a + CHUNK, int(s) + int(n))) for s, n in zip(ent.starts, np.diff(ent.ptr))
+             for a in range(int(s), int(s) + int(n), CHUNK)]
+    list(pool().map(lambda ab: seen.__setitem__(matrix.indices[ab[0]:ab[1]], True), spans))
+    return seen
+
+
 def auto_decision(matrix: Graph, rows: np.ndarray, nnz: int, share_indices, capacity: int,
                   options: ThrottleOptions, steps: float, step_seconds: float | None) -> dict:
     """Whether ``schedule='auto'`` throttles a share: when the predicted saving over the
@@ -181,9 +204,7 @@ def auto_decision(matrix: Graph, rows: np.ndarray, nnz: int, share_indices, capa
     ws = -1  # not counted: even the largest gain could not pay for the partitioning
     saving = steps * step * GAIN_MAX
     if saving > cost and cost <= options.max_partition_seconds:
-        indices = share_indices()
-        seen = np.zeros(matrix.n, dtype=bool)
-        chunked(lambda lo, hi: seen.__setitem__(indices[lo:hi], True), nnz)
+        seen = columns_seen(matrix, rows, share_indices)
         ws = int(np.count_nonzero(seen)) + int(np.count_nonzero(np.diff(matrix.indptr)[rows]))
         saving = steps * step * predicted_gain(ws, capacity)
     ok = saving > cost and cost <= options.max_partition_seconds
@@ -240,14 +261,15 @@ def throttle_share(matrix: Graph, rows: np.ndarray, options: ThrottleOptions,
         if not verdict["throttle"]:
             return None
         schedule = "sj"  # let the measured split-join decide
+    t_part = time.perf_counter()
     part = of_whole(matrix, rows, capacity, counter) if options.bisect == "kd" else None
     if part is None:
         indptr, indices = share()
         part = dbwp(indptr, indices, matrix.n, capacity, bisect=options.bisect, checked=True,
                     symmetric=matrix.symmetric and rows.size == matrix.n, counter=counter)
     seconds = time.perf_counter() - t0
-    if options.bisect == "kd":
-        record_rate(seconds, int(part.nnz.sum()))
+    if options.bisect == "kd":  # the partitioning alone: what the next decision weighs
+        record_rate(time.perf_counter() - t_part, int(part.nnz.sum()))
     return ThrottleSpec(schedule=schedule, partitioning=part, cache_bytes=cache,
                         capacity=capacity, seconds=seconds)
 
