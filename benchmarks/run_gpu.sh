@@ -4,7 +4,7 @@
 # apps stage's previous FinePar) `git archive 8f3c88e` in .prev/ carried:
 #   bash benchmarks/run_gpu.sh STAGE [extra args for the stage's script]
 # Stages: check, train, throttle, apps, pipeline, peers, suite, sweep, probe, e2e, profile, dist,
-# nxbackend.
+# nxbackend (with the wheels of .whl/nx/), tiling.
 # Everything a stage writes goes to $OUT (RESULTS.md with the stage's section, JSON, models,
 # training measurements) as it goes, so a stage cut off by its time limit still returns what
 # it finished. The benchmark stages stop starting new work after $BUDGET_S seconds (default
@@ -14,11 +14,13 @@
 # stays warm) read them, and their references, from there.
 # Training resumes from training/ in the checkout.
 set -u
-stage=${1:?stage: check, train, throttle, apps, pipeline, peers, suite, sweep, probe, e2e, profile, dist or nxbackend}; shift
+stage=${1:?stage: check, train, throttle, apps, pipeline, peers, suite, sweep, probe, e2e, profile, dist, nxbackend or tiling}; shift
 out=${OUT:-/tmp/finepar-out}
 mkdir -p "$out"
+extra=()
+[ "$stage" = nxbackend ] && extra=(.whl/nx/*.whl)
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-  --target /tmp/site .whl/*.whl || exit 1
+  --target /tmp/site .whl/*.whl "${extra[@]}" || exit 1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 FINEPAR_DATA=$PWD/.data
 export FINEPAR_CACHE=${FINEPAR_CACHE:-/tmp/finepar-cache}
 budget=(--budget-s "${BUDGET_S:-480}")
@@ -26,7 +28,7 @@ budget=(--budget-s "${BUDGET_S:-480}")
 # FinePar keeps each share within its device's limit
 # stages of one command share $out/RESULTS.md: start from the checkout's only once
 case $stage in
-  sweep|suite|peers|throttle|apps|pipeline|dist|e2e|nxbackend)
+  sweep|suite|peers|throttle|apps|pipeline|dist|e2e|nxbackend|tiling)
     [ -f "$out/RESULTS.md" ] || cp benchmarks/RESULTS.md "$out/RESULTS.md" ;;
 esac
 platform=$(python3 -c "from finepar.api import make_pair; from finepar.perfmodel import platform_name; print(platform_name(make_pair().selection))")
@@ -66,6 +68,7 @@ for d in ('both', 'gpu'):
   suite) python3 benchmarks/suite.py "${md[@]}" --json "$out/compare.json" "${budget[@]}" "$@" ;;
   sweep) python3 benchmarks/sweep.py "${md[@]}" --json "$out/sweep.json" "${budget[@]}" "$@" ;;
   nxbackend) python3 benchmarks/nxbackend.py "${md[@]}" --json "$out/nxbackend.json" "${budget[@]}" "$@" ;;
+  tiling) python3 benchmarks/tiling.py "${md[@]}" --json "$out/tiling.json" "${budget[@]}" "$@" ;;
   probe) python3 benchmarks/probe.py --json "$out/probe.json" "$@" ;;
   e2e) python3 benchmarks/e2e.py "${md[@]}" --json "$out/e2e.json" "${budget[@]}" "$@" ;;
   profile)

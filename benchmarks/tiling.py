@@ -88,15 +88,17 @@ def worker(spec: str, share: str, repeats: int, cache_bytes: int, hubs: int,
         else:
             part = dbwp(g.indptr, g.indices, g.n, capacity, checked=True,
                         symmetric=g.symmetric, counter=counter)
-        runs.append({"seconds": time.perf_counter() - t0, **part.extra["stage_seconds"]})
+        runs.append({"seconds": time.perf_counter() - t0,
+                     **part.extra.get("stage_seconds", {})})  # none: exact bisection
     nnz = int(g.nnz if rows is None else np.diff(g.indptr)[rows].sum())
     ok = int(part.nnz.sum()) == nnz and part.over_capacity().size == 0
     return {"graph": spec, "share": share, "threads": len(os.sched_getaffinity(0)),
             "count": count if count != "device" or counter else "device (host: no GPU memory)",
-            "nnz": nnz, "rows": int(part.n_rows), "how": how, "capacity": int(capacity),
-            "partitions": part.n_parts, "segments": part.n_segments, "grid": part.extra["grid"],
+            "nnz": nnz, "rows": int(part.n_rows), "capacity": int(capacity),
+            "how": how if "grid" in part.extra else "exact bisection (below the grid's size)",
+            "partitions": part.n_parts, "segments": part.n_segments, "grid": part.extra.get("grid"),
             "valid": bool(ok), "seconds": stats([r["seconds"] for r in runs]),
-            "stages": {s: stats([r[s] for r in runs]) for s in STAGES}}
+            "stages": {s: stats([r[s] for r in runs]) for s in runs[0] if s != "seconds"}}
 
 
 def run_worker(spec, share, threads, repeats, args, count) -> dict:
@@ -119,7 +121,9 @@ def targets(doc: dict, args) -> list:
     t = Targets()
     rows = [r for r in doc["rows"] if r.get("graph") == "graph500:24" and "seconds" in r
             and r.get("count", "scipy") == "device"]
-    most = max((r["threads"] for r in rows), default=0)
+    if not rows:
+        return []  # host passes only: FinePar's own (device) tiling not in this run
+    most = max(r["threads"] for r in rows)
     for share in SHARES:
         r = next((r for r in rows if r["share"] == share and r["threads"] == most), None)
         med = r["seconds"]["median"] if r else None
@@ -130,21 +134,22 @@ def targets(doc: dict, args) -> list:
 
 
 def render(doc: dict, args=None) -> str:
+    stages = [*STAGES, *(["distinct"] if any("distinct" in r.get("stages", {})
+                                             for r in doc["rows"]) else [])]  # on the GPU
     lines = [f"{doc['device']} · {doc['date']} · `benchmarks/tiling.py` "
-             "(seconds, min / median / max of the repeats)", "",
-             "| graph | share | nnz | counts | threads | tiling (s) | "
-             + " | ".join(STAGES) + " | partitions | segments | valid |",
-             "|---|---|---|---|---|---|" + "---|" * len(STAGES) + "---|---|---|"]
+             "(seconds, min / median / max of the repeats; stages: medians)", "",
+             "| graph | share | cut as | nnz | counts | threads | tiling (s) | "
+             + " | ".join(stages) + " | partitions | segments | valid |",
+             "|---|---|---|---|---|---|---|" + "---|" * len(stages) + "---|---|---|"]
     for r in doc["rows"]:
         if "error" in r:
-            lines.append(f"| {r['graph']} | {r['share']} | - | {r.get('count', 'scipy')} | "
-                         f"{r['threads']} | "
-                         f"failed: {r['error']} |" + " |" * (len(STAGES) + 3))
+            lines.append(f"| {r['graph']} | {r['share']} | - | - | {r.get('count', 'scipy')} | "
+                         f"{r['threads']} | failed: {r['error']} |" + " |" * (len(stages) + 3))
             continue
-        lines.append(f"| {r['graph']} | {r['share']} | {r['nnz']:,} | "
+        cells = [fmt(r["stages"][s]["median"], 2) if s in r["stages"] else "-" for s in stages]
+        lines.append(f"| {r['graph']} | {r['share']} | {r.get('how', 'share')} | {r['nnz']:,} | "
                      f"{r.get('count', 'scipy')} | {r['threads']} | "
-                     f"{stat_cell(r['seconds'], 1, 2)} | "
-                     + " | ".join(fmt(r["stages"][s]["median"], 2) for s in STAGES)
+                     f"{stat_cell(r['seconds'], 1, 2)} | " + " | ".join(cells)
                      + f" | {r['partitions']} | {r['segments']:,} | {r['valid']} |")
     lines += ["", *(f"- {n}" for n in doc.get("notes", []))]
     lines += target_lines(doc.get("targets", []))
@@ -189,7 +194,7 @@ def main(argv=None) -> int:
             res.add(row)
             log(f"scale {scale} {share} {count} threads {row['threads']}: "
                 + (row.get("error") or f"{row['seconds']['median']:.2f} s "
-                   + json.dumps({s: round(row['stages'][s]['median'], 2) for s in STAGES})))
+                   + json.dumps({s: round(row['stages'][s]['median'], 2) for s in row['stages']})))
     return 0
 
 

@@ -414,3 +414,28 @@ def test_apps_targets():
     assert got["g24: FinePar PageRank >= 1.3x cupy"]["met"] is False  # 1.2x
     assert got["scale 22: colouring <= 1 s"]["met"] is True
     assert got["scale 22: colours <= 1.3x greedy largest-first"]["met"] is False  # 1.4x
+
+
+def test_tiling_times_each_stage_per_thread_count(cache, tmp_path):
+    """benchmarks/tiling.py: each share tiled in a process per thread count and place of the
+    counts, every partitioning valid; the default share cut with the whole matrix's tree."""
+    doc = run_script("tiling", tmp_path, "--scales", "16", "--threads", "1,all", "--counts",
+                     "device,scipy,numpy", "--repeats", "2", "--cache-bytes", "16000",
+                     "--hubs", "4")
+    rows = doc["rows"]
+    assert len(rows) == 2 * 2 * 3 and not any("error" in r for r in rows)
+    for r in rows:
+        assert r["valid"] and r["partitions"] > 1 and r["threads"] >= 1
+        assert_stats(r["seconds"])
+        assert {"histogram", "tree", "segments"} <= set(r["stages"])
+    assert {r["how"] for r in rows if r["share"] == "default"} == {
+        "whole matrix's tree, hubs dropped"}
+    assert all(r["nnz"] < doc["rows"][0]["nnz"] for r in rows if r["share"] == "default")
+    assert_render("tiling", tmp_path, "tiling")
+
+
+def test_tiling_rejects_a_bad_thread_count(capsys):
+    import tiling
+    with pytest.raises(SystemExit) as exc:
+        tiling.main(["--threads", "0"])
+    assert exc.value.code == 2 and "--threads" in capsys.readouterr().err
