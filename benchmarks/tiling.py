@@ -170,8 +170,8 @@ def main(argv=None) -> int:
                         "GIL-free), numpy (the host pass through numpy's bincount)")
     args = p.parse_args(argv)
     if args.render:
-        doc = merged_docs(args.render, targets, args)
-        write_section(args.md, args.section, render(doc, args))
+        write_section(args.md, args.section,
+                      render(merged_docs(args.render, targets, args), args))
         return 0
     shares = choices("--shares", args.shares, SHARES)
     counts = choices("--counts", args.counts, ("device", "scipy", "numpy"))
