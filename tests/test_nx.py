@@ -155,6 +155,26 @@ def test_components():
     assert nx.is_weakly_connected(D, **FP) is nx.is_weakly_connected(D)
 
 
+def test_many_components_with_the_collector_left_as_it_was():
+    """Thousands of components come back as NetworkX's sets in its order; the sets are made
+    with the garbage collector paused (a collection per few hundred sets would walk the
+    whole NetworkX graph), and it is on again afterwards (off, if it was off)."""
+    import gc
+    G = nx.disjoint_union_all([nx.path_graph(k % 4 + 1) for k in range(3000)])
+    want = list(nx.connected_components(G))
+    assert gc.isenabled()
+    runs = STATS["runs"]
+    assert list(nx.connected_components(G, **FP)) == want and len(want) == 3000
+    assert STATS["runs"] == runs + 1  # FinePar answered
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert list(nx.connected_components(G, **FP)) == want
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 @pytest.mark.parametrize("kind", ["directed", "undirected"])
 def test_bfs_orders(kind):
     G = graphs()[kind]
