@@ -139,11 +139,13 @@ class RunReport(Stamped):
         auto = p.get("throttle_auto")
         if auto:
             verdict = "throttled" if auto["throttle"] else "not throttled"
+            ws = auto["working_set"]
+            held = {-1: "x+y entries not counted", -2: "x+y entries fit"}.get(
+                ws, f"x+y entries {ws:,}")
             lines.append(
                 f"  auto       {verdict}: partitioning ~{auto['cost_seconds']:.3f} s against a "
                 f"predicted saving of {auto['saving_seconds']:.3f} s over "
-                f"{auto['steps']:.0f} steps (x+y entries {auto['working_set']:,}, cache "
-                f"holds {auto['capacity']:,})")
+                f"{auto['steps']:.0f} steps ({held}, cache holds {auto['capacity']:,})")
         if self.tuning:
             tr = self.tuning
             lines.append(f"  tuner      {tr.get('summary', '')}")

@@ -109,6 +109,9 @@ def test_auto_throttles_by_measured_cost(tmp_path, monkeypatch):
     seen: dict = {}
     assert throttle_share(g, rows, fits, 0, steps=1e12, decision=seen) is None
     assert seen["working_set"] == ws and seen["saving_seconds"] == 0.0
+    roomy = ThrottleOptions(schedule="auto", fraction=1.0, cache_bytes=4 * 2 * g.n)
+    assert throttle_share(g, rows, roomy, 0, steps=1e12, decision=seen) is None
+    assert seen["working_set"] == -2  # n columns and n rows fit: no pass to count them
     tight = ThrottleOptions(schedule="auto", fraction=1.0, cache_bytes=4 * (ws - 1))
     assert throttle_share(g, rows, tight, 0, steps=1, decision=seen) is None
     assert not seen["throttle"] and seen["cost_seconds"] > seen["saving_seconds"] > 0

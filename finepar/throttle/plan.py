@@ -196,14 +196,17 @@ def auto_decision(matrix: Graph, rows: np.ndarray, nnz: int, share_indices, capa
     run's ``steps`` (:func:`predicted_gain` of a step of ``step_seconds``) exceeds the
     partitioning's cost (:func:`measured_rate` per nonzero), and that cost stays within
     ``options.max_partition_seconds``. Returns the figures, with ``throttle`` the verdict
-    (``working_set`` -1 where even :data:`GAIN_MAX` of every step could not pay: the
-    share's x and y entries are then not counted, nor ``share_indices()``, the share's
-    column indices, asked for)."""
+    (``working_set`` -1 where even :data:`GAIN_MAX` of every step could not pay, -2 where
+    the matrix's columns plus the share's rows fit the cache: the share's x and y entries
+    are then not counted, nor ``share_indices()``, the share's column indices, asked for;
+    a count is a pass over every entry, on every run that is not cached)."""
     step = step_seconds if step_seconds else nnz / STEP_NNZ_PER_S
     cost = nnz * measured_rate()
     ws = -1  # not counted: even the largest gain could not pay for the partitioning
     saving = steps * step * GAIN_MAX
-    if saving > cost and cost <= options.max_partition_seconds:
+    if min(matrix.n, nnz) + rows.size <= capacity:  # x and y fit whatever the share holds
+        ws, saving = -2, 0.0
+    elif saving > cost and cost <= options.max_partition_seconds:
         seen = columns_seen(matrix, rows, share_indices)
         ws = int(np.count_nonzero(seen)) + int(np.count_nonzero(np.diff(matrix.indptr)[rows]))
         saving = steps * step * predicted_gain(ws, capacity)
