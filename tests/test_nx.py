@@ -78,13 +78,22 @@ def test_conversion_both_ways():
         ("a", "b", 7), ("b", "c", 1)]
 
 
-def test_second_call_converts_nothing():
+def test_second_call_converts_nothing(monkeypatch):
+    from finepar.api import Workload
+    prepared = []
+    real = Workload.prepare
+    monkeypatch.setattr(Workload, "prepare", lambda self, *a, **k: prepared.append(1)
+                        or real(self, *a, **k))
     G = nx.gnp_random_graph(200, 0.05, seed=1, directed=True)
     first = nx.pagerank(G, **FP)
     conversions, runs = STATS["conversions"], STATS["runs"]
     again = nx.pagerank(G, **FP)
     assert STATS["conversions"] == conversions and STATS["runs"] == runs + 1
     assert again == first
+    assert len(prepared) == 1  # the second call ran on the engine the first one prepared
+    other = nx.pagerank(G, alpha=0.7, **FP)  # other parameters, the same engine
+    assert len(prepared) == 1
+    close(other, nx.pagerank(G, alpha=0.7), 1e-4)
     cached = G.__networkx_cache__["backends"]["finepar"]
     assert any(isinstance(v, FineParGraph) for v in cached.values())
     G.add_edge(0, 1)  # a mutation through the API clears NetworkX's cache
