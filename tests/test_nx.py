@@ -94,6 +94,9 @@ def test_second_call_converts_nothing(monkeypatch):
     other = nx.pagerank(G, alpha=0.7, **FP)  # other parameters, the same engine
     assert len(prepared) == 1
     close(other, nx.pagerank(G, alpha=0.7), 1e-4)
+    nx.hits(G, **FP)  # another app: its engine replaces PageRank's (one a graph)
+    nx.pagerank(G, **FP)
+    assert len(prepared) == 3
     cached = G.__networkx_cache__["backends"]["finepar"]
     assert any(isinstance(v, FineParGraph) for v in cached.values())
     G.add_edge(0, 1)  # a mutation through the API clears NetworkX's cache

@@ -5,10 +5,10 @@ second; every later call reuses them), and the runs on it.
 Every run takes FinePar's default split (the tuner's threshold on both devices) unless
 ``nx.config.backends.finepar`` says otherwise (``devices``, ``threshold``, ``memory``).
 FinePar's on-disk prepared-graph cache is off unless ``prepared_cache`` is set: the
-converted graph already lives in ``G.__networkx_cache__``, and so does each app's engine
-(its plan, tuned T_f and device buffers), prepared by the first call on the graph and run
-again by the later ones, so a cached call pays only the app's steps and the conversion of
-its answer (the engines' device memory is freed with the graph's cache).
+converted graph already lives in ``G.__networkx_cache__``, and so does the engine of the
+last app called on it (its plan, tuned T_f and device buffers: one engine a graph, so its
+device memory stays bounded), prepared by the first call and run again by the later ones
+of the same app, so such a call pays only the app's steps and the conversion of its answer.
 """
 
 from __future__ import annotations
@@ -70,8 +70,7 @@ def run(fg, app: str, graph, *, keep: bool = True, **params):
         result, _ = api_run(app, wl, pair=pair(), **kw, **params)
     else:  # the first call on a graph prepares an engine; later calls run on it
         wl = fg.workload(app, graph)
-        eng = fg.cached(("engine", app, id(graph), *sorted(kw.items())),
-                        lambda: _engine(wl, kw, params))
+        eng = fg.engine((app, id(graph), *sorted(kw.items())), lambda: _engine(wl, kw, params))
         result, _ = wl.run(engine=eng, warmup=False, **params)
     STATS["runs"] += 1
     return result

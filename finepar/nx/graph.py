@@ -195,6 +195,15 @@ class FineParGraph:
         from ..api import Workload
         return self.cached(("workload", app, id(graph)), lambda: Workload(app, graph))
 
+    def engine(self, key: tuple, make):
+        """The engine kept for ``key`` (an app and its device settings), made by ``make()``
+        where the graph keeps another one or none: one engine a graph, so the device memory
+        the backend holds stays one graph's share."""
+        kept = self._cache.get("engine")
+        if kept is None or kept[0] != key:
+            self._cache["engine"] = kept = (key, make())
+        return kept[1]
+
     def cached(self, key: tuple, make):
         if key not in self._cache:
             self._cache[key] = make()
