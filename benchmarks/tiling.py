@@ -69,10 +69,9 @@ def worker(spec: str, share: str, repeats: int, cache_bytes: int, hubs: int,
         from finepar.api import make_pair
         from finepar.throttle.plan import device_counter
         counter = device_counter(make_pair())
-    from finepar.throttle.plan import share_csr
+    from finepar.throttle.plan import of_whole, share_csr
     g, _ = load(spec)
     capacity = capacity_from_cache(cache_bytes, 0.5)
-    from finepar.throttle.plan import of_whole, share_csr
     if share == "whole":
         rows = None
     else:

@@ -121,8 +121,6 @@ def test_device_counter_only_where_the_gpu_has_its_own_memory(pairs, monkeypatch
 def test_throttled_run_counted_on_the_device_answers_right(mode, pairs, monkeypatch):
     """SpMV and PageRank throttled with the histogram counted by the kernel equal their
     references (the whole matrix, and a share without hubs cut with the whole tree)."""
-    import functools
-
     from finepar import api, apps
     monkeypatch.setattr(kdgrid, "GRID_MIN_NNZ", 0)
     monkeypatch.setattr(kdgrid, "MAX_BINS", 128)
