@@ -10,8 +10,8 @@ share's x and y entries exceed the cache and the predicted saving over the run's
 steps exceeds the partitioning's cost (this machine's last measured seconds per
 nonzero, :data:`PARTITION_SECONDS_PER_NNZ` until it has one: 1.6 s for Graph500
 scale 24's 5.2e8 entries on the H100, paid back by a 1000-step SpMV but not by 50
-steps), and then as split-join: the first iterations time every level of the SJ-tree (its root is
-the share unthrottled, in one launch) and Algorithm 3 keeps whatever was
+steps), and then as split-join: the first iterations time every level of the SJ-tree
+(its root is the share unthrottled, in one launch) and Algorithm 3 keeps whatever was
 fastest, so throttling stays only where it measured a gain.
 """
 
