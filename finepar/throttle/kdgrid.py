@@ -373,7 +373,13 @@ def _segments(indptr: np.ndarray, indices: np.ndarray, rects: np.ndarray,
                           rects, seen if mark else None, renumber)
     chunks = list(pool().map(cut, range(bounds.size - 1)))
     dx = np.array(list(pool().map(np.count_nonzero, seen)), dtype=np.int64) if mark else None
-    n_parts = rects.shape[0]
+    out = _placed(chunks, rects.shape[0])
+    return out if dx is None else {**out, "dx": dx}
+
+
+def _placed(chunks: list, n_parts: int) -> dict:
+    """The chunks' segments in one table, partition by partition (each partition's
+    chunks in row order): every chunk copies its groups to their places on the pool."""
     counts = np.zeros((len(chunks), n_parts), dtype=np.int64)
     for j, c in enumerate(chunks):
         counts[j, c["leaves"]] = [g.size for g in c["groups"]]
@@ -393,9 +399,8 @@ def _segments(indptr: np.ndarray, indices: np.ndarray, rects: np.ndarray,
     seg_ptr = np.zeros(total + 1, dtype=np.int64)
     np.cumsum(length, out=seg_ptr[1:])
     part_seg = at[::len(chunks)].copy() if chunks else np.zeros(n_parts + 1, np.int64)
-    out = {"seg_row": seg_row, "seg_start": seg_start, "seg_ptr": seg_ptr,
-           "part_seg": part_seg, "nnz": np.diff(seg_ptr[part_seg])}
-    return out if dx is None else {**out, "dx": dx}
+    return {"seg_row": seg_row, "seg_start": seg_start, "seg_ptr": seg_ptr,
+            "part_seg": part_seg, "nnz": np.diff(seg_ptr[part_seg])}
 
 
 def _cut_chunk(indptr, indices, a: int, b: int, cover, rects, seen, renumber=None) -> dict:
