@@ -21,8 +21,10 @@ made here on a histogram instead:
    never a permutation of all ``nnz`` positions; the same pass marks each partition's
    columns, so the partitions' exact distinct x and y counts come with it.
 
-The passes are numpy calls that leave the GIL free (the histogram's counts go through
-scipy's sparse product, as numpy's ``bincount`` holds the GIL) on the shared thread pool.
+The passes are numpy calls on the shared thread pool. The host histogram is bound by
+memory bandwidth and by numpy's ``bincount``, which holds the GIL (1.7 s for Graph500
+scale 24 on 16 threads; scipy's GIL-free sparse product counted no faster there), so where
+the GPU has memory of its own it counts instead (:mod:`.kdcount`).
 
 Used by :func:`~finepar.throttle.dbwp.dbwp` for shares of at least :data:`GRID_MIN_NNZ`
 entries whose grid can resolve ``T``; smaller shares keep the exact bisection.
@@ -146,11 +148,9 @@ def _histogram(indptr, indices, n, redge, cs, gc, symmetric=False):
     entry (bool, n). One task per row bin on the pool's threads; column ``c`` is in bin
     ``c >> cs``.
 
-    ``H`` and ``R`` come from one weighted count (:func:`_bincount`, which leaves the GIL
-    free) in which a row's first entry in a cell weighs ``2**32 + 1``, any other 1 (exact in
-    float64 while a row bin holds fewer than 2**21 rows and 2**32 entries; two counts
-    otherwise); the columns seen are marked in a table per thread (no two threads write one
-    cache line) and or-ed at the end."""
+    ``H`` and ``R`` come from one count of ``2 * bin + first`` (one pass over the entries
+    instead of two); the columns seen are marked in a table per thread (no two threads
+    write one cache line) and or-ed at the end."""
     gr = redge.size - 1
     hist, rows_in, cols_in = (np.zeros((gr, gc), dtype=np.int64) for _ in range(3))
     seen_by_thread: dict[int, np.ndarray] = {}  # this call's table of each thread
@@ -160,27 +160,20 @@ def _histogram(indptr, indices, n, redge, cs, gc, symmetric=False):
         lo, hi = int(indptr[a]), int(indptr[b])
         if hi == lo:
             return
-        m, cols = hi - lo, indices[lo:hi]
-        cb = _scratch("cb", m, np.int32)  # no fresh pages per task: threads share the mm lock
-        np.right_shift(cols, cs, out=cb, casting="unsafe")
-        first = _scratch("first", m, bool)  # a row's first entry in a column bin
-        first[0] = True
-        np.not_equal(cb[1:], cb[:-1], out=first[1:])
+        cols = indices[lo:hi]
+        key = (cols >> cs).astype(np.int32)
+        first = np.ones(hi - lo, dtype=bool)  # a row's first entry in a column bin
+        np.not_equal(key[1:], key[:-1], out=first[1:])
         first[indptr[a:b][indptr[a:b] < hi] - lo] = True
-        if m < 1 << 32 and b - a < 1 << 21:
-            # one pass for both counts: each entry weighs 1, a first one 2**32 more
-            w = _scratch("w", m, np.float64)
-            np.multiply(first, float(1 << 32), out=w)
-            w += 1.0
-            both = _bincount(cb, gc, w, (indptr[a:b + 1] - lo).astype(np.int32))
-            both = both.astype(np.int64)
-            rows_in[i], hist[i] = both >> 32, both & 0xFFFFFFFF
-        else:  # sums that float64 would round
-            rows_in[i], hist[i] = _bincount(cb[first], gc), _bincount(cb, gc)
+        key <<= 1
+        key += first
+        counts = _bincount(key, 2 * gc).reshape(gc, 2)
+        rows_in[i] = counts[:, 1]
+        hist[i] = counts[:, 0] + counts[:, 1]
         if symmetric:
             return
         u = cols[_first_of_each(cols, n)]
-        cols_in[i] = _bincount(u >> cs, gc).astype(np.int64)
+        cols_in[i] = _bincount(u >> cs, gc)
         me = threading.get_ident()
         if me not in seen_by_thread:
             seen_by_thread[me] = np.zeros(n, dtype=bool)
@@ -198,28 +191,10 @@ def _histogram(indptr, indices, n, redge, cs, gc, symmetric=False):
 _LOCAL = threading.local()
 
 
-def _scratch(name: str, size: int, dtype) -> np.ndarray:
-    """A buffer of ``size`` items kept by the calling thread under ``name`` (grown as
-    needed, never shrunk): tasks reuse it instead of faulting in new pages."""
-    bufs = _LOCAL.__dict__.setdefault("scratch", {})
-    buf = bufs.get(name)
-    if buf is None or buf.size < size or buf.dtype != np.dtype(dtype):
-        buf = bufs[name] = np.empty(max(size, 1 << 16), dtype=dtype)
-    return buf[:size]
-
-
-def _bincount(keys: np.ndarray, size: int, weights: np.ndarray | None = None,
-              indptr: np.ndarray | None = None) -> np.ndarray:
-    """``np.bincount(keys, weights, minlength=size)`` (float64) that lets other threads run:
-    numpy's bincount holds the GIL throughout, scipy's sparse matrix-vector product does
-    not. The keys are the column indices of a sparse matrix (rows by ``indptr``, one key
-    a row when None) and the count is a vector of ones times it."""
-    from scipy.sparse import csr_array
-    w = np.ones(keys.size) if weights is None else weights
-    if indptr is None:
-        indptr = np.arange(keys.size + 1, dtype=keys.dtype)
-    a = csr_array((w, keys, indptr), shape=(indptr.size - 1, size))
-    return np.ones(indptr.size - 1) @ a
+def _bincount(keys: np.ndarray, size: int) -> np.ndarray:
+    """``np.bincount(keys, minlength=size)``: the histogram's one counting call
+    (``benchmarks/tiling.py`` swaps it to compare other counts)."""
+    return np.bincount(keys, minlength=size)
 
 
 def _first_of_each(values: np.ndarray, n: int) -> np.ndarray:
