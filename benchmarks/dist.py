@@ -54,6 +54,10 @@ def main(argv=None) -> int:
     p.add_argument("--check", default="reference", choices=("reference", "one-process", "none"),
                    help="what the answers are checked against: the app's host reference "
                         "(minutes at scale 26), the one-process run's answer, or nothing")
+    p.add_argument("--transports", default="window",
+                   help="for P > 1, one run each: window (large collectives through the "
+                        "ranks' shared-memory window where they share a host, the default) "
+                        "and/or mpi (MPI's own collectives, --no-shared-window)")
     p.add_argument("--timeout-s", type=float, default=900, help="limit of one run")
     args = p.parse_args(argv)
     if args.render:
@@ -61,6 +65,7 @@ def main(argv=None) -> int:
                       render(merged_docs(args.render, targets, args), args))
         return 0
     scales, ranks = check_options(args)
+    choices("--transports", args.transports, ("window", "mpi"))  # a bad one before any work
     launcher = find_mpiexec(args.mpiexec)
     res = Results("dist.py", args, "", lambda doc: render(doc, args), targets)
     if args.check == "one-process":
@@ -131,10 +136,15 @@ def measure_one(scale: int, app: str, ranks: list, launcher: str, args, res) -> 
     ref = reference(the_app, g, params)[0] if args.check == "reference" else None
     row = {"scale": scale, "graph": g.name, "n": g.n, "nnz": g.nnz, "app": app, "runs": []}
     with tempfile.TemporaryDirectory() as tmp:
-        plan = [("1 process", [], 0)] + [(f"{p} ranks", [launcher, "-n", str(p)], p)
-                                         for p in ranks]
-        for label, cmd, p in plan:
+        plan = [("1 process", [], 0, "")]
+        for p in ranks:
+            for tr in (choices("--transports", args.transports, ("window", "mpi"))
+                       if p > 1 else ("window",)):
+                plan.append((f"{p} ranks" + (" (MPI collectives)" if tr == "mpi" else ""),
+                             [launcher, "-n", str(p)], p, tr))
+        for label, cmd, p, tr in plan:
             extra = ["--distributed", "--partition", args.partition] if p else []
+            extra += ["--no-shared-window"] if tr == "mpi" else []
             rec = finepar_run(cmd, app, path, Path(tmp), args.timeout_s, extra)
             answer = rec.get("answer")
             rec = _summarise(rec, label, p, the_app, g, params, ref)
@@ -217,18 +227,18 @@ def targets(doc, args) -> list:
 
 def table(doc) -> str:
     """A short plain-text table of the rows (printed at the end)."""
-    lines = [f"{'graph':<26} {'app':<9} {'run':<10} {'ms':>10} {'x 1 proc':>9} "
+    lines = [f"{'graph':<26} {'app':<9} {'run':<28} {'ms':>10} {'x 1 proc':>9} "
              f"{'halo MB/it':>10} {'exch %':>7} {'gpus':>4}  check"]
     for r in doc["rows"]:
         base = next((x.get("run_s") for x in r["runs"] if x["label"] == "1 process"), None)
         for x in r["runs"]:
             if "error" in x:
-                lines.append(f"{r['graph']:<26} {r['app']:<9} {x['label']:<10} {x['error']}")
+                lines.append(f"{r['graph']:<26} {r['app']:<9} {x['label']:<28} {x['error']}")
                 continue
             pr = x.get("per_rank") or []
             halo = max((p["halo_out"] + p["other_out"] for p in pr), default=0) / 1e6
             exch = max((p["exchange_fraction"] for p in pr), default=0) * 100
-            lines.append(f"{r['graph']:<26} {r['app']:<9} {x['label']:<10} "
+            lines.append(f"{r['graph']:<26} {r['app']:<9} {x['label']:<28} "
                          f"{x['run_s'] * 1e3:>10.2f} {fmt(base / x['run_s'] if base else None):>9} "
                          f"{halo:>10.2f} {exch:>7.1f} {x.get('gpus', 1):>4}  "
                          f"{x.get('check') or 'correct'}")

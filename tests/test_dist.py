@@ -32,11 +32,14 @@ APPS = ("spmv", "pagerank", "rwr", "hits", "bfs", "cc", "sssp", "coloring")
 def _cases() -> list[dict]:
     # colouring: across ranks only Jones-Plassmann runs (the speculative rounds need one
     # device holding the whole CSR), so the one-process run it is compared with uses it too
+    # the shared-memory cases move every halo, gather and merge through the ranks' shared
+    # window (finepar.dist.window), the split ones through MPI's own collectives
     out = [{"id": f"{app}-{mem}", "app": app, "graph": "directed.npz", "memory": mem,
+            "window": mem == "shared",
             **({"params": {"algorithm": "jp"}} if app == "coloring" else {})}
            for app in APPS for mem in ("shared", "split")]
-    out += [{"id": f"{app}-g500", "app": app, "graph": "graph500:9", "memory": "split"}
-            for app in ("pagerank", "bfs", "cc")]
+    out += [{"id": f"{app}-g500", "app": app, "graph": "graph500:9", "memory": "split",
+             "window": True} for app in ("pagerank", "bfs", "cc")]
     out += [{"id": "pagerank-deflated", "app": "pagerank", "graph": "deflated.npz",
              "memory": "shared"},
             {"id": "bfs-metis-mtx", "app": "bfs", "graph": "directed.mtx", "memory": "split",
@@ -177,6 +180,10 @@ def test_reports_account_for_every_row_entry_and_halo_byte(ranks, inputs):
             if case["app"] == "cc":  # each round gathers the neighbour minima
                 assert r["gathers"]["count"] >= rep["result"]["iterations"]
             assert 0 <= r["timings"]["exchange"] <= r["timings"]["run"]
+            # every collective of a window case went through the window, none of the others
+            moved = (r["halo"]["exchanges"] + r["frontier"]["merges"] + r["gathers"]["count"])
+            assert (r["window_moves"] >= moved) if case.get("window") else \
+                (r["window_moves"] == 0), case["id"]
         if k is not None:
             assert sent > 0
 

@@ -56,7 +56,7 @@ def sync_to_push_side(engine: Engine, names: tuple[str, ...], push: str | None =
     if engine.whole_copies:
         return
     for name in names:
-        engine.write(name, engine.read(name), roles=(push or engine.vertex_role(),))
+        engine.make_whole(name, push or engine.vertex_role())
 
 
 def sync_from_push_side(engine: Engine, names: tuple[str, ...], push: str | None = None) -> None:

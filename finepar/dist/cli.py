@@ -30,6 +30,10 @@ def add_options(parser) -> None:
                         "the default: each rank reads only its rows), or METIS's parts "
                         "(metis, through pymetis: fewer cut edges, smaller halos; rank 0 "
                         "reads the whole graph)")
+    g.add_argument("--no-shared-window", action="store_true",
+                   help="move halos and gathers with MPI's own collectives even when every "
+                        "rank runs on one host (by default large ones go through an MPI "
+                        "shared-memory window, copied by the host's threads)")
 
 
 def wanted(args) -> bool:
@@ -40,10 +44,13 @@ def wanted(args) -> bool:
 def cmd_run(args) -> int:
     """``finepar run`` on every rank (see the module's description)."""
     from .comm import Communicator
-    comm = Communicator()
+    comm = Communicator(shared_window=not args.no_shared_window)
     try:
-        return _run(args, comm)
+        status = _run(args, comm)
+        comm.close()
+        return status
     except RankFailure as exc:
+        comm.close()  # every rank raised it at the same point
         if comm.rank == 0:
             raise  # printed once, by the command line's own handler
         return 1 if exc.build else 2

@@ -83,17 +83,42 @@ class Communicator:
         This process's index among the ranks on its host, and their number (one rank
         per GPU: ``--gpu`` picks by ``local_rank``).
     mpi_seconds : float
-        Wall time spent in MPI calls so far.
+        Wall time spent in MPI calls so far (with the window, its copies too).
+    window_moves : int
+        Collectives that went through the shared window so far.
+    window : NodeWindow or None
+        The shared-memory window large collectives go through when every rank runs on
+        one host (:mod:`finepar.dist.window`); None across hosts, on one rank, or when
+        turned off.
+
+    Parameters
+    ----------
+    shared_window : bool
+        Move large ``alltoallv`` / ``allgatherv`` through a shared-memory window when every
+        rank is on one host (default True; False: MPI's own collectives always).
     """
 
-    def __init__(self, comm=None):
+    def __init__(self, comm=None, shared_window: bool = True):
+        from .window import NodeWindow
         mpi = self.MPI = require_mpi()
         self.comm = mpi.COMM_WORLD if comm is None else comm
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
         local = self.comm.Split_type(mpi.COMM_TYPE_SHARED, key=self.rank)
         self.local_rank, self.local_size = local.Get_rank(), local.Get_size()
-        local.Free()
+        self.window = None
+        if shared_window and self.size > 1 and self.local_size == self.size:
+            self.window = NodeWindow(mpi, local)  # local ranks are the run's ranks
+        else:
+            local.Free()
         self.mpi_seconds = 0.0
+        self.window_moves = 0
+
+    def close(self) -> None:
+        """Free the shared window (collective: every rank calls it, at the end of a run)."""
+        if self.window is not None:
+            self.window.free()
+            self.window.local.Free()
+            self.window = None
 
     def _timed(self, fn, *args):
         t0 = time.perf_counter()
@@ -159,16 +184,28 @@ class Communicator:
         self._timed(self.comm.Recv, out, source)
         return out
 
-    def allgatherv(self, array: np.ndarray, counts=None) -> np.ndarray:
+    def allgatherv(self, array: np.ndarray, counts=None, out: np.ndarray | None = None
+                   ) -> np.ndarray:
         """Every rank's 1-D ``array`` concatenated in rank order (``counts``: the lengths,
-        when every rank knows them; else they are gathered first)."""
+        when every rank knows them; else they are gathered first), into ``out`` when
+        given; ``array`` may be ``out``'s own part already (in place)."""
+        from .window import MIN_BYTES
         a = np.ascontiguousarray(array)
         if counts is None:
             counts = np.array(self.allgather(int(a.size)), dtype=np.int64)
         counts = np.asarray(counts, dtype=np.int64)
-        out = np.empty(int(counts.sum()), dtype=a.dtype)
+        if out is None:
+            out = np.empty(int(counts.sum()), dtype=a.dtype)
         displs = np.concatenate(([0], np.cumsum(counts)[:-1]))
-        self._timed(self.comm.Allgatherv, a, [out, counts, displs, _mpi_type(self.MPI, a.dtype)])
+        if self.window is not None and int(counts.max()) * a.itemsize >= MIN_BYTES:
+            self._timed(self.window.allgatherv, a, out, counts, displs)
+            self.window_moves += 1
+            return out
+        mine = a
+        at = int(displs[self.rank])
+        if np.shares_memory(a, out[at:at + a.size]):
+            mine = self.MPI.IN_PLACE
+        self._timed(self.comm.Allgatherv, mine, [out, counts, displs, _mpi_type(self.MPI, out.dtype)])
         return out
 
     def alltoall_counts(self, send_counts: np.ndarray) -> np.ndarray:
@@ -183,13 +220,23 @@ class Communicator:
         """``MPI_Alltoallv``: ``send`` holds the entries for rank 0, then rank 1, ...
         (``send_counts`` each); returns (or fills ``out`` with) what the ranks sent here,
         in rank order (``recv_counts`` each)."""
+        from .window import MIN_BYTES
         sc = np.asarray(send_counts, dtype=np.int64)
         rc = np.asarray(recv_counts, dtype=np.int64)
         if out is None:
             out = np.empty(int(rc.sum()), dtype=send.dtype)
-        typ = _mpi_type(self.MPI, send.dtype)
         sd = np.concatenate(([0], np.cumsum(sc)[:-1]))
         rd = np.concatenate(([0], np.cumsum(rc)[:-1]))
+        if self.window is not None:
+            # every rank's byte displacements and size: the same choice on every rank
+            meta = np.empty((self.size, self.size + 1), dtype=np.int64)
+            mine = np.concatenate((sd * send.itemsize, [int(sc.sum()) * send.itemsize]))
+            self._timed(self.comm.Allgather, mine, meta)
+            if int(meta[:, -1].max()) >= MIN_BYTES:
+                self._timed(self.window.alltoallv, send, meta, out, rc, rd)
+                self.window_moves += 1
+                return out
+        typ = _mpi_type(self.MPI, send.dtype)
         self._timed(self.comm.Alltoallv, [send, sc, sd, typ], [out, rc, rd, typ])
         return out
 

@@ -27,6 +27,9 @@ import numpy as np
 
 from ..engine import Engine
 from ..engine.exchange import Halo
+from ..engine.memory import PinnedHost
+from ..runtime import cl
+from ..throttle.kdcount import popcount
 from .comm import Communicator
 from .halo import RankHalo
 from .partition import RowPartition
@@ -61,7 +64,8 @@ class DistEngine(Engine):
         super().__init__(pair, matrix, plan, ops, options=options)
         self.comm, self.partition = comm, partition
         self.rank_halo: RankHalo | None = None
-        self._mpi_base = comm.mpi_seconds
+        self._stage: PinnedHost | None = None
+        self._mpi_base, self._window_base = comm.mpi_seconds, comm.window_moves
         self.stats = {"reductions": 0, "gathers": 0, "gather_seconds": 0.0, "gather_bytes": 0,
                       "merges": 0,
                       "merge_seconds": 0.0, "merge_bytes": 0, "as_list": 0, "as_words": 0}
@@ -139,36 +143,79 @@ class DistEngine(Engine):
         self.stats["gather_seconds"] += time.perf_counter() - t0
         return out
 
+    def _staging(self, nbytes: int) -> np.ndarray:
+        """Page-locked host bytes (uint8, at least ``nbytes``) that gathers and merges
+        stage through: the device copies run at DMA speed, not at pageable memory's."""
+        if self._stage is None or self._stage.host.size < nbytes:
+            side = self.pair.side("gpu" if "gpu" in self.roles else self.roles[0])
+            self._stage = PinnedHost(side, np.zeros(0, np.uint8), size=nbytes)
+        return self._stage.host
+
+    def make_whole(self, name: str, role: str) -> None:
+        """Make ``role``'s copy of vector ``name`` whole across the ranks (collective).
+
+        Where one buffer holds this rank's rows and the ranks own contiguous ranges, only
+        this rank's range leaves the device and only the others' ranges are written back,
+        through page-locked memory (the gather in place); otherwise a whole :meth:`read`
+        and write."""
+        part, comm = self.partition, self.comm
+        one_copy = self.pair.shared or len(self.roles) == 1
+        if comm.size == 1 and one_copy:
+            return  # the one rank's one copy holds every row
+        if not one_copy or part.blocks != 1 or self._vectors[name]["size"] != self.n:
+            super().make_whole(name, role)
+            return
+        t0 = time.perf_counter()
+        dtype = self._vec_dtype[name]
+        item, n = dtype.itemsize, self.n
+        host = self._staging(n * item)[:n * item].view(dtype)
+        lo, hi = (int(b) for b in part.bounds[comm.rank:comm.rank + 2])
+        queue, buf, mod = self.pair.side(role).queue, self.buffer(name, role), cl()
+        self.drain()
+        if hi > lo:
+            mod.enqueue_copy(queue, host[lo:hi], buf, src_offset=lo * item, is_blocking=True)
+        comm.allgatherv(host[lo:hi], counts=part.counts(), out=host)
+        done = [mod.enqueue_copy(queue, buf, host[a:b], dst_offset=a * item, is_blocking=False)
+                for a, b in ((0, lo), (hi, n)) if b > a]
+        for ev in done:
+            ev.wait()
+        self.host_syncs += 2
+        self.stats["gathers"] += 1
+        self.stats["gather_bytes"] += (hi - lo) * item * (comm.size - 1)
+        self.stats["gather_seconds"] += time.perf_counter() - t0
+
     def merge_bits(self, name: str) -> None:
         """OR bitmap ``name`` over this rank's sides, then over the ranks: each rank sends
         its vertices' set bits as a list of ids or as its words of the bitmap, whichever
-        is smaller (collective)."""
+        is smaller (collective). The words cross the bus through page-locked memory."""
         super().merge_bits(name)
         if self.comm.size == 1:
             return
         t0 = time.perf_counter()
-        words = super().read(name, role=self.roles[0])
+        role = self.roles[0]
+        queue, buf = self.pair.side(role).queue, self.buffer(name, role)
+        nw = self._vectors[name]["size"]
+        words = self._staging(4 * nw)[:4 * nw].view(np.uint32)
         lo, hi = (int(b) for b in self.partition.bounds[self.comm.rank:self.comm.rank + 2])
         w0, w1 = lo // 32, -(-hi // 32)
         own = words[w0:w1]
-        ids = np.flatnonzero(np.unpackbits(own.view(np.uint8), bitorder="little"))
-        if ids.size < own.size:
-            part = np.concatenate(([_AS_LIST, w0], ids + 32 * w0)).astype(np.uint32)
+        self.drain()
+        cl().enqueue_copy(queue, own, buf, src_offset=4 * w0, is_blocking=True)
+        if int(popcount(own).sum()) < own.size:
+            nz = np.flatnonzero(own)
+            r, c = np.nonzero(np.unpackbits(own[nz].view(np.uint8), bitorder="little")
+                              .reshape(-1, 32))
+            part = np.concatenate(([_AS_LIST, w0], (nz[r] + w0) * 32 + c)).astype(np.uint32)
             self.stats["as_list"] += 1
         else:
             part = np.concatenate(([_AS_WORDS, w0], own)).astype(np.uint32)
             self.stats["as_words"] += 1
         counts = np.array(self.comm.allgather(int(part.size)), dtype=np.int64)
         every = self.comm.allgatherv(part, counts=counts)
-        merged = np.zeros_like(words)
+        words[:] = 0
         for start, count in zip(np.concatenate(([0], np.cumsum(counts)[:-1])), counts):
-            seg = every[start:start + count]
-            body = seg[2:]
-            if seg[0] == _AS_LIST:
-                np.bitwise_or.at(merged, body >> 5, np.left_shift(np.uint32(1), body & 31))
-            else:
-                merged[seg[1]:seg[1] + body.size] |= body
-        self.write(name, merged)
+            _or_segment(words, every[start:start + count])
+        self.write(name, words)
         self.stats["merges"] += 1
         self.stats["merge_bytes"] += 4 * int(part.size)
         self.stats["merge_seconds"] += time.perf_counter() - t0
@@ -183,15 +230,31 @@ class DistEngine(Engine):
                                                  "seconds": 0.0, "mpi_seconds": 0.0,
                                                  "bytes_sent": 0, "bytes_received": 0})
         out["mpi_seconds"] = self.comm.mpi_seconds - self._mpi_base
+        out["window_moves"] = self.comm.window_moves - self._window_base
         return out
 
     def reset_records(self) -> None:
         """Forget the steps so far, and this rank's exchange counts (a timed run starts)."""
         super().reset_records()
-        self._mpi_base = self.comm.mpi_seconds
+        self._mpi_base, self._window_base = self.comm.mpi_seconds, self.comm.window_moves
         for k in self.stats:
             self.stats[k] = 0.0 if isinstance(self.stats[k], float) else 0
         if self.rank_halo is not None:
             for k in ("exchanges", "seconds", "mpi_seconds", "bytes_sent", "bytes_received"):
                 self.rank_halo.stats[k] = 0.0 if "seconds" in k else 0
 
+
+
+def _or_segment(words: np.ndarray, seg: np.ndarray) -> None:
+    """OR one rank's part of a merged bitmap into ``words``: a sorted list of vertex ids
+    (each word's bits summed, exact in float64 since they are distinct) or a run of
+    words from word ``seg[1]``."""
+    body = seg[2:]
+    if seg[0] == _AS_WORDS:
+        words[seg[1]:seg[1] + body.size] |= body
+    elif body.size:
+        w = body >> 5
+        base = int(w[0])
+        bits = np.left_shift(np.uint32(1), body & 31).astype(np.float64)
+        got = np.bincount(w - base, weights=bits).astype(np.uint32)
+        words[base:base + got.size] |= got

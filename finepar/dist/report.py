@@ -48,6 +48,7 @@ def rank_record(comm, eng, rs: dict, rows, result, times: dict, source: str, tun
         "gathers": {"count": rs["gathers"], "seconds": rs["gather_seconds"],
                     "bytes_sent": rs["gather_bytes"]},
         "other_bytes_sent_per_iteration": (rs["merge_bytes"] + rs["gather_bytes"]) / iters,
+        "window_moves": rs["window_moves"],
         "timings": {**times, "compute": compute, "kernel": summ["kernel_s"],
                     "pair_exchange": summ["exchange_s"], "exchange": exchange,
                     "mpi": rs["mpi_seconds"], "steps": summ["steps"],

@@ -374,6 +374,11 @@ class Engine:
         one role): nothing to gather before a phase that runs on one side."""
         return self.pair.shared or len(self.roles) < 2
 
+    def make_whole(self, name: str, role: str) -> None:
+        """Make role ``role``'s copy of vector ``name`` whole: every entry as the side
+        owning its row wrote it (before a phase that runs on that side alone)."""
+        self.write(name, self.read(name), roles=(role,))
+
     def merge_bits(self, name: str) -> None:
         """Make bitmap ``name`` (uint32 words, bit ``v`` in word ``v // 32``) whole on every
         side after a step in which each side set the bits of its own rows: an OR of the

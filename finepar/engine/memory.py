@@ -193,16 +193,18 @@ class PinnedHost:
         The device whose context pins the memory.
     array : ndarray
         Copied in; ``host[:array.size]`` holds it (at least one element).
+    size : int
+        At least this many entries of ``array``'s dtype (the rest left as they are).
     """
 
-    def __init__(self, side: Side, array: np.ndarray):
+    def __init__(self, side: Side, array: np.ndarray, size: int = 0):
         mod = cl()
         mf = mod.mem_flags
+        count = max(array.size, int(size), 1)
         self.buffer = mod.Buffer(side.context, mf.READ_WRITE | mf.ALLOC_HOST_PTR,
-                                 size=max(array.nbytes, 1))
+                                 size=count * array.itemsize)
         self.host, _ = mod.enqueue_map_buffer(side.queue, self.buffer, mod.map_flags.WRITE, 0,
-                                              (max(array.size, 1),), array.dtype,
-                                              is_blocking=True)
+                                              (count,), array.dtype, is_blocking=True)
         self.host[:array.size] = array
 
 
