@@ -241,7 +241,7 @@ def merged_docs(paths, targets=None, args=None) -> dict:
     docs = [load_json(p) for p in paths]
     out = dict(docs[0])
     out["rows"] = [r for d in docs for r in d["rows"]]
-    out["notes"] = [n for d in docs for n in d.get("notes", [])]
+    out["notes"] = list(dict.fromkeys(n for d in docs for n in d.get("notes", [])))
     out["date"] = ", ".join(dict.fromkeys(d["date"] for d in docs))
     if targets is not None:
         out["targets"] = targets(out, args)

@@ -252,12 +252,13 @@ def render(doc, args) -> str:
              f"`finepar run` in one process, then `mpiexec -n P python -m finepar run` (each "
              f"rank reading its rows of the uncompressed .npz; {doc['args']['partition']} "
              f"partition). Run: the slowest rank's wall time of the timed run, one run after "
-             f"a warm-up. Per rank: halo bytes sent and received per iteration (Alltoallv "
-             f"through pinned host memory), other bytes (frontier merges, vector gathers), "
+             f"a warm-up. Per rank: halo bytes sent and received per iteration (through "
+             f"pinned host memory, then MPI's Alltoallv or, where the ranks share a host and "
+             f"the run does not say MPI collectives, their shared-memory window), other bytes (frontier merges, vector gathers), "
              f"the exchanges' time and share of the run, MPI time, compute (the longer "
              f"device's kernels per step). GPUs: distinct GPUs the ranks used (ranks sharing "
              f"one GPU show the exchange working, not a speedup). Every answer checked by the "
-             f"app's check against its reference.", ""]
+             f"app's check against its reference, or as a note says.", ""]
     lines += [f"- {n}" for n in doc.get("notes", [])] + ([""] if doc.get("notes") else [])
     if doc.get("targets"):
         lines += ["Targets:", ""] + target_lines(doc["targets"]) + [""]
