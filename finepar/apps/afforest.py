@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import Engine
+from ..engine.memory import read_staged
 from ..runtime import cl
 from .frontier import FrontierQueue
 
@@ -102,7 +103,7 @@ class Afforest:
     def labels(self) -> np.ndarray:
         """The labels on the host (int32, shape (n,))."""
         out = np.empty(self.n, np.int32)
-        cl().enqueue_copy(self.side.queue, out, self.comp, is_blocking=True)
+        read_staged(self.side, out, self.comp)
         return out
 
     def hooked(self) -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import Engine
+from ..engine.memory import read_staged
 from ..runtime import cl
 
 #: Rows with more entries take a work-group each.
@@ -109,5 +110,5 @@ class SpeculativeColoring:
     def colors(self) -> np.ndarray:
         """The colours on the host (int32, shape (n,))."""
         out = np.empty(self.n, np.int32)
-        cl().enqueue_copy(self.side.queue, out, self.color, is_blocking=True)
+        read_staged(self.side, out, self.color)
         return out

@@ -36,7 +36,7 @@ from .executors import (DeviceCounterExecutor, HostChunkExecutor, ProfilingExecu
                         StaticExecutor)
 from .launches import (RowOp, ShareLowering, lower_adaptive, lower_chunks, lower_ell,
                        lower_groups, lower_partitioned)
-from .memory import SLOTS, SideStore, check_fits
+from .memory import SLOTS, SideStore, check_fits, read_staged
 from .timing import StepRecord, event_seconds, event_span, summarize
 
 _VEC_TYPES = (np.dtype(np.float32), np.dtype(np.int32), np.dtype(np.uint32))
@@ -499,14 +499,12 @@ class Engine:
         if (self.pair.shared or role is not None or len(self.roles) == 1 or size != self.n
                 or self.plan.method == "dynamic"):  # dynamic: each side holds every entry
             r = role or self.roles[0]
-            mod.enqueue_copy(self.pair.side(r).queue, out, self.buffer(name, r), is_blocking=True)
+            read_staged(self.pair.side(r), out, self.buffer(name, r))
             self.host_syncs += 1
             return out
         # the whole copy from the side owning more rows, then the other side's rows packed
         small = min(("cpu", "gpu"), key=lambda r: self.plan.shares[r].nrows)
         big = "gpu" if small == "cpu" else "cpu"
-        ev_big = mod.enqueue_copy(self.pair.side(big).queue, out, self.buffer(name, big),
-                                  is_blocking=False)
         rows = self.plan.shares[small].rows
         if rows.size:
             side = self.pair.side(small)
@@ -521,12 +519,13 @@ class Engine:
                                                "gather")}
             pk["gather"](side.queue, (-(-rows.size // 64) * 64,), None, np.int32(rows.size),
                          pk["idx"], self.buffer(name, small), pk["out"])
-            mod.enqueue_copy(side.queue, pk["host"], pk["out"], is_blocking=True)
-            ev_big.wait()
+            ev_small = mod.enqueue_copy(side.queue, pk["host"], pk["out"], is_blocking=False)
+            read_staged(self.pair.side(big), out, self.buffer(name, big))
+            ev_small.wait()
             out[rows] = pk["host"]
             self.host_syncs += 2
         else:
-            ev_big.wait()
+            read_staged(self.pair.side(big), out, self.buffer(name, big))
             self.host_syncs += 1
         return out
 

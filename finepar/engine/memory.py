@@ -208,6 +208,62 @@ class PinnedHost:
         self.host[:array.size] = array
 
 
+#: Reads of at least this many bytes from a device with memory of its own go through
+#: page-locked staging (:func:`read_staged`); smaller ones are one pageable copy.
+STAGED_READ_BYTES = 8 << 20
+#: Bytes of each of the two staging chunks.
+STAGE_BYTES = 32 << 20
+
+
+def read_staged(side: Side, out: np.ndarray, buffer, src_offset: int = 0) -> np.ndarray:
+    """Blocking read of ``out.nbytes`` bytes of ``buffer`` (from byte ``src_offset``)
+    into the host array ``out``, at the bus's speed rather than pageable memory's.
+
+    A device with memory of its own copies into pageable memory at a few GB/s (2.7-2.8
+    GB/s measured on the H100 machine) against tens into page-locked memory. Large reads
+    therefore go through two page-locked chunks of :data:`STAGE_BYTES` kept on the side:
+    the device fills one while the host's threads copy the other out. Small reads, and
+    devices whose buffers live in host memory, are one plain copy.
+
+    Parameters
+    ----------
+    side : Side
+    out : ndarray
+        Contiguous; filled and returned.
+    buffer : pyopencl.Buffer
+    src_offset : int
+        Bytes.
+    """
+    mod = cl()
+    nb = out.nbytes
+    if nb < STAGED_READ_BYTES or side.host_memory or not out.flags.c_contiguous:
+        mod.enqueue_copy(side.queue, out, buffer, src_offset=src_offset, is_blocking=True)
+        return out
+    from ..parallel import chunked
+    stages = side.__dict__.get("_read_stages")
+    if stages is None:
+        stages = side.__dict__["_read_stages"] = [
+            PinnedHost(side, np.zeros(0, np.uint8), size=STAGE_BYTES) for _ in range(2)]
+    ob = out.reshape(-1).view(np.uint8)
+
+    def drain(pending) -> None:
+        ev, host, lo, hi = pending
+        ev.wait()
+        chunked(lambda a, b: np.copyto(ob[lo + a:lo + b], host[a:b]), hi - lo, 4 << 20)
+
+    pending = None
+    for k, lo in enumerate(range(0, nb, STAGE_BYTES)):
+        hi = min(nb, lo + STAGE_BYTES)
+        host = stages[k % 2].host
+        ev = mod.enqueue_copy(side.queue, host[:hi - lo], buffer, src_offset=src_offset + lo,
+                              is_blocking=False)
+        if pending is not None:
+            drain(pending)  # frees the other chunk before the next read fills it
+        pending = (ev, host, lo, hi)
+    drain(pending)
+    return out
+
+
 def _pinned(side: Side, array: np.ndarray) -> PinnedHost:
     """The pinned host copy of a streamed chunk's array (the source of its uploads)."""
     return PinnedHost(side, np.ascontiguousarray(array))
