@@ -195,6 +195,41 @@ def copy_bandwidth(pair, out: dict) -> None:
     log(f"pinned host-to-device copy: {out['h2d_bytes_per_s'] / 1e9:.1f} GB/s")
 
 
+def read_bandwidth(pair, out: dict) -> None:
+    """Device-to-host bytes/s of reading a result back: one plain read into pageable memory,
+    a read through :func:`finepar.engine.memory.read_staged`, and a read into page-locked
+    memory alone; each into a fresh array (as a result is: its pages are first touched by
+    the copy) and into one already touched. Median of 5."""
+    from finepar.engine.memory import PinnedHost, read_staged
+    from finepar.runtime import alloc, cl
+    mod, side = cl(), pair.gpu
+    res = out.setdefault("d2h_bytes_per_s", {})
+    for mib in (64, 256):
+        n = mib << 20
+        dev = alloc(side, np.arange(n // 4, dtype=np.int32))
+        pinned = PinnedHost(side, np.zeros(0, np.uint8), size=n)
+        touched = np.ones(n // 4, np.int32)
+        ways = {"plain, fresh": lambda: mod.enqueue_copy(side.queue, np.empty(n // 4, np.int32),
+                                                         dev, is_blocking=True),
+                "plain, touched": lambda: mod.enqueue_copy(side.queue, touched, dev,
+                                                           is_blocking=True),
+                "staged, fresh": lambda: read_staged(side, np.empty(n // 4, np.int32), dev),
+                "staged, touched": lambda: read_staged(side, touched, dev),
+                "page-locked": lambda: mod.enqueue_copy(side.queue, pinned.host, dev,
+                                                        is_blocking=True),
+                "fresh array, first touch": lambda: np.empty(n // 4, np.int32).fill(1)}
+        for name, fn in ways.items():
+            fn()
+            ts = []
+            for _ in range(5):
+                t0 = time.perf_counter()
+                fn()
+                ts.append(time.perf_counter() - t0)
+            res[f"{mib} MiB {name}"] = n / float(np.median(ts))
+            log(f"d2h {mib} MiB {name}: {res[f'{mib} MiB {name}'] / 1e9:.2f} GB/s")
+        dev.release()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--check-scale", type=int, default=16)
@@ -214,6 +249,8 @@ def main() -> None:
             out[path] = str(exc)
     log(pair.describe())
     copy_bandwidth(pair, out)
+    read_bandwidth(pair, out)
+    write_json(args.json, out)
     if args.check_scale:
         g, _ = load(f"graph500:{args.check_scale}")
         check_all(pair, g, out)

@@ -316,3 +316,24 @@ def test_registry_loads_every_app_whichever_is_imported_first():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out.split(",") == list(apps.MODULES)  # each module registers the app it names
+
+
+def test_component_count_counts_roots_like_the_histogram(pairs):
+    """CC's component count (vertices that label themselves) agrees with scipy's count and
+    with the histogram of the labels, on a graph of many components."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+    from finepar.api import run
+    from finepar.apps.base import component_count, component_sizes
+    from finepar.io import from_csr
+    rng = np.random.default_rng(3)
+    n = 3000
+    a = sp.random(n, n, density=0.0004, random_state=rng, format="csr")
+    a = ((a + a.T) > 0).astype(np.float32).tocsr()
+    g = from_csr(a.indptr, a.indices, a.data, n, name="islands")
+    want = connected_components(a, directed=False)[0]
+    for mem in ("shared", "split"):
+        result, _ = run("cc", g, pair=pairs[mem], threshold=64)
+        assert result.extra["components"] == want
+        assert component_count(result.values) == np.count_nonzero(component_sizes(result.values))
+    assert component_count(np.array([0, 0, 2, 2, 4], np.int32)) == 3

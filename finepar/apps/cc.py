@@ -37,7 +37,8 @@ from ..graph import Graph
 from . import register
 from ..runtime import cl
 from .afforest import ROUNDS, Afforest
-from .base import MAX_ITER, App, AppResult, DynamicPolicy, Param, component_sizes, in_unit
+from .base import (MAX_ITER, App, AppResult, DynamicPolicy, Param, component_count,
+                   component_sizes, in_unit)
 from .frontier import (FrontierApp, FrontierQueue, choose_push_role, pick_algorithm, push_line,
                        sync_from_push_side, sync_to_push_side)
 
@@ -195,7 +196,7 @@ class ConnectedComponents(FrontierApp, App):
             result.extra["hooked"] = st["afforest"].hooked()
         else:
             result.values = engine.read("gf", role=st["vertex_role"])
-        result.extra["components"] = int(np.count_nonzero(component_sizes(result.values)))
+        result.extra["components"] = component_count(result.values)
         return result
 
     def wants_pull(self, st, size, edges, processed, policy, two_roles) -> bool:
