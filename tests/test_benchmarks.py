@@ -439,3 +439,24 @@ def test_tiling_rejects_a_bad_thread_count(capsys):
     with pytest.raises(SystemExit) as exc:
         tiling.main(["--threads", "0"])
     assert exc.value.code == 2 and "--threads" in capsys.readouterr().err
+
+
+def test_e2e_reports_the_results_rate_and_its_target(cache, tmp_path):
+    """A warm FinePar process and scipy's job on a small graph: FinePar's rows carry the
+    answer's bytes over its results phase; the 5 GB/s target reads CC's warm row at scale
+    24 (renamed here), met or missed by the median."""
+    import e2e
+    doc = run_script("e2e", tmp_path, "--scales", "10", "--real", "none", "--apps", "cc",
+                     "--repeats", "1", "--systems", "finepar-warm,scipy")
+    recs = {r["system"]: r for r in doc["rows"][0]["apps"]["cc"]}
+    assert recs["finepar-warm"]["correct"] and recs["scipy"]["correct"]
+    assert_stats(recs["finepar-warm"]["results_gb_per_s"])
+    assert recs["scipy"].get("results_gb_per_s") is None  # no results phase of its own
+    assert "GB/s results" in (tmp_path / "RESULTS.md").read_text()
+    for rate, met in ((6.0, True), (4.0, False)):
+        row = dict(doc["rows"][0], graph="graph500-s24-ef16-seed0")
+        warm = dict(recs["finepar-warm"], results_gb_per_s={"median": rate})
+        row["apps"] = {"cc": [warm]}
+        got = {t["target"]: t for t in e2e.targets({**doc, "rows": [row]})}
+        t = next(v for k, v in got.items() if k.startswith("results to the host"))
+        assert t["met"] is met and f"{rate:.2f} GB/s" in t["detail"]
