@@ -200,6 +200,7 @@ def test_cli_under_mpiexec(inputs, tmp_path, pairs):
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.count("finepar run bfs") == 1
+    assert "transport  MPI's collectives" in proc.stdout  # a small graph's messages
     rep = json.loads(report.read_text())
     assert [r["rank"] for r in rep["ranks"]] == [0, 1]
     plain = run("bfs", graphs["directed.npz"], pair=pairs["split"], threshold=64, root=3)[0]
