@@ -174,9 +174,10 @@ def test_reports_account_for_every_row_entry_and_halo_byte(ranks, inputs):
             if k is not None:  # every iteration moved the halo, and the bytes are counted
                 assert r["halo"]["exchanges"] == k * rep["result"]["iterations"], case["id"]
                 assert r["halo"]["bytes_sent_per_iteration"] == 4 * k * r["halo"]["sent"]
-            if case["app"] == "bfs":  # each level's frontier bitmap merged as list or words
+            if case["app"] == "bfs":  # each level's frontier bitmap merged in one form
                 f = r["frontier"]
-                assert f["merges"] == rep["result"]["iterations"] == f["as_list"] + f["as_words"]
+                assert f["merges"] == rep["result"]["iterations"] == (
+                    f["as_list"] + f["as_pairs"] + f["as_words"])
             if case["app"] == "cc":  # each round gathers the neighbour minima
                 assert r["gathers"]["count"] >= rep["result"]["iterations"]
             assert 0 <= r["timings"]["exchange"] <= r["timings"]["run"]
@@ -293,3 +294,30 @@ def test_generator_spec_parsed_once_for_every_path():
             parse_spec(bad)
         with pytest.raises(InputError, match=why):
             load_graph(bad)
+
+
+@pytest.mark.parametrize("density,clustered", [(0.0, False), (1e-4, False), (0.01, False),
+                                               (0.06, False), (0.5, False), (0.05, True)])
+def test_frontier_part_round_trips_in_its_form(density, clustered):
+    """A rank's words of a frontier bitmap, encoded (ids, word pairs or words, by their
+    bytes) and OR-ed into a merged bitmap, give back exactly its bits; clustered bits
+    (few words, many bits each) take the pairs."""
+    from finepar.dist.engine import _encode, _or_segment
+    from finepar.throttle.kdcount import popcount
+    rng = np.random.default_rng(int(density * 1e6))
+    if clustered:
+        bits = np.repeat(rng.random(40_000) < density, 32)
+    else:
+        bits = rng.random(40_000 * 32) < density
+    own = np.packbits(bits, bitorder="little").view(np.uint32)
+    w0 = 17
+    part = _encode(own, w0)
+    nz, ones = int(np.count_nonzero(own)), int(popcount(own).sum())
+    want = (0 if ones <= 2 * nz and 16 * nz <= own.size else 2 if 4 * nz <= own.size else 1)
+    assert part[0] == want and part[1] == w0
+    assert part.size - 2 == {0: ones, 2: 2 * nz, 1: own.size}[want]
+    merged = np.zeros(w0 + own.size + 5, np.uint32)
+    merged[0] = 5  # other ranks' bits stay
+    _or_segment(merged, part)
+    np.testing.assert_array_equal(merged[w0:w0 + own.size], own)
+    assert merged[0] == 5 and not merged[w0 + own.size:].any()

@@ -35,7 +35,8 @@ from .halo import RankHalo
 from .partition import RowPartition
 
 #: Header words of a rank's part of a merged bitmap: its form, then its first word.
-_AS_LIST, _AS_WORDS = 0, 1
+_AS_LIST, _AS_WORDS, _AS_PAIRS = 0, 1, 2
+_FORMS = {_AS_LIST: "as_list", _AS_WORDS: "as_words", _AS_PAIRS: "as_pairs"}
 
 
 class DistEngine(Engine):
@@ -55,7 +56,7 @@ class DistEngine(Engine):
     stats : dict
         ``reductions`` (sums combined); ``gathers``, ``gather_seconds`` and
         ``gather_bytes`` (vectors read whole; bytes this rank sent); ``merges``,
-        ``merge_seconds``, ``merge_bytes``, ``as_list`` and ``as_words`` (frontier
+        ``merge_seconds``, ``merge_bytes``, ``as_list``, ``as_pairs`` and ``as_words`` (frontier
         bitmaps merged, bytes this rank sent, in which form).
     """
 
@@ -68,7 +69,8 @@ class DistEngine(Engine):
         self._mpi_base, self._window_base = comm.mpi_seconds, comm.window_moves
         self.stats = {"reductions": 0, "gathers": 0, "gather_seconds": 0.0, "gather_bytes": 0,
                       "merges": 0,
-                      "merge_seconds": 0.0, "merge_bytes": 0, "as_list": 0, "as_words": 0}
+                      "merge_seconds": 0.0, "merge_bytes": 0, "as_list": 0, "as_pairs": 0,
+                      "as_words": 0}
 
     # ------------------------------------------------------------ what apps ask
     @property
@@ -186,8 +188,8 @@ class DistEngine(Engine):
 
     def merge_bits(self, name: str) -> None:
         """OR bitmap ``name`` over this rank's sides, then over the ranks: each rank sends
-        its vertices' set bits as a list of ids or as its words of the bitmap, whichever
-        is smaller (collective). The words cross the bus through page-locked memory."""
+        its vertices' set bits in the smallest of three forms (:func:`_encode`;
+        collective). The words cross the bus through page-locked memory."""
         super().merge_bits(name)
         if self.comm.size == 1:
             return
@@ -201,15 +203,8 @@ class DistEngine(Engine):
         own = words[w0:w1]
         self.drain()
         cl().enqueue_copy(queue, own, buf, src_offset=4 * w0, is_blocking=True)
-        if int(popcount(own).sum()) < own.size:
-            nz = np.flatnonzero(own)
-            r, c = np.nonzero(np.unpackbits(own[nz].view(np.uint8), bitorder="little")
-                              .reshape(-1, 32))
-            part = np.concatenate(([_AS_LIST, w0], (nz[r] + w0) * 32 + c)).astype(np.uint32)
-            self.stats["as_list"] += 1
-        else:
-            part = np.concatenate(([_AS_WORDS, w0], own)).astype(np.uint32)
-            self.stats["as_words"] += 1
+        part = _encode(own, w0)
+        self.stats[_FORMS[int(part[0])]] += 1
         counts = np.array(self.comm.allgather(int(part.size)), dtype=np.int64)
         every = self.comm.allgatherv(part, counts=counts)
         words[:] = 0
@@ -245,16 +240,36 @@ class DistEngine(Engine):
 
 
 
+def _encode(own: np.ndarray, w0: int) -> np.ndarray:
+    """A rank's words of a frontier bitmap (``own``, uint32, from word ``w0``): the set
+    bits' vertex ids (4 bytes a bit) where they are fewer than the next form's and at
+    most a sixteenth of the words hold any (their unpacking is cheap), else the nonzero
+    words with their indices (8 bytes a word) where they are at most half of every word,
+    else every word (4 bytes a word); a header of the form and ``w0`` first. Bits are
+    counted, never unpacked, but for the ids of a sparse frontier."""
+    nz = np.flatnonzero(own)
+    bits = int(popcount(own[nz]).sum())
+    if bits <= 2 * nz.size and 16 * nz.size <= own.size:  # an unpack of few words
+        r, c = np.nonzero(np.unpackbits(own[nz].view(np.uint8), bitorder="little")
+                          .reshape(-1, 32))
+        return np.concatenate(([_AS_LIST, w0], (nz[r] + w0) * 32 + c)).astype(np.uint32)
+    if 4 * nz.size <= own.size:
+        return np.concatenate(([_AS_PAIRS, w0], nz + w0, own[nz])).astype(np.uint32)
+    return np.concatenate(([_AS_WORDS, w0], own)).astype(np.uint32)
+
+
 def _or_segment(words: np.ndarray, seg: np.ndarray) -> None:
-    """OR one rank's part of a merged bitmap into ``words``: a sorted list of vertex ids
-    (each word's bits summed, exact in float64 since they are distinct) or a run of
-    words from word ``seg[1]``."""
+    """OR one rank's part of a merged bitmap (:func:`_encode`) into ``words``: a sorted
+    list of vertex ids (the bits of each word OR-ed together first), word indices then
+    their words, or a run of words from word ``seg[1]``."""
     body = seg[2:]
     if seg[0] == _AS_WORDS:
         words[seg[1]:seg[1] + body.size] |= body
+    elif seg[0] == _AS_PAIRS:
+        k = body.size // 2
+        words[body[:k]] |= body[k:]
     elif body.size:
         w = body >> 5
-        base = int(w[0])
-        bits = np.left_shift(np.uint32(1), body & 31).astype(np.float64)
-        got = np.bincount(w - base, weights=bits).astype(np.uint32)
-        words[base:base + got.size] |= got
+        starts = np.concatenate(([0], np.flatnonzero(w[1:] != w[:-1]) + 1))
+        words[w[starts]] |= np.bitwise_or.reduceat(np.left_shift(np.uint32(1), body & 31),
+                                                   starts)
