@@ -48,8 +48,8 @@ import time
 
 import numpy as np
 
-from common import (Budget, Results, choices, fmt, graph_specs, log, main_of, merged_docs,
-                    ordered, put, script_parser, stat_cell, target_lines, write_section)
+from common import (Budget, Results, choices, fmt, graph_specs, log, main_of, render_docs,
+                    ordered, put, script_parser, stat_cell, target_lines)
 from measure import stats
 
 
@@ -89,9 +89,7 @@ def main(argv=None) -> int:
                         "count on the host takes minutes there)")
     args = p.parse_args(argv)
     if args.render:
-        write_section(args.md, args.section,
-                      render(merged_docs(args.render, targets, args), args))
-        return 0
+        return render_docs(args, render, targets)
     from arraypeers import backend_or_none
     from finepar import apps
     from finepar.api import make_pair

@@ -297,6 +297,13 @@ def script_parser(doc: str, section: str):
     return p
 
 
+def render_docs(args, render, targets=None) -> int:
+    """``--render``: merge the runs' documents (:func:`merged_docs`, targets recomputed
+    with ``targets``) and write the section with the script's ``render(doc, args)``."""
+    write_section(args.md, args.section, render(merged_docs(args.render, targets, args), args))
+    return 0
+
+
 def render_only(args, render, keys=(), missing=None) -> int:
     """``--render``: merge the runs' JSON (:func:`merged_runs`) and write the
     section with the script's ``render(rows, device, args, dates)``."""

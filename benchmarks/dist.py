@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from common import (ROOT, Budget, Results, choices, fmt, log, main_of, merged_docs,
-                    script_parser, target_lines, write_section)
+from common import (ROOT, Budget, Results, choices, fmt, log, main_of, render_docs,
+                    script_parser, target_lines)
 
 APPS = ("pagerank", "bfs", "cc")
 #: The issue's two-GPU targets: speedup of two ranks (two GPUs) over one process.
@@ -61,9 +61,7 @@ def main(argv=None) -> int:
     p.add_argument("--timeout-s", type=float, default=900, help="limit of one run")
     args = p.parse_args(argv)
     if args.render:
-        write_section(args.md, args.section,
-                      render(merged_docs(args.render, targets, args), args))
-        return 0
+        return render_docs(args, render, targets)
     scales, ranks = check_options(args)
     choices("--transports", args.transports, ("window", "mpi"))  # a bad one before any work
     launcher = find_mpiexec(args.mpiexec)
@@ -254,7 +252,8 @@ def render(doc, args) -> str:
              f"partition). Run: the slowest rank's wall time of the timed run, one run after "
              f"a warm-up. Per rank: halo bytes sent and received per iteration (through "
              f"pinned host memory, then MPI's Alltoallv or, where the ranks share a host and "
-             f"the run does not say MPI collectives, their shared-memory window), other bytes (frontier merges, vector gathers), "
+             f"the run does not say MPI collectives, their shared-memory window), other "
+             f"bytes (frontier merges, vector gathers), "
              f"the exchanges' time and share of the run, MPI time, compute (the longer "
              f"device's kernels per step). GPUs: distinct GPUs the ranks used (ranks sharing "
              f"one GPU show the exchange working, not a speedup). Every answer checked by the "

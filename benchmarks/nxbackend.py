@@ -29,8 +29,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import (Budget, Results, choices, device_line, graph_specs, load, log,  # noqa: E402
-                    main_of, merged_docs, ordered, put, script_parser, stat_cell, target_lines,
-                    write_section)
+                    main_of, ordered, put, render_docs, script_parser, stat_cell,
+                    target_lines)
 from measure import Targets, stats  # noqa: E402
 
 BACKENDS = ("networkx", "finepar", "graphblas")
@@ -302,9 +302,7 @@ def main(argv=None) -> int:
                    help="one cached call each, scale 20 at most")
     args = p.parse_args(argv)
     if args.render:
-        doc = merged_docs(args.render, targets, args)
-        write_section(args.md, args.section, render(doc, args))
-        return 0
+        return render_docs(args, render, targets)
     names = choices("--algorithms", args.algorithms, ALGORITHMS)
     backends = choices("--backends", args.backends, BACKENDS)
     if backends[0] != "networkx" and "networkx" in backends:

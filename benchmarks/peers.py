@@ -36,7 +36,7 @@ import time
 
 import numpy as np
 
-from common import (Budget, Results, choices, fmt, graph_specs, log, main_of, merged_docs,
+from common import (Budget, Results, choices, fmt, graph_specs, log, main_of, render_docs,
                     ordered, put, script_parser, stat_cell)
 
 APPS = ("spmv", "pagerank", "bfs", "cc")
@@ -70,9 +70,7 @@ def main(argv=None) -> int:
                    help="heading of the RESULTS.md section")
     args = p.parse_args(argv)
     if args.render:
-        from common import write_section
-        write_section(args.md, args.section, render(merged_docs(args.render), args))
-        return 0
+        return render_docs(args, render)
     from arraypeers import backend_or_none, copy_bandwidth
     from finepar.api import make_pair
     from hostpeers import graphblas_or_none

@@ -32,8 +32,8 @@ import time
 
 import numpy as np
 
-from common import (Budget, Results, choices, fmt, log, main_of, merged_docs, ordered, put,
-                    script_parser, stat_cell, target_lines, write_section)
+from common import (Budget, Results, choices, fmt, log, main_of, render_docs, ordered, put,
+                    script_parser, stat_cell, target_lines)
 
 APPS = ("pagerank", "bfs")
 
@@ -68,9 +68,7 @@ def main(argv=None) -> int:
     p.add_argument("--large-repeats", type=int, default=1)
     args = p.parse_args(argv)
     if args.render:
-        write_section(args.md, args.section,
-                      render(merged_docs(args.render, targets, args), args))
-        return 0
+        return render_docs(args, render, targets)
     check_options(args)
     from arraypeers import backend_or_none
     from finepar.api import make_pair

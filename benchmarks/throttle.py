@@ -36,8 +36,8 @@ import time
 
 import numpy as np
 
-from common import (Budget, Results, choices, fmt, graph_specs, log, main_of, merged_docs,
-                    ordered, put, script_parser, stat_cell, target_lines, write_section)
+from common import (Budget, Results, choices, fmt, graph_specs, log, main_of, render_docs,
+                    ordered, put, script_parser, stat_cell, target_lines)
 
 SCHEDULES = ("cf", "cf-q", "sj", "sj-q")
 #: x "fits the L2" when its 4 n bytes fit the share of the cache throttling gives the
@@ -75,9 +75,7 @@ def main(argv=None) -> int:
                    help="cuSPARSE / CuPy peers (numpy: the same code on the host, as scipy)")
     args = p.parse_args(argv)
     if args.render:
-        write_section(args.md, args.section,
-                      render(merged_docs(args.render, targets, args), args))
-        return 0
+        return render_docs(args, render, targets)
     from arraypeers import backend_or_none
     from finepar.api import make_pair
     from finepar import apps as registry

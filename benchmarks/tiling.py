@@ -42,8 +42,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from common import (Budget, Results, choices, device_line, fmt, load, log,  # noqa: E402
-                    main_of, merged_docs, script_parser, stat_cell, target_lines,
-                    write_section)
+                    main_of, render_docs, script_parser, stat_cell, target_lines)
 from measure import Targets, stats  # noqa: E402
 
 SHARES = ("whole", "default")
@@ -175,9 +174,7 @@ def main(argv=None) -> int:
                         "pass), scipy (the host pass through scipy's GIL-free product)")
     args = p.parse_args(argv)
     if args.render:
-        write_section(args.md, args.section,
-                      render(merged_docs(args.render, targets, args), args))
-        return 0
+        return render_docs(args, render, targets)
     shares = choices("--shares", args.shares, SHARES)
     counts = choices("--counts", args.counts, ("device", "scipy", "numpy"))
     threads = [t.strip() for t in args.threads.split(",") if t.strip()]

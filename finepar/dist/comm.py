@@ -14,6 +14,8 @@ import time
 import numpy as np
 
 from ..errors import BuildError, FineParError, UsageError
+from . import window  # window.MIN_BYTES is read at each call (tests lower it)
+from .window import NodeWindow
 
 MPI_MISSING = ("distributed runs need mpi4py and an MPI library: pip install 'finepar[mpi]' "
                "(mpi4py and MPICH from PyPI), then mpiexec -n P python -m finepar run ...")
@@ -99,7 +101,6 @@ class Communicator:
     """
 
     def __init__(self, comm=None, shared_window: bool = True):
-        from .window import NodeWindow
         mpi = self.MPI = require_mpi()
         self.comm = mpi.COMM_WORLD if comm is None else comm
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
@@ -189,7 +190,6 @@ class Communicator:
         """Every rank's 1-D ``array`` concatenated in rank order (``counts``: the lengths,
         when every rank knows them; else they are gathered first), into ``out`` when
         given; ``array`` may be ``out``'s own part already (in place)."""
-        from .window import MIN_BYTES
         a = np.ascontiguousarray(array)
         if counts is None:
             counts = np.array(self.allgather(int(a.size)), dtype=np.int64)
@@ -197,7 +197,8 @@ class Communicator:
         if out is None:
             out = np.empty(int(counts.sum()), dtype=a.dtype)
         displs = np.concatenate(([0], np.cumsum(counts)[:-1]))
-        if self.window is not None and int(counts.max()) * a.itemsize >= MIN_BYTES:
+        if self.window is not None and \
+                int(counts.max()) * a.itemsize >= window.MIN_BYTES:
             self._timed(self.window.allgatherv, a, out, counts, displs)
             self.window_moves += 1
             return out
@@ -205,7 +206,8 @@ class Communicator:
         at = int(displs[self.rank])
         if np.shares_memory(a, out[at:at + a.size]):
             mine = self.MPI.IN_PLACE
-        self._timed(self.comm.Allgatherv, mine, [out, counts, displs, _mpi_type(self.MPI, out.dtype)])
+        self._timed(self.comm.Allgatherv, mine,
+                    [out, counts, displs, _mpi_type(self.MPI, out.dtype)])
         return out
 
     def alltoall_counts(self, send_counts: np.ndarray) -> np.ndarray:
@@ -220,7 +222,6 @@ class Communicator:
         """``MPI_Alltoallv``: ``send`` holds the entries for rank 0, then rank 1, ...
         (``send_counts`` each); returns (or fills ``out`` with) what the ranks sent here,
         in rank order (``recv_counts`` each)."""
-        from .window import MIN_BYTES
         sc = np.asarray(send_counts, dtype=np.int64)
         rc = np.asarray(recv_counts, dtype=np.int64)
         if out is None:
@@ -232,7 +233,7 @@ class Communicator:
             meta = np.empty((self.size, self.size + 1), dtype=np.int64)
             mine = np.concatenate((sd * send.itemsize, [int(sc.sum()) * send.itemsize]))
             self._timed(self.comm.Allgather, mine, meta)
-            if int(meta[:, -1].max()) >= MIN_BYTES:
+            if int(meta[:, -1].max()) >= window.MIN_BYTES:
                 self._timed(self.window.alltoallv, send, meta, out, rc, rd)
                 self.window_moves += 1
                 return out

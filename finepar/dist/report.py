@@ -140,9 +140,9 @@ class DistReport(Stamped):
                      f"({t['per_iteration'] * 1e3:.3f} ms/iter); exchange between ranks up to "
                      f"{100 * t['exchange_fraction']:.1f}% of a rank's run; load {t['load']:.3f} s")
         moves = max((r.get("window_moves", 0) for r in self.ranks), default=0)
-        lines.append("  transport  " + (f"the ranks' shared-memory window ({moves} large collectives "
-                                        f"of the run; the rest through MPI)" if moves else
-                                        "MPI's collectives"))
+        lines.append("  transport  " + (f"the ranks' shared-memory window ({moves} large "
+                                        f"collectives of the run; the rest through MPI)"
+                                        if moves else "MPI's collectives"))
         thr = self.throughput
         rate = (f"{thr['teps'] / 1e9:.4f} GTEPS" if "teps" in thr
                 else f"{thr['nnz_per_s'] / 1e9:.4f} Gnnz/s")

@@ -86,6 +86,17 @@ class NodeWindow:
             self.win.Free()
             self.win, self.nbytes = None, 0
 
+    def _move(self, mine: np.ndarray, slot_bytes: int, wanted: list) -> None:
+        """The exchange both collectives make (collective): ``mine`` into this rank's slot
+        (every slot at least ``slot_bytes``), sync, then each ``(dst, rank, offset)`` of
+        ``wanted`` copied out of that rank's slot from byte ``offset``, sync again."""
+        slots = self.ensure(slot_bytes)
+        mb = as_bytes(mine)
+        copy_spans([(slots[self.rank][:mb.size], mb)])
+        self.fence()
+        copy_spans([(dst, slots[r][at:at + dst.size]) for dst, r, at in wanted])
+        self.fence()
+
     def alltoallv(self, send: np.ndarray, meta: np.ndarray, out: np.ndarray,
                   recv_counts: np.ndarray, recv_displs: np.ndarray) -> None:
         """``MPI_Alltoallv`` through the window (collective).
@@ -100,35 +111,17 @@ class NodeWindow:
         out, recv_counts, recv_displs
             As ``MPI_Alltoallv``'s receiving side (counts and displacements in entries).
         """
-        item = out.dtype.itemsize
-        slots = self.ensure(int(meta[:, -1].max()))
-        sb = as_bytes(send)
-        copy_spans([(slots[self.rank][:sb.size], sb)])
-        self.fence()
-        ob = as_bytes(out)
-        pairs = []
-        for r in range(self.size):
-            k = int(recv_counts[r]) * item
-            if k:
-                at, src = int(recv_displs[r]) * item, int(meta[r, self.rank])
-                pairs.append((ob[at:at + k], slots[r][src:src + k]))
-        copy_spans(pairs)
-        self.fence()
+        item, ob = out.dtype.itemsize, as_bytes(out)
+        wanted = [(ob[int(recv_displs[r]) * item:int(recv_displs[r] + recv_counts[r]) * item],
+                   r, int(meta[r, self.rank])) for r in range(self.size) if recv_counts[r]]
+        self._move(send, int(meta[:, -1].max()), wanted)
 
     def allgatherv(self, mine: np.ndarray, out: np.ndarray, counts: np.ndarray,
                    displs: np.ndarray) -> None:
         """``MPI_Allgatherv`` through the window (collective); ``mine`` may already be
         ``out``'s part of this rank (in place), then it is not copied there."""
-        item = out.dtype.itemsize
-        slots = self.ensure(int(counts.max()) * item)
-        mb = as_bytes(mine)
-        copy_spans([(slots[self.rank][:mb.size], mb)])
-        self.fence()
-        ob = as_bytes(out)
-        pairs = []
-        for r in range(self.size):
-            k, at = int(counts[r]) * item, int(displs[r]) * item
-            if k and not (r == self.rank and np.shares_memory(ob[at:at + k], mb)):
-                pairs.append((ob[at:at + k], slots[r][:k]))
-        copy_spans(pairs)
-        self.fence()
+        item, ob, mb = out.dtype.itemsize, as_bytes(out), as_bytes(mine)
+        wanted = [(ob[int(displs[r]) * item:int(displs[r] + counts[r]) * item], r, 0)
+                  for r in range(self.size) if counts[r]]
+        wanted = [w for w in wanted if not (w[1] == self.rank and np.shares_memory(w[0], mb))]
+        self._move(mine, int(counts.max()) * item, wanted)

@@ -240,9 +240,9 @@ def read_staged(side: Side, out: np.ndarray, buffer, src_offset: int = 0) -> np.
         mod.enqueue_copy(side.queue, out, buffer, src_offset=src_offset, is_blocking=True)
         return out
     from ..parallel import chunked
-    stages = side.__dict__.get("_read_stages")
+    stages = getattr(side, "_read_stages", None)
     if stages is None:
-        stages = side.__dict__["_read_stages"] = [
+        stages = side._read_stages = [
             PinnedHost(side, np.zeros(0, np.uint8), size=STAGE_BYTES) for _ in range(2)]
     ob = out.reshape(-1).view(np.uint8)
 
