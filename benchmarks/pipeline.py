@@ -115,9 +115,9 @@ def check_options(args) -> None:
 
 def plain_copy(side, nbytes: int, repeats: int = 10) -> dict:
     """Bytes per second of copies from pinned host memory (mapped, as a streamed chunk's:
-    :class:`finepar.engine.memory.PinnedHost`) to a device buffer on ``side``'s context,
+    :class:`finepar.transfer.PinnedHost`) to a device buffer on ``side``'s context,
     each timed by its event on a profiling queue (one warm-up)."""
-    from finepar.engine.memory import PinnedHost
+    from finepar.transfer import PinnedHost
     from finepar.runtime import cl
     from measure import stats
     mod = cl()

@@ -178,8 +178,8 @@ def cupy_times(g, out: dict, tag: str) -> None:
 
 def copy_bandwidth(pair, out: dict) -> None:
     """Host-to-device bytes/s of 512 MiB of mapped pinned host memory copied to the GPU (the
-    path a streamed chunk takes: finepar.engine.memory.PinnedHost)."""
-    from finepar.engine.memory import PinnedHost
+    path a streamed chunk takes: finepar.transfer.PinnedHost)."""
+    from finepar.transfer import PinnedHost
     from finepar.runtime import alloc, cl
     mod = cl()
     side = pair.gpu
@@ -197,10 +197,10 @@ def copy_bandwidth(pair, out: dict) -> None:
 
 def read_bandwidth(pair, out: dict) -> None:
     """Device-to-host bytes/s of reading a result back: one plain read into pageable memory,
-    a read through :func:`finepar.engine.memory.read_staged`, and a read into page-locked
+    a read through :func:`finepar.transfer.read_staged`, and a read into page-locked
     memory alone; each into a fresh array (as a result is: its pages are first touched by
     the copy) and into one already touched. Median of 5."""
-    from finepar.engine.memory import PinnedHost, read_staged
+    from finepar.transfer import PinnedHost, read_staged
     from finepar.runtime import alloc, cl
     mod, side = cl(), pair.gpu
     res = out.setdefault("d2h_bytes_per_s", {})

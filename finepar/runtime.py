@@ -881,7 +881,8 @@ def alloc(side: Side, array: np.ndarray | None = None, *, nbytes: int | None = N
 
     On host-memory sides (CPU, APU, emulated GPU) buffers are allocated with
     ``ALLOC_HOST_PTR`` so kernels and the host touch the same pages (zero-copy);
-    elsewhere a plain device allocation is made and filled by a copy.
+    elsewhere a plain device allocation is made and filled by a copy, large ones through
+    page-locked staging (:func:`finepar.transfer.write_staged`).
     """
     mod = cl()
     mf = mod.mem_flags
@@ -893,7 +894,8 @@ def alloc(side: Side, array: np.ndarray | None = None, *, nbytes: int | None = N
             flags |= mf.ALLOC_HOST_PTR
         buf = mod.Buffer(side.context, flags, size=size)
         if array.nbytes:
-            mod.enqueue_copy(side.queue, buf, array, is_blocking=True)
+            from .transfer import write_staged
+            write_staged(side, buf, array)
         return buf
     size = max(int(nbytes or 0), 1)
     if side.host_memory:

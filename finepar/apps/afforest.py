@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import Engine
-from ..engine.memory import read_staged
+from ..transfer import read_staged
 from ..runtime import cl
 from .frontier import FrontierQueue
 

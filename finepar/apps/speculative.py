@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import Engine
-from ..engine.memory import read_staged
+from ..transfer import read_staged
 from ..runtime import cl
 
 #: Rows with more entries take a work-group each.

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..engine import Engine
 from ..engine.exchange import Halo
-from ..engine.memory import PinnedHost
+from ..transfer import PinnedHost
 from ..runtime import cl
 from ..throttle.kdcount import popcount
 from .comm import Communicator

@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from ..engine.memory import PinnedHost
+from ..transfer import PinnedHost
 from ..runtime import alloc, cl
 from .comm import Communicator
 from .partition import RowPartition

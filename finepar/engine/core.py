@@ -36,7 +36,8 @@ from .executors import (DeviceCounterExecutor, HostChunkExecutor, ProfilingExecu
                         StaticExecutor)
 from .launches import (RowOp, ShareLowering, lower_adaptive, lower_chunks, lower_ell,
                        lower_groups, lower_partitioned)
-from .memory import SLOTS, SideStore, check_fits, read_staged
+from ..transfer import read_staged
+from .memory import SLOTS, SideStore, check_fits
 from .timing import StepRecord, event_seconds, event_span, summarize
 
 _VEC_TYPES = (np.dtype(np.float32), np.dtype(np.int32), np.dtype(np.uint32))

@@ -30,6 +30,7 @@ import numpy as np
 from ..errors import DeviceError
 from ..graph import Graph
 from ..runtime import DevicePair, Side, alloc, cl
+from ..transfer import PinnedHost
 from .launches import (APPLY, MAPPINGS, REDUCE, REDUCE_STAGE, ROWOP, Launch, RowOp,
                        ShareLowering)
 
@@ -177,91 +178,6 @@ class Piece:
         a, b = (self.b0, self.b1) if spec.mapping == "stream" else (self.s0, self.s1)
         lo, hi = max(spec.lo, a), min(spec.hi, b)
         return (lo - a, hi - a) if hi > lo else (0, 0)
-
-
-class PinnedHost:
-    """Page-locked host memory holding ``array``: an ALLOC_HOST_PTR buffer, mapped.
-
-    Uploads copy from the mapped host array ``host`` (a host-to-device DMA), not
-    from the buffer itself: on NVIDIA's driver the buffer may live on the
-    device, and a buffer-to-buffer copy would never cross the bus. Streamed
-    chunks live here (FinePar TKDE §4.3).
-
-    Parameters
-    ----------
-    side : Side
-        The device whose context pins the memory.
-    array : ndarray
-        Copied in; ``host[:array.size]`` holds it (at least one element).
-    size : int
-        At least this many entries of ``array``'s dtype (the rest left as they are).
-    """
-
-    def __init__(self, side: Side, array: np.ndarray, size: int = 0):
-        mod = cl()
-        mf = mod.mem_flags
-        count = max(array.size, int(size), 1)
-        self.buffer = mod.Buffer(side.context, mf.READ_WRITE | mf.ALLOC_HOST_PTR,
-                                 size=count * array.itemsize)
-        self.host, _ = mod.enqueue_map_buffer(side.queue, self.buffer, mod.map_flags.WRITE, 0,
-                                              (count,), array.dtype, is_blocking=True)
-        self.host[:array.size] = array
-
-
-#: Reads of at least this many bytes from a device with memory of its own go through
-#: page-locked staging (:func:`read_staged`); smaller ones are one pageable copy.
-STAGED_READ_BYTES = 8 << 20
-#: Bytes of each of the two staging chunks.
-STAGE_BYTES = 32 << 20
-
-
-def read_staged(side: Side, out: np.ndarray, buffer, src_offset: int = 0) -> np.ndarray:
-    """Blocking read of ``out.nbytes`` bytes of ``buffer`` (from byte ``src_offset``)
-    into the host array ``out``, at the bus's speed rather than pageable memory's.
-
-    A device with memory of its own copies into pageable memory at a few GB/s (2.7-2.8
-    GB/s measured on the H100 machine) against tens into page-locked memory. Large reads
-    therefore go through two page-locked chunks of :data:`STAGE_BYTES` kept on the side:
-    the device fills one while the host's threads copy the other out. Small reads, and
-    devices whose buffers live in host memory, are one plain copy.
-
-    Parameters
-    ----------
-    side : Side
-    out : ndarray
-        Contiguous; filled and returned.
-    buffer : pyopencl.Buffer
-    src_offset : int
-        Bytes.
-    """
-    mod = cl()
-    nb = out.nbytes
-    if nb < STAGED_READ_BYTES or side.host_memory or not out.flags.c_contiguous:
-        mod.enqueue_copy(side.queue, out, buffer, src_offset=src_offset, is_blocking=True)
-        return out
-    from ..parallel import chunked
-    stages = getattr(side, "_read_stages", None)
-    if stages is None:
-        stages = side._read_stages = [
-            PinnedHost(side, np.zeros(0, np.uint8), size=STAGE_BYTES) for _ in range(2)]
-    ob = out.reshape(-1).view(np.uint8)
-
-    def drain(pending) -> None:
-        ev, host, lo, hi = pending
-        ev.wait()
-        chunked(lambda a, b: np.copyto(ob[lo + a:lo + b], host[a:b]), hi - lo, 4 << 20)
-
-    pending = None
-    for k, lo in enumerate(range(0, nb, STAGE_BYTES)):
-        hi = min(nb, lo + STAGE_BYTES)
-        host = stages[k % 2].host
-        ev = mod.enqueue_copy(side.queue, host[:hi - lo], buffer, src_offset=src_offset + lo,
-                              is_blocking=False)
-        if pending is not None:
-            drain(pending)  # frees the other chunk before the next read fills it
-        pending = (ev, host, lo, hi)
-    drain(pending)
-    return out
 
 
 def _pinned(side: Side, array: np.ndarray) -> PinnedHost:
