@@ -217,13 +217,16 @@ class PrepCache:
             raise ValueError("manifest checksum mismatch")
         if manifest.get("format") != FORMAT or manifest.get("key") != key:
             raise ValueError("another format or key")
-        arrays, size = {}, 0
-        for name, info in manifest["arrays"].items():
-            a = np.load(path / info["file"], allow_pickle=False)
-            if digest(a) != info["digest"]:
+        infos = manifest["arrays"]
+
+        def load(name: str) -> np.ndarray:  # on the pool's threads, one array each
+            a = np.load(path / infos[name]["file"], allow_pickle=False)
+            if digest(a) != infos[name]["digest"]:
                 raise ValueError(f"array {name} checksum mismatch")
-            arrays[name] = a
-            size += int(info["bytes"])
+            return a
+        names = sorted(infos, key=lambda k: -int(infos[k]["bytes"]))
+        arrays = dict(zip(names, chunked(lambda i, _: load(names[i]), len(names), 1)))
+        size = sum(int(info["bytes"]) for info in infos.values())
         return Entry(key, manifest["meta"], arrays, path, size,
                      (path / "manifest.json").stat().st_mtime)
 
