@@ -10,6 +10,7 @@ Every function accepts a :class:`~finepar.graph.Graph` or a square
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -630,7 +631,7 @@ def coloring(graph: Any, **kw: Any):
 
 
 def load_graph(spec: str, *, drop_zeros: bool = False, check_size=None,
-               memory_limit: int | None = None) -> Graph:
+               memory_limit: int | None = None, cache=None) -> Graph:
     """A graph from a file path or a generator spec.
 
     Parameters
@@ -647,6 +648,10 @@ def load_graph(spec: str, *, drop_zeros: bool = False, check_size=None,
         any large array is built (see :func:`memory_check`).
     memory_limit : int, optional
         Host bytes the load may use (default: what the OS says is available).
+    cache : PrepCache or False, optional
+        Where what earlier loads learnt of an unchanged file is kept
+        (:class:`~finepar.prepcache.FileFacts` under its root): a ``.npz`` whose rows were
+        found sorted is not scanned again. None or False: nothing is remembered.
 
     Raises
     ------
@@ -664,7 +669,12 @@ def load_graph(spec: str, *, drop_zeros: bool = False, check_size=None,
             return kronecker(scale, seed=seed)
         except ValueError as exc:
             raise InputError(spec, str(exc)) from None
-    return load(spec, drop_zeros=drop_zeros, check_size=check_size, memory_limit=memory_limit)
+    facts = None
+    if cache and os.path.isfile(spec):
+        from .prepcache import FileFacts
+        facts = FileFacts(spec, cache.root)
+    return load(spec, drop_zeros=drop_zeros, check_size=check_size, memory_limit=memory_limit,
+                facts=facts)
 
 
 def memory_check(app_name: str, pair: DevicePair, options: EngineOptions | None = None):

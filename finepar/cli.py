@@ -341,9 +341,10 @@ def cmd_run(args) -> int:
         check_output(str(args.output)[:-4] + ".ids.npy", "--output", force=args.force)
     pair = make_pair(cpu=args.cpu, gpu=args.gpu, memory=args.memory or "auto", config=config)
     options = _engine_options(app, 0, args, config)
+    cache = False if args.no_cache else _cache(config)
     t0 = time.perf_counter()
     graph = load_graph(args.graph, drop_zeros=args.drop_zeros,
-                       check_size=memory_check(app.name, pair, options))
+                       check_size=memory_check(app.name, pair, options), cache=cache)
     load_s = time.perf_counter() - t0
     params = _app_params(app, args, graph)
     options.reserve_bytes = app.state_bytes(graph.n)
@@ -353,8 +354,7 @@ def cmd_run(args) -> int:
                          step=(config.get("tuner") or {}).get("step", 64),
                          options=options,
                          calibrate=False if args.no_calibrate else None,
-                         throttle=_throttle_options(args, config),
-                         cache=False if args.no_cache else _cache(config), **params)
+                         throttle=_throttle_options(args, config), cache=cache, **params)
     return finish_run(args, result, report, graph.ids)
 
 

@@ -464,7 +464,7 @@ def _finish_values(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray | N
 
 def from_csr(indptr, indices, data, n: int, *, name: str, source: str | None = None,
              pattern: bool = False, ids=None, notes: list[str] | None = None,
-             drop_zeros: bool = False) -> Graph:
+             drop_zeros: bool = False, sorted_rows: bool = False) -> Graph:
     """Validate CSR arrays and return a canonical :class:`Graph`.
 
     Column indices are sorted within rows and duplicate entries summed
@@ -496,6 +496,10 @@ def from_csr(indptr, indices, data, n: int, *, name: str, source: str | None = N
         Notes to start from (copied).
     drop_zeros : bool, default False
         Drop stored entries whose value is zero instead of keeping them.
+    sorted_rows : bool, default False
+        The caller knows every row's columns are strictly increasing (an earlier load of
+        the same unchanged file found them so): the scan for that is skipped. Every
+        other check runs.
 
     Returns
     -------
@@ -528,7 +532,7 @@ def from_csr(indptr, indices, data, n: int, *, name: str, source: str | None = N
         data = np.asarray(data)
         if data.dtype not in (np.float32, np.float64):
             data = data.astype(np.float64)
-    if _first_unsorted(indptr, indices) is not None:
+    if not sorted_rows and _first_unsorted(indptr, indices) is not None:
         indptr, indices, data = _canonical(indptr, indices, data, n, notes, pattern=pattern)
     indptr, indices, values = _finish_values(indptr, indices, data, where, drop_zeros=drop_zeros, notes=notes)
     return Graph(indptr, indices, values, name, source, bool(pattern), ids, notes)
@@ -765,6 +769,7 @@ class _Load:
     drop_zeros: bool
     check_size: Callable[[int, int], Any] | None
     memory_limit: int | None
+    facts: Any = None  # finepar.prepcache.FileFacts of the file, or None
 
     def declare(self, n: int, nnz: int) -> None:
         """Vertex count and stored-entry bound are known: check them before building arrays."""
@@ -827,7 +832,8 @@ def _check_readable(path: str) -> None:
 
 
 def load(path: str | os.PathLike, *, drop_zeros: bool = False,
-         check_size: Callable[[int, int], Any] | None = None, memory_limit: int | None = None) -> Graph:
+         check_size: Callable[[int, int], Any] | None = None, memory_limit: int | None = None,
+         facts=None) -> Graph:
     """Read a graph or sparse matrix file.
 
     Parameters
@@ -853,6 +859,10 @@ def load(path: str | os.PathLike, *, drop_zeros: bool = False,
     memory_limit : int, optional
         Bytes of host memory the load may use; default
         :func:`available_memory`.
+    facts : finepar.prepcache.FileFacts, optional
+        What earlier loads learnt about this unchanged file. A ``.npz`` CSR whose rows an
+        earlier load found sorted and duplicate-free (``sorted_rows``) is not scanned for
+        that again; one found so now is remembered. Every other check still runs.
 
     Returns
     -------
@@ -874,7 +884,7 @@ def load(path: str | os.PathLike, *, drop_zeros: bool = False,
         raise InputError(path, "unknown file type; supported: " + ", ".join(SUPPORTED_SUFFIXES)
                          + " and KONECT out.NAME")
     kind, name, gz = found
-    ctx = _Load(path, name, kind, gz, drop_zeros, check_size, memory_limit)
+    ctx = _Load(path, name, kind, gz, drop_zeros, check_size, memory_limit, facts)
     return _LOADERS[kind](ctx)
 
 
@@ -1134,8 +1144,13 @@ def _read_npz(ctx: _Load, archive, arrays) -> Graph:
             raise InputError(path, "not a valid scipy sparse matrix: no 'data' entry and not marked as a "
                                    "pattern graph")
         data = None if pattern else arrays["data"]
-        graph = from_csr(arrays["indptr"], arrays["indices"], data, n, name=ctx.name, source=path,
-                         pattern=pattern or data.dtype == np.bool_, drop_zeros=ctx.drop_zeros)
+        indices = arrays["indices"]
+        known = ctx.facts is not None and ctx.facts.get("sorted_rows") is True
+        graph = from_csr(arrays["indptr"], indices, data, n, name=ctx.name, source=path,
+                         pattern=pattern or data.dtype == np.bool_, drop_zeros=ctx.drop_zeros,
+                         sorted_rows=known)
+        if ctx.facts is not None and not known and graph.indices is indices:
+            ctx.facts.set(sorted_rows=True)  # taken as stored: sorted, no duplicates
     else:
         graph = from_scipy(sp.load_npz(path), ctx.name, pattern=pattern or None, source=path,
                            drop_zeros=ctx.drop_zeros)

@@ -25,7 +25,9 @@ capped (:data:`DEFAULT_MAX_BYTES`, ``$FINEPAR_CACHE_MAX_BYTES`` or the config's
 ``[prepared_cache] max_bytes``): the least recently used entries go first.
 
 Program binaries are kept beside the entries (``programs/``) by
-:mod:`finepar.runtime`, keyed by source, options and device.
+:mod:`finepar.runtime`, keyed by source, options and device. What runs learnt about an
+input file (its digest; that its rows are sorted and duplicate-free, so a later load of
+the unchanged file skips that scan) is kept under ``inputs/`` (:class:`FileFacts`).
 """
 
 from __future__ import annotations
@@ -90,32 +92,61 @@ def digest(*arrays: np.ndarray) -> str:
     return top.hexdigest()
 
 
+class FileFacts:
+    """What earlier runs learnt about one input file, remembered under the file's identity
+    (real path, size, inode, modification and change times) in the cache's ``inputs/``
+    folder: a file that changes in any way has another identity, and nothing is known
+    of it.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The input file.
+    root : Path, optional
+        The cache's root (default :func:`cache_root`).
+    """
+
+    def __init__(self, path: str | os.PathLike, root: Path | None = None):
+        st = os.stat(path)
+        ident = (f"{os.path.realpath(path)}|{st.st_size}|{st.st_ino}|{st.st_mtime_ns}|"
+                 f"{st.st_ctime_ns}")
+        self.source = os.fspath(path)
+        self.path = (root or cache_root()) / "inputs" / (
+            hashlib.sha256(ident.encode()).hexdigest()[:32] + ".json")
+        try:
+            self.facts = json.loads(self.path.read_text())["facts"]
+        except (OSError, ValueError, KeyError, TypeError):
+            self.facts = {}
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.facts.get(key, default)
+
+    def set(self, **facts: Any) -> None:
+        """Remember ``facts`` beside those known (written atomically; a cache that cannot
+        be written only costs the next run the work again)."""
+        from .files import atomic_write_json
+        self.facts.update(facts)
+        try:
+            atomic_write_json(self.path, {"source": self.source, "facts": self.facts})
+        except OSError:
+            pass
+
+
 def input_digest(graph, root: Path | None = None) -> str:
     """The digest of a graph's content (``n``, ``indptr``, ``indices``, values unless a
-    pattern). For a graph read from a file the digest is remembered under the file's
-    identity (path, size, inode, modification and change times), so an unchanged file
-    is hashed once."""
-    memo = None
+    pattern). For a graph read from a file the digest is remembered among the file's
+    :class:`FileFacts`, so an unchanged file is hashed once."""
+    facts, fact = None, f"digest {graph.n} {graph.nnz} {int(graph.pattern)}"
     if graph.source and os.path.isfile(graph.source):
-        st = os.stat(graph.source)
-        ident = f"{os.path.realpath(graph.source)}|{st.st_size}|{st.st_ino}|" \
-                f"{st.st_mtime_ns}|{st.st_ctime_ns}|{graph.n}|{graph.nnz}|{graph.pattern}"
-        memo = (root or cache_root()) / "inputs" / (hashlib.sha256(ident.encode()).hexdigest()
-                                                    [:32] + ".json")
-        try:
-            return json.loads(memo.read_text())["digest"]
-        except (OSError, ValueError, KeyError):
-            pass
+        facts = FileFacts(graph.source, root)
+        if isinstance(facts.get(fact), str):
+            return facts.get(fact)
     arrays = [np.array([graph.n, int(graph.pattern)]), graph.indptr, graph.indices]
     if not graph.pattern:
         arrays.append(graph.data)
     value = digest(*arrays)
-    if memo is not None:
-        from .files import atomic_write_json
-        try:
-            atomic_write_json(memo, {"digest": value, "source": graph.source})
-        except OSError:
-            pass  # a read-only cache only costs the next run a hash
+    if facts is not None:
+        facts.set(**{fact: value})
     return value
 
 

@@ -84,6 +84,47 @@ def test_input_digest_follows_content_and_file(tmp_path):
     assert len(list((tmp_path / "inputs").iterdir())) == len(memos)
 
 
+def test_a_sorted_file_is_scanned_for_order_once(tmp_path, monkeypatch):
+    import os
+    import scipy.sparse as sp
+    from finepar import io
+    from finepar.io import save
+    scans = []
+    real = io._first_unsorted
+    monkeypatch.setattr(io, "_first_unsorted", lambda *a: scans.append(1) or real(*a))
+    g = generated_graph(8)
+    path = tmp_path / "g.npz"
+    save(g, path)
+    cache = PrepCache(tmp_path / "cache")
+    first = api.load_graph(str(path), cache=cache)
+    assert len(scans) == 1
+    again = api.load_graph(str(path), cache=cache)
+    assert len(scans) == 1  # the unchanged file's rows are known sorted
+    for a in ("indptr", "indices", "data"):
+        np.testing.assert_array_equal(getattr(again, a), getattr(first, a))
+    api.load_graph(str(path), cache=False)
+    assert len(scans) == 2  # no cache: nothing is remembered
+    # a file with rows out of order is sorted every time, and never remembered as sorted
+    m = sp.csr_matrix(g.to_scipy(), copy=True)
+    r = int(np.argmax(np.diff(m.indptr)))  # a row of several entries, reversed
+    m.indices[m.indptr[r]:m.indptr[r + 1]] = m.indices[m.indptr[r]:m.indptr[r + 1]][::-1].copy()
+    m.has_sorted_indices = False
+    bad = tmp_path / "unsorted.npz"
+    sp.save_npz(bad, m, compressed=False)
+    for _ in range(2):
+        got = api.load_graph(str(bad), cache=cache)
+        np.testing.assert_array_equal(got.indices, g.indices)
+        assert any("sorted" in n for n in got.notes)
+    assert len(scans) == 4
+    # a rewritten file is another file: scanned again (and its disorder found)
+    st = os.stat(path)
+    sp.save_npz(path, m, compressed=False)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    got = api.load_graph(str(path), cache=cache)
+    assert len(scans) == 5 and any("sorted" in n for n in got.notes)
+    np.testing.assert_array_equal(got.indices, g.indices)
+
+
 def test_second_run_reuses_the_plan_without_tuning(tmp_path, monkeypatch, pairs):
     g = shared_graph("cnr-2000.mtx.gz")
     first_vals, first = api.pagerank(g, pair=pairs["shared"], cache=tmp_path)
