@@ -21,10 +21,15 @@ extra=()
 [ "$stage" = nxbackend ] && extra=(.whl/nx/*.whl)
 python3 -m pip install -q --no-index --no-deps --no-cache-dir --upgrade \
   --target /tmp/site .whl/*.whl "${extra[@]}" || exit 1
-# Byte-compile the checkout once, as `pip install finepar` does for a user: the machine sets
-# PYTHONDONTWRITEBYTECODE, so otherwise every fresh process compiles every module it imports
-# (0.95 s of each `finepar run` at scale 24 on the H100, 2026-11-25)
-python3 -m compileall -q -j 0 finepar benchmarks > /dev/null
+# Byte-compile the checkout and the packages every process imports, once, as `pip install`
+# does for a user: the machine sets PYTHONDONTWRITEBYTECODE and ships numpy and scipy without
+# byte code, so otherwise every fresh process compiles every module it imports (0.95 s of
+# each `finepar run` at scale 24 on the H100, 2026-11-25; CuPy's jobs alike)
+python3 -m compileall -q -j 0 finepar benchmarks $(python3 -c "
+import importlib.util as u, os
+for m in ('numpy', 'scipy', 'cupy', 'cupyx', 'fastrlock'):
+    s = u.find_spec(m)
+    if s and s.origin: print(os.path.dirname(s.origin))") > /dev/null 2>&1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 FINEPAR_DATA=$PWD/.data
 export FINEPAR_CACHE=${FINEPAR_CACHE:-/tmp/finepar-cache}
 budget=(--budget-s "${BUDGET_S:-480}")

@@ -22,7 +22,6 @@ import threading
 from collections.abc import Callable, Sequence
 
 import numpy as np
-import scipy.sparse as sp
 
 from .errors import InputError
 from .graph import as_indptr
@@ -124,6 +123,7 @@ class _Starts:
 def _range_csr(rows: np.ndarray, cols: np.ndarray, n_rows: int, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Canonical pattern CSR (sorted rows, no duplicates) of entries with local rows
     in ``[0, n_rows)`` and columns in ``[0, n)``: scipy's COO to CSR conversion."""
+    import scipy.sparse as sp
     ones = np.ones(rows.shape[0], dtype=bool)
     a = sp.coo_array((ones, (rows, cols)), shape=(n_rows, n)).tocsr()
     a.sum_duplicates()  # tocsr already did: sorted columns, duplicates merged

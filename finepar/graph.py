@@ -15,9 +15,12 @@ offsets").
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:  # annotations only: scipy.sparse is imported where it is used
+    import scipy.sparse as sp
 
 INT32_MAX = int(np.iinfo(np.int32).max)
 """Largest vertex count a :class:`Graph` can hold, and the largest ``nnz`` of an int32
@@ -182,6 +185,7 @@ class Graph:
         -------
         scipy.sparse.csr_array of float32, shape (n, n)
         """
+        import scipy.sparse as sp
         matrix = sp.csr_array((self.data, self.indices, self.indptr), shape=self.shape, copy=False)
         matrix.has_sorted_indices = True
         matrix.has_canonical_format = True
@@ -218,6 +222,7 @@ class Graph:
             ``data`` all ones, ``pattern=True``, ``symmetric=True``; `name`,
             `ids` kept; same invariants.
         """
+        import scipy.sparse as sp
         if self.symmetric and self.pattern:
             return self
         ones = np.ones(self.nnz, dtype=np.float32)
@@ -256,6 +261,7 @@ class Graph:
         ValueError
             If `perm` is not a permutation of ``0 .. n-1``.
         """
+        import scipy.sparse as sp
         perm = np.asarray(perm)
         n = self.n
         if perm.shape != (n,) or not np.array_equal(np.bincount(perm, minlength=n), np.ones(n)):

@@ -147,10 +147,12 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:  # annotations only: scipy.sparse is imported where it is used
+    import scipy.sparse as sp
 
 from .edges import pattern_csr
 from .errors import InputError
@@ -414,6 +416,7 @@ def _validate_graph(g: Graph, name) -> None:
 
 def _valued_csr(rows: np.ndarray, cols: np.ndarray, data: np.ndarray, n: int) -> tuple[sp.csr_array, int]:
     """CSR of COO triplets with duplicates summed; returns (matrix, duplicates merged)."""
+    import scipy.sparse as sp
     coo = sp.coo_array((data, (rows, cols)), shape=(n, n))
     before = coo.nnz
     csr = coo.tocsr()
@@ -541,6 +544,7 @@ def from_csr(indptr, indices, data, n: int, *, name: str, source: str | None = N
 def _canonical(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray | None, n: int,
                notes: list[str], *, pattern: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Sort columns within rows and merge duplicates, on copies (scipy's sum_duplicates)."""
+    import scipy.sparse as sp
     values = np.ones(indices.shape[0], dtype=np.float32) if data is None else data
     csr = sp.csr_array((values, indices, indptr), shape=(n, n), copy=True)
     before = csr.nnz
@@ -580,6 +584,7 @@ def from_scipy(matrix, name: str = "matrix", *, pattern: bool | None = None, sou
         If `matrix` is not a scipy sparse matrix, not square, complex, empty,
         holds NaN/Inf, or has more vertices than the int32 limit.
     """
+    import scipy.sparse as sp
     where = source if source is not None else name
     if not sp.issparse(matrix):
         raise InputError(where, f"not a scipy sparse matrix (got {type(matrix).__name__})")
@@ -1152,6 +1157,7 @@ def _read_npz(ctx: _Load, archive, arrays) -> Graph:
         if ctx.facts is not None and not known and graph.indices is indices:
             ctx.facts.set(sorted_rows=True)  # taken as stored: sorted, no duplicates
     else:
+        import scipy.sparse as sp
         graph = from_scipy(sp.load_npz(path), ctx.name, pattern=pattern or None, source=path,
                            drop_zeros=ctx.drop_zeros)
     if ids is not None:
@@ -2001,6 +2007,7 @@ def _describe_mat(contents: dict) -> str:
 
 def _mat_matrix(path: str, contents: dict) -> tuple[Any, list[str]]:
     """The matrix a .mat file holds: ``Problem.A`` (with ``Problem.Zeros``) or its only sparse matrix."""
+    import scipy.sparse as sp
     problem = contents.get("Problem")
     if problem is not None:
         fields = getattr(problem, "_fieldnames", None)
@@ -2046,6 +2053,7 @@ def _check_mat_sparse(path: str, a, what: str) -> None:
 
 def _with_explicit_zeros(path: str, a, zeros):
     """`a` plus explicit zero entries wherever `zeros` has one (SuiteSparse keeps them apart)."""
+    import scipy.sparse as sp
     if zeros.shape != a.shape:
         raise InputError(path, f"Problem.Zeros has shape {zeros.shape}, Problem.A {a.shape}")
     a, z = a.tocoo(), zeros.tocoo()

@@ -26,7 +26,6 @@ device; on two, the host combines each step's sums.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..engine import Engine, RowOp
 from ..errors import InputError
@@ -59,6 +58,7 @@ def stacked(graph: Graph) -> Graph:
     if 2 * graph.n > INT32_MAX:
         raise InputError(graph.source or graph.name, f"HITS needs 2n = {2 * graph.n:,} rows, "
                                                      f"past the int32 limit")
+    import scipy.sparse as sp
     a = sp.csr_array((np.ones(graph.nnz, np.float32), graph.indices, graph.indptr),
                      shape=graph.shape)
     b = sp.bmat([[None, a], [a.T, None]], format="csr")

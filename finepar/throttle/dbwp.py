@@ -23,7 +23,6 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..errors import UsageError
 from . import kdgrid
@@ -437,6 +436,7 @@ class _Work:
 
     @classmethod
     def from_csr(cls, indptr: np.ndarray, indices: np.ndarray, n: int) -> "_Work":
+        import scipy.sparse as sp
         k, nnz = indptr.shape[0] - 1, indices.shape[0]
         itype = np.int32 if max(k, nnz) < 2**31 else np.int64
         rows = np.repeat(np.arange(k, dtype=itype), np.diff(indptr))

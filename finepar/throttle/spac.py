@@ -38,8 +38,12 @@ deterministic for a seed.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:  # annotations only: scipy.sparse is imported where it is used
+    import scipy.sparse as sp
 
 from ..errors import UsageError
 from .kdtile import kd_split, segment_ranges
@@ -79,6 +83,7 @@ def _path_pairs(values: np.ndarray, group: np.ndarray | None) -> np.ndarray:
 
 def _symmetric(a: np.ndarray, b: np.ndarray, w: np.ndarray, count: int) -> sp.csr_matrix:
     """Undirected weighted graph of edges ``(a, b, w)`` as a symmetric CSR (int64 weights)."""
+    import scipy.sparse as sp
     src = np.concatenate([a, b]).astype(np.int64)
     dst = np.concatenate([b, a]).astype(np.int64)
     g = sp.coo_matrix((np.concatenate([w, w]).astype(np.int64), (src, dst)), shape=(count, count))
@@ -86,6 +91,7 @@ def _symmetric(a: np.ndarray, b: np.ndarray, w: np.ndarray, count: int) -> sp.cs
 
 
 def _share_orders(indptr, indices, n):
+    import scipy.sparse as sp
     indptr, indices = check_share(indptr, indices, n)
     k, nnz = indptr.shape[0] - 1, indices.shape[0]
     rows = np.repeat(np.arange(k, dtype=np.int64), np.diff(indptr))
@@ -224,6 +230,7 @@ def contract(graph: sp.csr_matrix, vweight: np.ndarray, mate: np.ndarray):
     cweight : numpy.ndarray of int64
     cmap : numpy.ndarray of int64, shape (m,)
     """
+    import scipy.sparse as sp
     m = graph.shape[0]
     own = np.arange(m, dtype=np.int64)
     leader = np.where(mate < 0, own, np.minimum(own, mate))
