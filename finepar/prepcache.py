@@ -249,15 +249,17 @@ class PrepCache:
         if manifest.get("format") != FORMAT or manifest.get("key") != key:
             raise ValueError("another format or key")
         infos = manifest["arrays"]
+        files = {info["file"]: info["digest"] for info in infos.values()}
 
-        def load(name: str) -> np.ndarray:  # on the pool's threads, one array each
-            a = np.load(path / infos[name]["file"], allow_pickle=False)
-            if digest(a) != infos[name]["digest"]:
-                raise ValueError(f"array {name} checksum mismatch")
+        def load(file: str) -> np.ndarray:  # on the pool's threads, one file each
+            a = np.load(path / file, allow_pickle=False)
+            if digest(a) != files[file]:
+                raise ValueError(f"array file {file} checksum mismatch")
             return a
-        names = sorted(infos, key=lambda k: -int(infos[k]["bytes"]))
-        arrays = dict(zip(names, chunked(lambda i, _: load(names[i]), len(names), 1)))
-        size = sum(int(info["bytes"]) for info in infos.values())
+        order = sorted(files, key=lambda f: -(path / f).stat().st_size)
+        loaded = dict(zip(order, chunked(lambda i, _: load(order[i]), len(order), 1)))
+        arrays = {name: loaded[info["file"]] for name, info in infos.items()}
+        size = sum(int(a.nbytes) for a in loaded.values())
         return Entry(key, manifest["meta"], arrays, path, size,
                      (path / "manifest.json").stat().st_mtime)
 
@@ -271,12 +273,14 @@ class PrepCache:
             self.dir.mkdir(parents=True, exist_ok=True)
             tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=self.dir))
             try:
-                infos = {}
+                infos, files = {}, {}  # equal arrays (same dtype, shape, bytes) share a file
                 for name, a in arrays.items():
                     a = np.ascontiguousarray(a)
-                    np.save(tmp / f"{name}.npy", a, allow_pickle=False)
-                    infos[name] = {"file": f"{name}.npy", "bytes": int(a.nbytes),
-                                   "digest": digest(a)}
+                    d = digest(a)
+                    if d not in files:
+                        files[d] = f"{name}.npy"
+                        np.save(tmp / files[d], a, allow_pickle=False)
+                    infos[name] = {"file": files[d], "bytes": int(a.nbytes), "digest": d}
                 body = {"format": FORMAT, "key": key, "created": time.time(),
                         "meta": meta, "arrays": infos}
                 from .files import jsonable

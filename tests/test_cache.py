@@ -43,6 +43,13 @@ def test_entries_round_trip_and_damage_is_rebuilt(tmp_path):
     doc["meta"]["threshold"] = 8
     mf.write_text(json.dumps(doc))
     assert cache.get(key) is None
+    # equal arrays share one file, and each name reads back its own array
+    same = {"rows": np.arange(7), "low_rows": np.arange(7), "other": np.arange(7.0)}
+    cache.put(key, {}, same)
+    assert sorted(p.name for p in entry_dir(cache).glob("*.npy")) == ["other.npy", "rows.npy"]
+    e = cache.get(key)
+    assert set(e.arrays) == set(same) and e.arrays["other"].dtype == np.float64
+    np.testing.assert_array_equal(e.arrays["low_rows"], same["low_rows"])
     # an entry of another format is stale
     cache.put(key, {"threshold": 7}, arrays)
     doc = json.loads(mf.read_text())
