@@ -875,6 +875,15 @@ def host_memory_limit() -> tuple[int, str]:
     return int(pages), "MemTotal"
 
 
+def filled(side: Side, size: int, dtype, value=0):
+    """A device buffer on ``side`` of ``size`` entries of ``dtype``, every one ``value``:
+    filled by the device (enqueued on the side's queue), so nothing crosses the bus."""
+    dtype = np.dtype(dtype)
+    buf = alloc(side, nbytes=max(int(size), 1) * dtype.itemsize)
+    cl().enqueue_fill_buffer(side.queue, buf, np.array([value], dtype), 0, buf.size)
+    return buf
+
+
 def alloc(side: Side, array: np.ndarray | None = None, *, nbytes: int | None = None,
           read_only: bool = False):
     """A device buffer on ``side``, initialised from ``array`` if given.

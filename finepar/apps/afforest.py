@@ -27,7 +27,7 @@ import numpy as np
 
 from ..engine import Engine
 from ..transfer import read_staged
-from ..runtime import cl
+from ..runtime import cl, filled
 from .frontier import FrontierQueue
 
 #: Neighbour-sampling rounds (the paper's k).
@@ -59,8 +59,8 @@ class Afforest:
         self.queue = FrontierQueue(engine, role, sym, ("afforest.cl", "frontier.cl"),
                                    local=False)
         n = max(self.n, 1)
-        self.comp = engine.scratch(role, np.zeros(n, np.int32))
-        self.mark = engine.scratch(role, np.zeros(n, np.int32))
+        self.comp = filled(self.side, n, np.int32)
+        self.mark = filled(self.side, n, np.int32)
         rng = np.random.default_rng(0)
         count = min(SAMPLES, self.n) or 1
         self.sample_idx = engine.scratch(role, rng.integers(0, n, count).astype(np.int32))

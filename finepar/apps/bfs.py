@@ -86,10 +86,10 @@ class BFS(FrontierApp, App):
         words = (n + 31) // 32
         outdeg = graph.out_degrees().astype(np.int32)
         engine.vector("outdeg", outdeg)
-        engine.vector("level", np.full(n, -1, np.int32))
-        engine.vector("parent", np.full(n, -1, np.int32))
-        engine.vector("front", np.zeros(words, np.uint32))
-        engine.vector("next", np.zeros(words, np.uint32))
+        for name, size, dtype, value in (("level", n, np.int32, -1), ("parent", n, np.int32, -1),
+                                         ("front", words, np.uint32, 0),
+                                         ("next", words, np.uint32, 0)):
+            engine.blank(name, size, dtype, value)
         pp = self.prepare_push(engine)
         push = pp["push_role"]
         return {"outdeg": outdeg, "words": words, **pp,

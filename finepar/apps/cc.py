@@ -83,9 +83,8 @@ class ConnectedComponents(FrontierApp, App):
     def prepare(self, engine: Engine, graph: Graph) -> dict:
         sym = engine.matrix
         n = sym.n
-        for name, init in (("f", np.arange(n)), ("f_old", np.arange(n)), ("gf", np.arange(n)),
-                           ("mn", np.full(n, np.iinfo(np.int32).max)), ("stamp", np.full(n, -1))):
-            engine.vector(name, init.astype(np.int32))
+        for name in ("f", "f_old", "gf", "mn", "stamp"):
+            engine.blank(name, n, np.int32)  # start() sets each on the devices
         push, vrole = engine.push_role(), engine.vertex_role()
         q = (FrontierQueue(engine, push, sym, ("cc.cl", "frontier.cl"), local=False) if push
              else None)

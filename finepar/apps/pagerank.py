@@ -67,7 +67,7 @@ class PageRank(App):
         inv[nz] = (1.0 / outdeg[nz]).astype(np.float32)
         for name in ("pr", "pr_next", "contrib", "contrib_next") + (
                 ("restart",) if self.personalized else ()):
-            engine.vector(name, np.zeros(n, dtype=np.float32))
+            engine.blank(name, n, np.float32)
         engine.vector("inv_outdeg", inv)
         engine.prepare_exchange()
         return {"inv": inv, "dangling": ~nz, "n_dangling": int(n - nz.sum())}

@@ -141,8 +141,8 @@ class SSSP(FrontierApp, App):
     def prepare(self, engine: Engine, graph: Graph) -> dict:
         n = graph.n
         outdeg = graph.out_degrees().astype(np.int32)
-        engine.vector("dist", np.zeros(n, np.float32))
-        engine.vector("stamp", np.full(n, -1, np.int32))
+        engine.blank("dist", n, np.float32)
+        engine.blank("stamp", n, np.int32, -1)
         engine.vector("outdeg", outdeg)
         engine.prepare_exchange()
         pp = self.prepare_push(engine)

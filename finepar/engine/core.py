@@ -30,7 +30,7 @@ import numpy as np
 from ..errors import DeviceError
 from ..graph import Graph
 from ..partition import Plan
-from ..runtime import DevicePair, Side, alloc, cl
+from ..runtime import DevicePair, Side, alloc, cl, filled
 from .exchange import Halo
 from .executors import (DeviceCounterExecutor, HostChunkExecutor, ProfilingExecutor,
                         StaticExecutor)
@@ -350,12 +350,39 @@ class Engine:
             self._vectors[name] = {"size": init.size,
                                    **{r: alloc(self.pair.side(r), init) for r in self.roles}}
 
+    def blank(self, name: str, size: int, dtype, value=0) -> None:
+        """Create (or refill) a state vector of ``size`` entries of ``dtype`` on every side,
+        every entry ``value``: filled on the devices, so no host array is built and nothing
+        crosses the bus (enqueued, in order with the steps that follow).
+
+        Parameters
+        ----------
+        name : str
+        size : int
+        dtype : float32, int32 or uint32
+        value : scalar
+        """
+        dtype = np.dtype(dtype)
+        if dtype not in _VEC_TYPES:
+            raise TypeError(f"vector {name!r}: dtype must be float32, int32 or uint32, "
+                            f"not {dtype}")
+        have = self._vectors.get(name)
+        if have is None or self._vec_dtype[name] != dtype or have["size"] != size:
+            self._vec_dtype[name] = dtype
+            nbytes = max(int(size), 1) * dtype.itemsize
+            if self.pair.shared:
+                buf = alloc(self.pair.cpu, nbytes=nbytes)
+                self._vectors[name] = {"size": int(size), **{r: buf for r in ("cpu", "gpu")}}
+            else:
+                self._vectors[name] = {"size": int(size), **{
+                    r: alloc(self.pair.side(r), nbytes=nbytes) for r in self.roles}}
+        self.fill(name, value)
+
     def buffer(self, name: str, role: str):
         """The buffer of vector ``name`` on ``role``'s side."""
         bufs = self._vectors[name]
         if role not in bufs:  # a role that joined later (a device-alone step)
-            bufs[role] = alloc(self.pair.side(role),
-                               np.zeros(bufs["size"], dtype=self._vec_dtype[name]))
+            bufs[role] = filled(self.pair.side(role), bufs["size"], self._vec_dtype[name])
         return bufs[role]
 
     def arg(self, name: str | None, role: str):
