@@ -11,11 +11,13 @@ from finepar.apps.base import component_sizes, top_vertices
 from finepar.graph import RowEntries
 
 
-@pytest.mark.parametrize("few_runs", [0, 4096])
-def test_row_entries_equal_row_positions(few_runs, monkeypatch):
-    """Every slice of a row list's entries, by runs (views, joined slices, threaded
-    gathers), equals numpy's fancy indexing of the explicit positions."""
+@pytest.mark.parametrize("few_runs,piece", [(0, 1 << 22), (4096, 1 << 22), (4096, 3)])
+def test_row_entries_equal_row_positions(few_runs, piece, monkeypatch):
+    """Every slice of a row list's entries, by runs (views, slices joined by the threads
+    piece by piece, threaded gathers), equals numpy's fancy indexing of the explicit
+    positions."""
     monkeypatch.setattr(graph_module, "FEW_RUNS", few_runs)
+    monkeypatch.setattr(graph_module, "COPY_PIECE", piece)
     rng = np.random.default_rng(7)
     for trial in range(120):
         n = int(rng.integers(1, 60))
