@@ -270,3 +270,20 @@ __kernel void queue_from_stamp(const int n, __global const int *restrict stamp, 
     const int v = (int)get_global_id(0);
     if (v < n && stamp[v] == it) PUSH_GLOBAL(v)
 }
+
+/* *total += the vertices v < n with label[v] == v (the roots of a labelling: CC's
+ * components), summed per work-group in local memory, one atomic per group. */
+__kernel __attribute__((reqd_work_group_size(256, 1, 1)))
+void count_roots(const int n, __global const int *restrict label, __global uint *total)
+{
+    __local uint part[256];
+    const int v = (int)get_global_id(0);
+    const int l = (int)get_local_id(0);
+    part[l] = (v < n && label[v] == v) ? 1u : 0u;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = 128; s > 0; s >>= 1) {
+        if (l < s) part[l] += part[l + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (l == 0 && part[0]) atomic_add(total, part[0]);
+}

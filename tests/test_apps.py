@@ -318,13 +318,14 @@ def test_registry_loads_every_app_whichever_is_imported_first():
     assert out.split(",") == list(apps.MODULES)  # each module registers the app it names
 
 
-def test_component_count_counts_roots_like_the_histogram(pairs):
-    """CC's component count (vertices that label themselves) agrees with scipy's count and
-    with the histogram of the labels, on a graph of many components."""
+def test_component_count_on_the_device_matches_scipy(pairs):
+    """CC's component count (the vertices that label themselves, counted on the device that
+    holds the labels) agrees with scipy's count and with the histogram of the labels
+    returned, for both algorithms, on a graph of many components."""
     import scipy.sparse as sp
     from scipy.sparse.csgraph import connected_components
     from finepar.api import run
-    from finepar.apps.base import component_count, component_sizes
+    from finepar.apps.base import component_sizes
     from finepar.io import from_csr
     rng = np.random.default_rng(3)
     n = 3000
@@ -333,7 +334,9 @@ def test_component_count_counts_roots_like_the_histogram(pairs):
     g = from_csr(a.indptr, a.indices, a.data, n, name="islands")
     want = connected_components(a, directed=False)[0]
     for mem in ("shared", "split"):
-        result, _ = run("cc", g, pair=pairs[mem], threshold=64)
-        assert result.extra["components"] == want
-        assert component_count(result.values) == np.count_nonzero(component_sizes(result.values))
-    assert component_count(np.array([0, 0, 2, 2, 4], np.int32)) == 3
+        for how in ({"devices": "gpu", "algorithm": "afforest"},
+                    {"threshold": 64, "algorithm": "fastsv"}):
+            result, _ = run("cc", g, pair=pairs[mem], **how)
+            assert result.extra["algorithm"] == how["algorithm"]
+            assert result.extra["components"] == want
+            assert np.count_nonzero(component_sizes(result.values)) == want

@@ -356,18 +356,6 @@ def component_sizes(labels: np.ndarray) -> np.ndarray:
     return np.bincount(labels, minlength=labels.size)
 
 
-def component_count(labels: np.ndarray) -> int:
-    """Components of a labelling in which each label is a vertex of its component that
-    labels itself (a root: CC's smallest ids, Afforest's and FastSV's roots): the vertices
-    ``v`` with ``labels[v] == v``, counted in chunks on the host's threads with no n-long
-    histogram to allocate."""
-    from ..parallel import chunked
-
-    def roots(lo: int, hi: int) -> int:
-        return int(np.count_nonzero(labels[lo:hi] == np.arange(lo, hi, dtype=labels.dtype)))
-    return sum(chunked(roots, labels.size, 1 << 20))
-
-
 @dataclass
 class DynamicPolicy:
     """When a frontier app's iteration runs on both devices (FinePar TKDE §4.2).

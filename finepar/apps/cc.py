@@ -37,10 +37,9 @@ from ..graph import Graph
 from . import register
 from ..runtime import cl
 from .afforest import ROUNDS, Afforest
-from .base import (MAX_ITER, App, AppResult, DynamicPolicy, Param, component_count,
-                   component_sizes, in_unit)
-from .frontier import (FrontierApp, FrontierQueue, choose_push_role, pick_algorithm, push_line,
-                       sync_from_push_side, sync_to_push_side)
+from .base import MAX_ITER, App, AppResult, DynamicPolicy, Param, component_sizes, in_unit
+from .frontier import (FrontierApp, FrontierQueue, choose_push_role, count_roots, pick_algorithm,
+                       push_line, sync_from_push_side, sync_to_push_side)
 
 ALGORITHMS = ("auto", "afforest", "fastsv")
 
@@ -95,7 +94,7 @@ class ConnectedComponents(FrontierApp, App):
         return {"push_role": push, "vertex_role": vrole, "queue": q,
                 "indptr": q.indptr if q else engine.scratch(vrole, sym.indptr),
                 "counters": engine.scratch(vrole, np.zeros(4, np.uint32)),
-                "host": np.zeros(4, np.uint32),
+                "host": np.zeros(4, np.uint32), "program": prg,
                 "hook": cl().Kernel(prg, "fastsv_hook"),
                 "grand": cl().Kernel(prg, "fastsv_grandparent")}
 
@@ -190,12 +189,17 @@ class ConnectedComponents(FrontierApp, App):
 
     def collect(self, engine: Engine, graph: Graph, result: AppResult) -> AppResult:
         st = engine.state[self.name]
+        n = engine.matrix.n
         if result.extra["algorithm"] == "afforest":
-            result.values = st["afforest"].labels()
-            result.extra["hooked"] = st["afforest"].hooked()
+            aff = st["afforest"]
+            result.extra["components"] = count_roots(aff.side, aff.queue.program, aff.comp, n)
+            result.values = aff.labels()
+            result.extra["hooked"] = aff.hooked()
         else:
-            result.values = engine.read("gf", role=st["vertex_role"])
-        result.extra["components"] = component_count(result.values)
+            role = st["vertex_role"]
+            result.extra["components"] = count_roots(
+                engine.pair.side(role), st["program"], engine.buffer("gf", role), n)
+            result.values = engine.read("gf", role=role)
         return result
 
     def wants_pull(self, st, size, edges, processed, policy, two_roles) -> bool:

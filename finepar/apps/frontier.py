@@ -34,7 +34,7 @@ import numpy as np
 
 from ..engine import Engine
 from ..errors import DeviceError
-from ..runtime import cl
+from ..runtime import cl, filled
 
 #: Most levels of one batch of ``advance`` launches (one read of their tallies).
 MAX_BATCH = 64
@@ -198,6 +198,21 @@ def choose_push_role(engine: Engine, names: tuple, *, owned_rows: bool
         if cost[r] < 0.75 * cost[best]:
             best = r
     return best, {r: float(v) for r, v in cost.items()}
+
+
+def count_roots(side, program, labels, n: int) -> int:
+    """The vertices ``v < n`` whose label is ``v`` (a labelling's roots: CC's components),
+    counted on the device that holds ``labels`` (int32 buffer) by ``frontier.cl``'s
+    ``count_roots`` in ``program``: one 4-byte read instead of a count over n labels on
+    the host."""
+    mod = cl()
+    total = filled(side, 1, np.uint32)
+    groups = -(-max(int(n), 1) // 256)
+    mod.Kernel(program, "count_roots")(side.queue, (groups * 256,), (256,), np.int32(n),
+                                       labels, total)
+    out = np.zeros(1, np.uint32)
+    mod.enqueue_copy(side.queue, out, total, is_blocking=True)
+    return int(out[0])
 
 
 def tally_bits(n: int, nnz: int) -> int:
