@@ -212,10 +212,13 @@ class Workload:
                    step=step, calibrate=calibrate, options=options)
         key = None
         if cache is not None:
+            t0 = time.perf_counter()
             key = cache.key(self._cache_parts(pair, throttle, {**how, "steps": steps}))
             entry = cache.get(key)
             if entry is not None:
-                return self._restore(entry, pair, options)
+                out = self._restore(entry, pair, options)
+                out[4].cache_seconds = time.perf_counter() - t0  # the key and the read
+                return out
         t0 = time.perf_counter()
         plan, source, tuning = self.choose_plan(pair, **how)
         wl, plan, perm, secs = self.throttled(pair, plan, throttle, steps, tuning)
@@ -385,7 +388,8 @@ class Workload:
         summ = eng.summary()
         iters = max(result.iterations, 1)
         timings = {"load": load_seconds, "preprocess": self.preprocess_seconds,
-                   "partition": plan.seconds, "setup": eng.setup_seconds, "warmup": warm,
+                   "partition": plan.seconds, "cache": eng.cache_seconds,
+                   "setup": eng.setup_seconds, "warmup": warm,
                    "run": wall, "per_iteration": wall / iters, "kernel": summ["kernel_s"],
                    "span": summ["span_s"], "exchange": summ["exchange_s"],
                    "steps": summ["steps"], "corun_steps": summ["corun_steps"],

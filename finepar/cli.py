@@ -334,12 +334,15 @@ def cmd_run(args) -> int:
     from . import apps
     from .api import load_graph, make_pair, memory_check, run
     from .config import load_config
+    started = _process_seconds()
     app = apps.get(args.app)
     config = load_config(args.config)
     _check_outputs(args, output=(".npy",), json_=(".json",))
     if args.output:
         check_output(str(args.output)[:-4] + ".ids.npy", "--output", force=args.force)
+    t0 = time.perf_counter()
     pair = make_pair(cpu=args.cpu, gpu=args.gpu, memory=args.memory or "auto", config=config)
+    devices_s = time.perf_counter() - t0
     options = _engine_options(app, 0, args, config)
     cache = False if args.no_cache else _cache(config)
     t0 = time.perf_counter()
@@ -355,7 +358,23 @@ def cmd_run(args) -> int:
                          options=options,
                          calibrate=False if args.no_calibrate else None,
                          throttle=_throttle_options(args, config), cache=cache, **params)
+    report.timings["devices"] = devices_s
+    if started is not None:
+        report.timings["start"] = started
     return finish_run(args, result, report, graph.ids)
+
+
+def _process_seconds() -> float | None:
+    """Seconds since this process started (Linux's /proc; None elsewhere): the interpreter's
+    start and the imports before a command begins."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as f:
+            started = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22: clock ticks
+        with open("/proc/uptime", encoding="ascii") as f:
+            uptime = float(f.read().split()[0])
+        return max(uptime - started / os.sysconf("SC_CLK_TCK"), 0.0)
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def finish_run(args, result, report, ids) -> int:

@@ -65,8 +65,11 @@ class RunReport(Stamped):
     threshold_source : str
         ``flag``, ``tuner``, ``default`` or ``single-device``.
     timings : dict
-        Seconds: ``load``, ``preprocess`` (building the app's matrix),
-        ``partition``, ``setup`` (buffers, halo), ``warmup``, ``run`` (wall, the
+        Seconds: ``start`` (the process until the command began: the interpreter and
+        imports; ``finepar run`` only), ``devices`` (opening them; ``finepar run``
+        only), ``load``, ``preprocess`` (building the app's matrix), ``cache`` (hashing
+        the input and reading a prepared entry), ``partition``, ``setup`` (buffers,
+        halo), ``warmup``, ``run`` (wall, the
         results still on the devices), ``collect`` (reading them to the host),
         ``per_iteration``, ``kernel`` / ``span`` per device, ``exchange``; and
         ``host_syncs``, the run's blocking waits of the host on a device (reads,
@@ -168,8 +171,11 @@ class RunReport(Stamped):
             f"kernels cpu {k.get('cpu', 0):.4f} s, gpu {k.get('gpu', 0):.4f} s; "
             f"exchange {t.get('exchange', 0):.4f} s"
             + (f"; {t['host_syncs']:,} host syncs" if "host_syncs" in t else ""))
+        start = "".join(f"{label} {t[k]:.3f} s, " for k, label in
+                        (("start", "start"), ("devices", "devices")) if k in t)
         lines.append(
-            f"             load {t.get('load', 0):.3f} s, preprocess {t.get('preprocess', 0):.3f} s, "
+            f"             {start}load {t.get('load', 0):.3f} s, "
+            f"preprocess {t.get('preprocess', 0):.3f} s, cache {t.get('cache', 0):.3f} s, "
             f"partition {t.get('partition', 0):.4f} s, setup {t.get('setup', 0):.3f} s, "
             f"warm-up {t.get('warmup', 0):.3f} s, results to the host {t.get('collect', 0):.3f} s")
         thr = self.throughput

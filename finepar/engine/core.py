@@ -170,6 +170,7 @@ class Engine:
         self._needs_halo = not pair.shared and len(self.roles) == 2 and not dynamic
         self.prebuild()
         self.setup_seconds = time.perf_counter() - t0
+        self.cache_seconds = 0.0  # set by a run whose preparation came from the cache
 
     def prebuild(self) -> None:
         """Compile every row operation's programs for every store at once, on the pool's
