@@ -11,8 +11,9 @@ and checked against the app's reference:
 * ``cupy`` / ``scipy``: :mod:`e2e_jobs` (read the ``.npz``, build the library's CSR, run
   the loop, copy the answer back); scipy only up to ``--scipy-max-nnz``.
 
-FinePar's rows carry its report's phases (load, partition, setup, warm-up, run, results to
-the host) and ``prep_s``, everything but reading the file (the process's wall time less
+FinePar's rows carry its report's phases (start: the interpreter and imports; devices;
+load; cache: the key and a prepared entry; partition, setup, warm-up, run, results to the
+host) and ``prep_s``, everything but reading the file (the process's wall time less
 the load phase, Python's start and imports included); the peers' rows their own phases.
 min / median / max over ``--repeats``; the JSON is written after every process.
 
@@ -296,9 +297,9 @@ def render(doc) -> str:
     for row in doc["rows"]:
         lines += [f"### {row['graph']} ({row['n']:,} vertices, {row['nnz']:,} nnz; "
                   f"{row['file']}, {row['file_bytes'] / 1e9:.2f} GB)", "",
-                  "| app | system | wall | but file | load | partition | setup | warm-up | "
-                  "run | results | GB/s read | GB/s results |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                  "| app | system | wall | but file | start | devices | load | cache | partition "
+                  "| setup | warm-up | run | results | GB/s read | GB/s results |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for app, recs in row["apps"].items():
             for r in recs:
                 lines.append(_row(app, r))
@@ -308,15 +309,16 @@ def render(doc) -> str:
 
 def _row(app: str, r: dict) -> str:
     if not r["correct"]:
-        return f"| {app} | {r['system']} | wrong or failed: {r['problem'][:80]} ||||||||||"
+        return f"| {app} | {r['system']} | wrong or failed: {r['problem'][:80]} |||||||||||||"
     ph = r.get("phases", {})
     peer = "build" in ph
 
     def cell(k):
         return stat_cell(ph.get(k), 1, 3) if ph.get(k) else "-"
-    cols = ([cell("load"), "-", cell("build"), "-", cell("run"), cell("copy")] if peer else
-            [cell("load"), cell("partition"), cell("setup"), cell("warmup"), cell("run"),
-             cell("collect")])
+    cols = ([cell("import"), "-", cell("load"), "-", "-", cell("build"), "-", cell("run"),
+             cell("copy")] if peer else
+            [cell("start"), cell("devices"), cell("load"), cell("cache"), cell("partition"),
+             cell("setup"), cell("warmup"), cell("run"), cell("collect")])
     gbps = stat_cell(r.get("load_gb_per_s"), 1, 2) if r.get("load_gb_per_s") else "-"
     back = stat_cell(r.get("results_gb_per_s"), 1, 2) if r.get("results_gb_per_s") else "-"
     return (f"| {app} | {r['system']} | {stat_cell(r['wall_s'], 1, 2)} | "
