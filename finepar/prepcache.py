@@ -82,14 +82,35 @@ def digest(*arrays: np.ndarray) -> str:
     BLAKE2b digests of 16 MiB pieces, the pieces hashed by the pool's threads (hashlib
     releases the GIL), so gigabytes hash at memory speed. 32 hex digits."""
     top = hashlib.blake2b(digest_size=16)
-    for a in arrays:
-        a = np.ascontiguousarray(a)
+    for a, parts in zip(arrays, _piece_digests(arrays)):
         top.update(f"{a.dtype.str}{a.shape}".encode())
-        raw = a.reshape(-1).view(np.uint8)
-        parts = chunked(lambda lo, hi: hashlib.blake2b(raw[lo:hi], digest_size=16).digest(),
-                        raw.size, DIGEST_CHUNK)
         top.update(b"".join(parts))
     return top.hexdigest()
+
+
+def digests(arrays: list) -> list[str]:
+    """``[digest(a) for a in arrays]``, every array's pieces hashed on the pool at once
+    (a few large arrays keep every thread busy, not one each)."""
+    out = []
+    for a, parts in zip(arrays, _piece_digests(arrays)):
+        top = hashlib.blake2b(digest_size=16)
+        top.update(f"{a.dtype.str}{a.shape}".encode())
+        top.update(b"".join(parts))
+        out.append(top.hexdigest())
+    return out
+
+
+def _piece_digests(arrays) -> list[list[bytes]]:
+    """Each array's 16 MiB pieces' BLAKE2b digests, all pieces hashed on the pool."""
+    raws = [np.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in arrays]
+    pieces = [(k, lo, min(lo + DIGEST_CHUNK, raw.size)) for k, raw in enumerate(raws)
+              for lo in range(0, raw.size, DIGEST_CHUNK)]
+    done = chunked(lambda i, _: hashlib.blake2b(raws[pieces[i][0]][pieces[i][1]:pieces[i][2]],
+                                                digest_size=16).digest(), len(pieces), 1)
+    out: list[list[bytes]] = [[] for _ in raws]
+    for (k, _, _), d in zip(pieces, done):
+        out[k].append(d)
+    return out
 
 
 class FileFacts:
@@ -251,13 +272,12 @@ class PrepCache:
         infos = manifest["arrays"]
         files = {info["file"]: info["digest"] for info in infos.values()}
 
-        def load(file: str) -> np.ndarray:  # on the pool's threads, one file each
-            a = np.load(path / file, allow_pickle=False)
-            if digest(a) != files[file]:
-                raise ValueError(f"array file {file} checksum mismatch")
-            return a
         order = sorted(files, key=lambda f: -(path / f).stat().st_size)
-        loaded = dict(zip(order, chunked(lambda i, _: load(order[i]), len(order), 1)))
+        got = chunked(lambda i, _: np.load(path / order[i], allow_pickle=False), len(order), 1)
+        for file, d in zip(order, digests(got)):  # the pieces of every file hashed at once
+            if d != files[file]:
+                raise ValueError(f"array file {file} checksum mismatch")
+        loaded = dict(zip(order, got))
         arrays = {name: loaded[info["file"]] for name, info in infos.items()}
         size = sum(int(a.nbytes) for a in loaded.values())
         return Entry(key, manifest["meta"], arrays, path, size,

@@ -60,6 +60,17 @@ def test_entries_round_trip_and_damage_is_rebuilt(tmp_path):
     assert cache.get(key) is None
 
 
+def test_digests_of_many_arrays_equal_each_digest(monkeypatch):
+    monkeypatch.setattr(prepcache, "DIGEST_CHUNK", 1000)  # many pieces per array
+    arrays = [np.arange(10_007, dtype=np.int32), np.zeros(0), np.arange(5.0),
+              np.arange(3000, dtype=np.uint8)]
+    each = [prepcache.digest(a) for a in arrays]
+    assert prepcache.digests(arrays) == each and len(set(each)) == len(each)
+    flipped = arrays[0].copy()
+    flipped[5000] += 1
+    assert prepcache.digests([flipped])[0] != each[0]
+
+
 def test_cache_is_capped_least_recently_used_first(tmp_path):
     import os
     cache = PrepCache(tmp_path, max_bytes=3 * 80_000 + 20_000)
