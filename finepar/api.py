@@ -216,8 +216,9 @@ class Workload:
             key = cache.key(self._cache_parts(pair, throttle, {**how, "steps": steps}))
             entry = cache.get(key)
             if entry is not None:
+                read = time.perf_counter() - t0  # the key and the entry's read
                 out = self._restore(entry, pair, options)
-                out[4].cache_seconds = time.perf_counter() - t0  # the key and the read
+                out[4].cache_seconds = read
                 return out
         t0 = time.perf_counter()
         plan, source, tuning = self.choose_plan(pair, **how)
