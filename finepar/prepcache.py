@@ -273,7 +273,7 @@ class PrepCache:
         files = {info["file"]: info["digest"] for info in infos.values()}
 
         order = sorted(files, key=lambda f: -(path / f).stat().st_size)
-        got = chunked(lambda i, _: np.load(path / order[i], allow_pickle=False), len(order), 1)
+        got = [np.load(path / f, mmap_mode="r", allow_pickle=False) for f in order]
         for file, d in zip(order, digests(got)):  # the pieces of every file hashed at once
             if d != files[file]:
                 raise ValueError(f"array file {file} checksum mismatch")
