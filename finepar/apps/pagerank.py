@@ -62,15 +62,15 @@ class PageRank(App):
     def prepare(self, engine: Engine, graph: Graph) -> dict:
         n = graph.n
         outdeg = graph.out_degrees()
-        inv = np.zeros(n, dtype=np.float32)
         nz = outdeg > 0
-        inv[nz] = (1.0 / outdeg[nz]).astype(np.float32)
+        inv = np.zeros(n, dtype=np.float32)  # 1 / out-degree in one pass, 0 where dangling
+        np.divide(np.float32(1.0), outdeg, out=inv, where=nz, dtype=np.float32)
         for name in ("pr", "pr_next", "contrib", "contrib_next") + (
                 ("restart",) if self.personalized else ()):
             engine.blank(name, n, np.float32)
         engine.vector("inv_outdeg", inv)
         engine.prepare_exchange()
-        return {"inv": inv, "dangling": ~nz, "n_dangling": int(n - nz.sum())}
+        return {"inv": inv, "dangling": ~nz, "n_dangling": int(n - np.count_nonzero(nz))}
 
     def run(self, engine: Engine, graph: Graph, *, damping: float = 0.85, tol: float = 1e-6,
             max_iter: int | None = None, **extra) -> AppResult:
