@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .features import Features, length_group, subset_features
+from .parallel import chunked, take
 
 MAPPINGS = ("item", "team", "group", "stream", "ell")
 #: How a share becomes launches: one work-item per row in one launch (FinePar-original),
@@ -264,8 +265,10 @@ def _groups_for(role: str, rows: np.ndarray, lengths: np.ndarray, grouping: str,
                       hi=None, nnz=int(lengths[rows].sum(dtype=np.int64)))]
     if grouping != "pow4":
         raise ValueError(f"unknown grouping {grouping!r} (use {', '.join(GROUPINGS)})")
-    lens = lengths[rows].astype(np.int64)
-    gid = length_group(lens).astype(np.uint8)  # < 32 groups: a radix sort
+    lens = take(lengths, rows)
+    gid = np.empty(rows.size, np.uint8)  # < 32 groups: a radix sort below
+    chunked(lambda a, b: np.copyto(gid[a:b], length_group(lens[a:b]), casting="unsafe"),
+            rows.size)
     order = np.argsort(gid, kind="stable")
     gid_sorted = gid[order]
     bounds = np.flatnonzero(np.diff(gid_sorted)) + 1
@@ -275,8 +278,8 @@ def _groups_for(role: str, rows: np.ndarray, lengths: np.ndarray, grouping: str,
         lo = 0 if i == 0 else 4 ** (i - 1)
         hi = 1 if i == 0 else 4 ** i
         mapping = mapping_for(role, lo, hi, limits)
-        out.append(Group(rows=rows[idx], mapping=mapping, lo=lo, hi=hi,
-                         nnz=int(lens[idx].sum()),
+        out.append(Group(rows=take(rows, idx), mapping=mapping, lo=lo, hi=hi,
+                         nnz=int(take(lens, idx).sum(dtype=np.int64)),
                          lanes=team_lanes(lo) if mapping == "team" else None))
     return out
 
