@@ -61,6 +61,15 @@ def input_file(spec: str, folder: Path) -> tuple[Path, object]:
     return path, g
 
 
+#: ``python -c`` that runs the FinePar of the folder in argv[1]: an editable install's
+#: import hook (setuptools' ``__editable__`` finder) would otherwise win over PYTHONPATH.
+_FROM_FOLDER = ("import runpy, sys; "
+                "sys.meta_path[:] = [f for f in sys.meta_path "
+                "if not str(getattr(f, '__module__', '')).startswith('__editable__')]; "
+                "sys.path.insert(0, sys.argv.pop(1)); "
+                "runpy.run_module('finepar', run_name='__main__', alter_sys=True)")
+
+
 def _env(cold_dir: Path | None, code: Path = ROOT, drivers: bool = True) -> dict:
     """A process's environment: FinePar from ``code``; with ``cold_dir``, FinePar's cache and
     (``drivers``) NVIDIA's JIT and PoCL's kernel caches in empty folders there."""
@@ -108,7 +117,9 @@ def measure(system: str, app, g, path: Path, params: dict, ref, repeats: int,
     drivers = not args.keep_driver_caches
     if system.startswith("finepar"):
         target = args.spec if args.generated else str(path)
-        cmd = [sys.executable, "-m", "finepar", "run", app.name, target, "-o", str(answer),
+        start = (["-c", _FROM_FOLDER, str(code)] if system == "finepar-before"
+                 else ["-m", "finepar"])
+        cmd = [sys.executable, *start, "run", app.name, target, "-o", str(answer),
                "--json", str(report), "-q", *extra]
     else:
         cmd = [sys.executable, str(HERE / "e2e_jobs.py"), system, app.name, str(path),

@@ -656,7 +656,10 @@ def load_graph(spec: str, *, drop_zeros: bool = False, check_size=None,
     cache : PrepCache or False, optional
         Where what earlier loads learnt of an unchanged file is kept
         (:class:`~finepar.prepcache.FileFacts` under its root): a ``.npz`` whose rows were
-        found sorted is not scanned again. None or False: nothing is remembered.
+        found sorted is not scanned again. A generated Graph500 graph of at most an
+        eighth of the cache's cap is kept there too and read back by the next run
+        (:meth:`~finepar.prepcache.PrepCache.generated`). None or False: nothing is
+        remembered.
 
     Raises
     ------
@@ -671,7 +674,10 @@ def load_graph(spec: str, *, drop_zeros: bool = False, check_size=None,
             scale, seed = parse_spec(spec)
             if check_size is not None:
                 check_size(1 << scale, 32 << scale)  # the edges before duplicates go
-            return kronecker(scale, seed=seed)
+            if not cache:
+                return kronecker(scale, seed=seed)
+            return cache.generated(f"graph500-s{scale}-ef16-seed{seed}",
+                                   lambda: kronecker(scale, seed=seed))
         except ValueError as exc:
             raise InputError(spec, str(exc)) from None
     facts = None

@@ -40,7 +40,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -282,6 +282,46 @@ class PrepCache:
         size = sum(int(a.nbytes) for a in loaded.values())
         return Entry(key, manifest["meta"], arrays, path, size,
                      (path / "manifest.json").stat().st_mtime)
+
+    # ------------------------------------------------------------ generated inputs
+    def generated(self, name: str, make: Callable[[], Any]):
+        """The graph ``make()`` generates (deterministically), kept as ``inputs/NAME-TAG.npz``
+        (TAG: a digest of the generator's source) and read back by later calls. Graphs
+        whose arrays exceed an eighth of the cache's cap are generated every time.
+
+        Parameters
+        ----------
+        name : str
+            The graph's name (``graph500-s18-ef16-seed0``).
+        make : callable
+            Generates the graph (a :class:`~finepar.graph.Graph`).
+
+        Returns
+        -------
+        Graph
+            Generated, or read from the kept file (its ``source``; a note says so).
+        """
+        from . import edges, graph500
+        from .io import load, save
+        tag = hashlib.sha256(b"".join(Path(m.__file__).read_bytes()
+                                      for m in (graph500, edges))).hexdigest()[:10]
+        path = self.root / "inputs" / f"{name}-{tag}.npz"
+        if path.is_file():
+            try:
+                g = load(path, facts=FileFacts(path, self.root))
+            except Exception as exc:  # noqa: BLE001 - a damaged copy is generated again
+                self.events.append(f"generated graph regenerated ({exc})")
+            else:
+                g.name = name
+                g.notes.append(f"read from FinePar's cache of generated graphs ({path})")
+                return g
+        g = make()
+        if g.indptr.nbytes + g.indices.nbytes + g.data.nbytes <= self.max_bytes // 8:
+            try:
+                save(g, path, compressed=False)  # read back at disk speed
+            except OSError as exc:
+                self.events.append(f"generated graph not kept ({exc})")
+        return g
 
     # ------------------------------------------------------------------ writing
     def put(self, key: str, meta: dict, arrays: dict | None = None) -> None:

@@ -143,6 +143,34 @@ def test_a_sorted_file_is_scanned_for_order_once(tmp_path, monkeypatch):
     np.testing.assert_array_equal(got.indices, g.indices)
 
 
+def test_a_generated_graph_is_kept_and_read_back(tmp_path, monkeypatch):
+    from finepar import graph500
+    cache = PrepCache(tmp_path)
+    first = api.load_graph("graph500:9:3", cache=cache)
+    (kept,) = (tmp_path / "inputs").glob("graph500-s9-ef16-seed3-*.npz")
+
+    def no_generation(*a, **k):
+        raise AssertionError("generated again")
+    monkeypatch.setattr(graph500, "kronecker", no_generation)
+    again = api.load_graph("graph500:9:3", cache=cache)
+    assert again.name == first.name and again.source == str(kept)
+    assert again.symmetric == first.symmetric and again.pattern == first.pattern
+    for a in ("indptr", "indices", "data"):
+        np.testing.assert_array_equal(getattr(again, a), getattr(first, a))
+    with pytest.raises(AssertionError, match="generated again"):
+        api.load_graph("graph500:9:3", cache=False)  # no cache: generated every time
+    with pytest.raises(AssertionError, match="generated again"):  # another seed
+        api.load_graph("graph500:9:4", cache=cache)
+    kept.write_bytes(b"not an npz")  # a damaged copy is generated again, not used
+    monkeypatch.undo()
+    damaged = api.load_graph("graph500:9:3", cache=cache)
+    np.testing.assert_array_equal(damaged.indices, first.indices)
+    assert "regenerated" in cache.events[-1]
+    small = PrepCache(tmp_path / "small", max_bytes=1000)  # past an eighth of the cap
+    api.load_graph("graph500:9:3", cache=small)
+    assert not list((tmp_path / "small").glob("inputs/*.npz"))
+
+
 def test_second_run_reuses_the_plan_without_tuning(tmp_path, monkeypatch, pairs):
     g = shared_graph("cnr-2000.mtx.gz")
     first_vals, first = api.pagerank(g, pair=pairs["shared"], cache=tmp_path)
