@@ -305,8 +305,6 @@ def row_positions(indptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 #: Runs a :meth:`RowEntries.take` copies slice by slice; with more it gathers.
 FEW_RUNS = 4096
-#: Entries one thread copies at a time where a list's few runs are joined.
-COPY_PIECE = 1 << 22
 
 
 class RowEntries:
@@ -401,7 +399,7 @@ class RowEntries:
         array : ndarray, shape (nnz,)
             ``indices`` or ``data`` of the matrix the positions index.
         """
-        from .parallel import chunked
+        from .parallel import chunked, copy_spans
         hi = self.size if hi is None else hi
         if hi <= lo:
             return array[:0]
@@ -411,13 +409,8 @@ class RowEntries:
             return array[a:a + hi - lo]
         out = np.empty(hi - lo, dtype=array.dtype)
         if offset.size <= FEW_RUNS:  # long runs: slices copied by the threads, piece by piece
-            def copy(a: int, b: int) -> None:
-                j = int(np.searchsorted(edges, lo + a, side="right")) - 1
-                while a < b:
-                    end = min(b, int(edges[j + 1]) - lo)
-                    out[a:end] = array[int(offset[j]) + lo + a:int(offset[j]) + lo + end]
-                    a, j = end, j + 1
-            chunked(copy, hi - lo, COPY_PIECE)
+            copy_spans([(out[a - lo:b - lo], array[int(o) + a:int(o) + b])
+                        for o, a, b in zip(offset, edges[:-1], edges[1:])])
             return out
         chunked(lambda a, b: np.take(array, self.positions(lo + a, lo + b), out=out[a:b]),
                 hi - lo)

@@ -94,6 +94,27 @@ def chunked(fn: Callable[[int, int], object], size: int, chunk: int | None = Non
     return list(pool().map(lambda s: fn(*s), parts))
 
 
+#: Bytes one thread copies at a time in :func:`copy_spans`.
+COPY_BYTES = 8 << 20
+
+
+def copy_spans(pairs: Sequence[tuple[np.ndarray, np.ndarray]],
+               piece_bytes: int | None = None) -> None:
+    """``dst[:] = src`` for every ``(dst, src)`` pair of equal-length 1-D arrays, cut into
+    pieces of about ``piece_bytes`` (default :data:`COPY_BYTES`) copied on the shared pool:
+    fresh destination pages are faulted in by many threads, not one."""
+    step_bytes = piece_bytes or COPY_BYTES
+    pieces = []
+    for d, s in pairs:
+        step = max(step_bytes // max(s.itemsize, 1), 1)
+        pieces += [(d, s, lo, min(lo + step, s.size)) for lo in range(0, s.size, step)]
+
+    def run(a: int, b: int) -> None:
+        for d, s, lo, hi in pieces[a:b]:
+            np.copyto(d[lo:hi], s[lo:hi])
+    chunked(run, len(pieces), 1)
+
+
 def _in_pool() -> bool:
     """Whether the calling thread is one of the pool's (a task that waits on tasks queued
     behind it could wait forever: nested passes run in the calling thread)."""

@@ -83,21 +83,22 @@ def digest(*arrays: np.ndarray) -> str:
     releases the GIL), so gigabytes hash at memory speed. 32 hex digits."""
     top = hashlib.blake2b(digest_size=16)
     for a, parts in zip(arrays, _piece_digests(arrays)):
-        top.update(f"{a.dtype.str}{a.shape}".encode())
-        top.update(b"".join(parts))
+        _absorb(top, a, parts)
     return top.hexdigest()
 
 
 def digests(arrays: list) -> list[str]:
     """``[digest(a) for a in arrays]``, every array's pieces hashed on the pool at once
     (a few large arrays keep every thread busy, not one each)."""
-    out = []
-    for a, parts in zip(arrays, _piece_digests(arrays)):
-        top = hashlib.blake2b(digest_size=16)
-        top.update(f"{a.dtype.str}{a.shape}".encode())
-        top.update(b"".join(parts))
-        out.append(top.hexdigest())
-    return out
+    return [_absorb(hashlib.blake2b(digest_size=16), a, parts).hexdigest()
+            for a, parts in zip(arrays, _piece_digests(arrays))]
+
+
+def _absorb(top, a: np.ndarray, parts: list[bytes]):
+    """``top`` updated with one array's dtype, shape and pieces' digests; returned."""
+    top.update(f"{a.dtype.str}{a.shape}".encode())
+    top.update(b"".join(parts))
+    return top
 
 
 def _piece_digests(arrays) -> list[list[bytes]]:
@@ -271,7 +272,6 @@ class PrepCache:
             raise ValueError("another format or key")
         infos = manifest["arrays"]
         files = {info["file"]: info["digest"] for info in infos.values()}
-
         order = sorted(files, key=lambda f: -(path / f).stat().st_size)
         got = [np.load(path / f, mmap_mode="r", allow_pickle=False) for f in order]
         for file, d in zip(order, digests(got)):  # the pieces of every file hashed at once
@@ -334,9 +334,8 @@ class PrepCache:
             tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=self.dir))
             try:
                 infos, files = {}, {}  # equal arrays (same dtype, shape, bytes) share a file
-                for name, a in arrays.items():
-                    a = np.ascontiguousarray(a)
-                    d = digest(a)
+                named = {k: np.ascontiguousarray(a) for k, a in arrays.items()}
+                for (name, a), d in zip(named.items(), digests(list(named.values()))):
                     if d not in files:
                         files[d] = f"{name}.npy"
                         np.save(tmp / files[d], a, allow_pickle=False)

@@ -53,7 +53,7 @@ class PinnedHost:
 STAGED_BYTES = 8 << 20
 #: Bytes of each of the two staging chunks.
 STAGE_BYTES = 32 << 20
-#: Bytes of host memory one of the pool's threads copies at a time.
+#: Bytes of host memory one of the pool's threads copies at a time (8 pieces a chunk).
 _PIECE = 4 << 20
 _LOCK = threading.Lock()
 
@@ -99,14 +99,14 @@ def read_staged(side: Side, out: np.ndarray, buffer, src_offset: int = 0) -> np.
     if not _staged(side, out):
         mod.enqueue_copy(side.queue, out, buffer, src_offset=src_offset, is_blocking=True)
         return out
-    from .parallel import chunked
+    from .parallel import copy_spans
     chunks, lock = _stages(side)
     ob, nb = out.reshape(-1).view(np.uint8), out.nbytes
 
     def drain(pending) -> None:
         ev, host, lo, hi = pending
         ev.wait()
-        chunked(lambda a, b: np.copyto(ob[lo + a:lo + b], host[a:b]), hi - lo, _PIECE)
+        copy_spans([(ob[lo:hi], host[:hi - lo])], _PIECE)
 
     with lock:
         pending = None
@@ -145,7 +145,7 @@ def write_staged(side: Side, buffer, array: np.ndarray, dst_offset: int = 0) -> 
     if not _staged(side, array):
         mod.enqueue_copy(side.queue, buffer, array, dst_offset=dst_offset, is_blocking=True)
         return
-    from .parallel import chunked
+    from .parallel import copy_spans
     chunks, lock = _stages(side)
     src, nb = array.reshape(-1).view(np.uint8), array.nbytes
     with lock:
@@ -154,7 +154,7 @@ def write_staged(side: Side, buffer, array: np.ndarray, dst_offset: int = 0) -> 
             hi, host = min(nb, lo + STAGE_BYTES), chunks[k % 2].host
             if done[k % 2] is not None:
                 done[k % 2].wait()
-            chunked(lambda a, b: np.copyto(host[a:b], src[lo + a:lo + b]), hi - lo, _PIECE)
+            copy_spans([(host[:hi - lo], src[lo:hi])], _PIECE)
             done[k % 2] = mod.enqueue_copy(side.queue, buffer, host[:hi - lo],
                                            dst_offset=dst_offset + lo, is_blocking=False)
         for ev in done:

@@ -7,17 +7,18 @@ import numpy as np
 import pytest
 
 from finepar import graph as graph_module
+from finepar import parallel
 from finepar.apps.base import component_sizes, top_vertices
 from finepar.graph import RowEntries
 
 
-@pytest.mark.parametrize("few_runs,piece", [(0, 1 << 22), (4096, 1 << 22), (4096, 3)])
+@pytest.mark.parametrize("few_runs,piece", [(0, 8 << 20), (4096, 8 << 20), (4096, 3)])
 def test_row_entries_equal_row_positions(few_runs, piece, monkeypatch):
     """Every slice of a row list's entries, by runs (views, slices joined by the threads
     piece by piece, threaded gathers), equals numpy's fancy indexing of the explicit
     positions."""
     monkeypatch.setattr(graph_module, "FEW_RUNS", few_runs)
-    monkeypatch.setattr(graph_module, "COPY_PIECE", piece)
+    monkeypatch.setattr(parallel, "COPY_BYTES", piece)
     rng = np.random.default_rng(7)
     for trial in range(120):
         n = int(rng.integers(1, 60))

@@ -26,8 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import Engine
-from ..transfer import read_staged
 from ..runtime import cl, filled
+from ..transfer import read_staged
 from .frontier import FrontierQueue
 
 #: Neighbour-sampling rounds (the paper's k).

@@ -27,9 +27,9 @@ import numpy as np
 
 from ..engine import Engine
 from ..engine.exchange import Halo
-from ..transfer import PinnedHost
 from ..runtime import cl
 from ..throttle.kdcount import popcount
+from ..transfer import PinnedHost
 from .comm import Communicator
 from .halo import RankHalo
 from .partition import RowPartition
@@ -237,7 +237,6 @@ class DistEngine(Engine):
         if self.rank_halo is not None:
             for k in ("exchanges", "seconds", "mpi_seconds", "bytes_sent", "bytes_received"):
                 self.rank_halo.stats[k] = 0.0 if "seconds" in k else 0
-
 
 
 def _encode(own: np.ndarray, w0: int) -> np.ndarray:

@@ -16,25 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..parallel import chunked
+from ..parallel import copy_spans
 
 #: Messages (bytes one rank sends in one collective) below this go through MPI's own
 #: collectives: for them the two synchronisations cost more than a copy saves.
 MIN_BYTES = 1 << 20
-#: Bytes one thread copies at a time.
-COPY_CHUNK = 8 << 20
-
-
-def copy_spans(pairs: list[tuple[np.ndarray, np.ndarray]]) -> None:
-    """``dst[:] = src`` for every ``(dst, src)`` pair of equal-length uint8 arrays, cut
-    into :data:`COPY_CHUNK`-byte pieces copied on the shared thread pool."""
-    pieces = [(d, s, lo, min(lo + COPY_CHUNK, s.size)) for d, s in pairs
-              for lo in range(0, s.size, COPY_CHUNK)]
-
-    def run(a: int, b: int) -> None:
-        for d, s, lo, hi in pieces[a:b]:
-            np.copyto(d[lo:hi], s[lo:hi])
-    chunked(run, len(pieces), 1)
 
 
 def as_bytes(a: np.ndarray) -> np.ndarray:

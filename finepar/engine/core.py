@@ -31,12 +31,12 @@ from ..errors import DeviceError
 from ..graph import Graph
 from ..partition import Plan
 from ..runtime import DevicePair, Side, alloc, cl, filled
+from ..transfer import read_staged
 from .exchange import Halo
 from .executors import (DeviceCounterExecutor, HostChunkExecutor, ProfilingExecutor,
                         StaticExecutor)
 from .launches import (RowOp, ShareLowering, lower_adaptive, lower_chunks, lower_ell,
                        lower_groups, lower_partitioned)
-from ..transfer import read_staged
 from .memory import SLOTS, SideStore, check_fits
 from .timing import StepRecord, event_seconds, event_span, summarize
 
@@ -343,13 +343,18 @@ class Engine:
                 and self._vectors[name]["size"] == init.size):
             self.write(name, init)
             return
-        self._vec_dtype[name] = init.dtype
+        self._new_vector(name, init.size, init.dtype, lambda side: alloc(side, init))
+
+    def _new_vector(self, name: str, size: int, dtype, make) -> None:
+        """Vector ``name``'s buffers, ``make(side)`` each: one for both roles in shared
+        mode (one context), else one a role."""
+        self._vec_dtype[name] = np.dtype(dtype)
         if self.pair.shared:
-            buf = alloc(self.pair.cpu, init)
-            self._vectors[name] = {"size": init.size, **{r: buf for r in ("cpu", "gpu")}}
+            buf = make(self.pair.cpu)
+            self._vectors[name] = {"size": int(size), **{r: buf for r in ("cpu", "gpu")}}
         else:
-            self._vectors[name] = {"size": init.size,
-                                   **{r: alloc(self.pair.side(r), init) for r in self.roles}}
+            self._vectors[name] = {"size": int(size),
+                                   **{r: make(self.pair.side(r)) for r in self.roles}}
 
     def blank(self, name: str, size: int, dtype, value=0) -> None:
         """Create (or refill) a state vector of ``size`` entries of ``dtype`` on every side,
@@ -369,14 +374,8 @@ class Engine:
                             f"not {dtype}")
         have = self._vectors.get(name)
         if have is None or self._vec_dtype[name] != dtype or have["size"] != size:
-            self._vec_dtype[name] = dtype
             nbytes = max(int(size), 1) * dtype.itemsize
-            if self.pair.shared:
-                buf = alloc(self.pair.cpu, nbytes=nbytes)
-                self._vectors[name] = {"size": int(size), **{r: buf for r in ("cpu", "gpu")}}
-            else:
-                self._vectors[name] = {"size": int(size), **{
-                    r: alloc(self.pair.side(r), nbytes=nbytes) for r in self.roles}}
+            self._new_vector(name, size, dtype, lambda side: alloc(side, nbytes=nbytes))
         self.fill(name, value)
 
     def buffer(self, name: str, role: str):
