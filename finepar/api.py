@@ -24,7 +24,7 @@ from .errors import FineParError, UsageError
 from .graph import Graph
 from .io import from_scipy
 from .partition import GROUPINGS, Plan, fine_grained, single_device
-from .prepcache import PrepCache
+from .prepcache import InputDigest, PrepCache
 from .report import RunReport
 from .runtime import DevicePair, select_pair
 from .throttle.plan import ThrottleOptions, device_counter, remap_permutation, throttle_share
@@ -210,39 +210,54 @@ class Workload:
         """
         how = dict(threshold=threshold, devices=devices, grouping=grouping, model=model,
                    step=step, calibrate=calibrate, options=options)
-        key = None
+        key = parts = content = None
         if cache is not None:
             t0 = time.perf_counter()
-            key = cache.key(self._cache_parts(pair, throttle, {**how, "steps": steps}))
-            entry = cache.get(key)
-            if entry is not None:
-                read = time.perf_counter() - t0  # the key and the entry's read
-                out = self._restore(entry, pair, options)
-                out[4].cache_seconds = read
-                return out
+            parts = self._cache_parts(pair, throttle, {**how, "steps": steps})
+            content = InputDigest(self.graph, cache.root)
+            if content.known or cache.holds(cache.prefix(parts)):
+                key = cache.key(parts, content.value())
+                entry = cache.get(key)
+                if entry is not None:
+                    read = time.perf_counter() - t0  # the key and the entry's read
+                    out = self._restore(entry, pair, options)
+                    out[4].cache_seconds = read
+                    return out
+            else:  # no entry of this shape: hashed while the run is prepared
+                cache.events.append("miss (no entry for an input of this shape)")
+                content.start()
         t0 = time.perf_counter()
         plan, source, tuning = self.choose_plan(pair, **how)
+        steps_s = {"tune": time.perf_counter() - t0 - plan.seconds}
+        t1 = time.perf_counter()
         wl, plan, perm, secs = self.throttled(pair, plan, throttle, steps, tuning)
+        steps_s["throttle"] = time.perf_counter() - t1
         eng = wl.engine(pair, plan, options)
         if tuning is not None and len(plan.active_roles()) == 2:
-            redo = self._correction(eng, wl, pair, tuning, how)
+            t1 = time.perf_counter()
+            redo = self._correction(eng, wl, pair, tuning, how, steps)
             if redo is not None:  # the model was off on one device: the split tuned again
                 plan, tuning = redo
                 del eng
                 wl, plan, perm, secs = self.throttled(pair, plan, throttle, steps, tuning)
                 eng = wl.engine(pair, plan, options)
+            steps_s["correct"] = time.perf_counter() - t1
         if cache is not None:
+            t1 = time.perf_counter()
+            key = key or cache.key(parts, content.value())
             cache.put(key, *_entry_of(plan, eng, devices, source, tuning, perm, secs,
                                       time.perf_counter() - t0, app=self.name,
                                       graph=self.graph.name))
             eng.cache_key = key
+            steps_s["store"] = time.perf_counter() - t1
+        eng.prep_steps = steps_s  # the report's tuning, throttling, correction, store
         return wl, plan, perm, secs, eng, source, tuning
 
     def _cache_parts(self, pair: DevicePair, throttle: ThrottleOptions, how: dict) -> dict:
-        """What a prepared-graph cache entry is keyed by (besides FinePar's code): the
-        input's content, the app, the platform and every option of the preparation."""
+        """What a prepared-graph cache entry is keyed by (besides FinePar's code and the
+        input's content, :meth:`PrepCache.key`): the input's shape, the app, the platform
+        and every option of the preparation."""
         from dataclasses import asdict
-        from .prepcache import input_digest
         model = how["model"]
         model_id = (model if model is None or isinstance(model, str)
                     else getattr(model, "name", type(model).__name__))
@@ -250,7 +265,8 @@ class Workload:
                     if k in ("platform", "name", "vendor", "version", "driver", "address",
                              "global_mem_bytes", "max_alloc_bytes", "cache_bytes")}
                 for r in ("cpu", "gpu")}
-        return {"input": input_digest(self.graph), "app": self.name, "devices": devs,
+        shape = {"n": self.graph.n, "nnz": self.graph.nnz, "pattern": self.graph.pattern}
+        return {"input": shape, "app": self.name, "devices": devs,
                 "steps": how.get("steps"),
                 "emulated": pair.emulated, "memory": pair.mode,
                 "throttle": asdict(throttle), "model": model_id,
@@ -289,11 +305,13 @@ class Workload:
                 "events": list(cache.events)}
 
     def _correction(self, eng: Engine, wl: "Workload", pair: DevicePair, tuning: dict,
-                    how: dict):
+                    how: dict, steps: float = 1.0):
         """One measured step of a tuned split against the tuner's prediction: where one
         device's time is off by more than the other's (:func:`finepar.tuner.measured_scale`),
-        tune again with both corrected. Returns ``(plan, tuning)`` when the split changes,
-        else None (``tuning['correction']`` records the check either way)."""
+        tune again with both corrected. Returns ``(plan, tuning)`` when the split changes
+        and the run's ``steps`` save more with it than building its engine again costs
+        (the first engine's set-up), else None (``tuning['correction']`` records the check
+        and the weighing either way)."""
         from .tuner import measured_scale
         t0 = time.perf_counter()
         wl.app.profile_step(eng)
@@ -309,6 +327,15 @@ class Workload:
         plan, _, again = self.choose_plan(pair, **how, scale=scale)
         check["seconds"] = time.perf_counter() - t0
         if again["threshold"] == tuning["threshold"] and again["grouping"] == tuning["grouping"]:
+            return None
+        p = tuning["predicted"]
+        now = max(measured.values()) + p.get("t_corun", 0.0) + p.get("t_transfer", 0.0)
+        saving = steps * max(now - again["predicted"]["t"], 0.0)
+        cost = eng.setup_seconds + check["seconds"]
+        check["rebuild"] = {"threshold": again["threshold"], "grouping": again["grouping"],
+                            "saving_seconds": saving, "cost_seconds": cost,
+                            "steps": float(steps), "done": saving > cost}
+        if saving <= cost:  # a short run: the measured split stays
             return None
         again["correction"] = dict(check, threshold_before=tuning["threshold"],
                                    grouping_before=tuning["grouping"])
@@ -394,7 +421,8 @@ class Workload:
                    "run": wall, "per_iteration": wall / iters, "kernel": summ["kernel_s"],
                    "span": summ["span_s"], "exchange": summ["exchange_s"],
                    "steps": summ["steps"], "corun_steps": summ["corun_steps"],
-                   "alone_steps": summ["alone_steps"], "halo_entries": summ["halo_entries"]}
+                   "alone_steps": summ["alone_steps"], "halo_entries": summ["halo_entries"],
+                   **getattr(eng, "prep_steps", {})}
         rate = result.work_edges / wall if wall > 0 else 0.0
         throughput = ({"teps": rate} if self.app.rate_unit == "TEPS" else {"nnz_per_s": rate})
         throughput["edges"] = result.work_edges

@@ -381,16 +381,19 @@ def finish_run(args, result, report, ids) -> int:
     """The outputs of ``finepar run``: the report as JSON (``--json``, ``-`` for standard
     output), the result vector (``--output``, with the input's ``ids`` beside it when the
     loader compacted them) and the text report."""
+    import time
     from .files import atomic_save_npy
+    if args.output:  # first: the report says what writing it took
+        t0 = time.perf_counter()
+        atomic_save_npy(args.output, result.values)
+        if ids is not None:
+            atomic_save_npy(str(args.output)[:-4] + ".ids.npy", ids)
+        report.timings["answer"] = time.perf_counter() - t0
     if args.json == "-":
         print(json.dumps(report.to_dict(), indent=2))
         args.quiet = True
     elif args.json:
         report.write_json(args.json)
-    if args.output:
-        atomic_save_npy(args.output, result.values)
-        if ids is not None:
-            atomic_save_npy(str(args.output)[:-4] + ".ids.npy", ids)
     if not args.quiet:
         print(report.text())
         if args.output:

@@ -160,9 +160,33 @@ class Graph:
         Returns
         -------
         numpy.ndarray of int32, shape (n,)
-            ``diff(indptr)`` (a row holds at most ``n`` < 2**31 entries).
+            ``diff(indptr)`` (a row holds at most ``n`` < 2**31 entries), computed on
+            the pool's threads once per ``indptr`` and read-only.
         """
-        return np.diff(self.indptr).astype(np.int32, copy=False)
+        memo = self.__dict__.get("_row_lengths")
+        if memo is not None and memo[0] is self.indptr:
+            return memo[1]
+        from .parallel import chunked
+        ip = self.indptr
+        out = np.empty(max(ip.shape[0] - 1, 0), dtype=np.int32)
+        chunked(lambda lo, hi: np.subtract(ip[lo + 1:hi + 1], ip[lo:hi], out=out[lo:hi],
+                                           casting="unsafe"), out.size)
+        out.flags.writeable = False  # kept for the next caller: computed once per graph
+        self.__dict__["_row_lengths"] = (ip, out)
+        return out
+
+    def lengths_of(self, rows: np.ndarray) -> np.ndarray:
+        """Stored entries of each of ``rows`` (int, shape (k,)): int64, shape (k,),
+        gathered from :meth:`row_lengths` on the pool's threads."""
+        from .parallel import chunked
+        rows = np.asarray(rows)
+        lengths = self.row_lengths()
+        out = np.empty(rows.shape[0], dtype=np.int64)
+
+        def gather(lo: int, hi: int) -> None:
+            out[lo:hi] = lengths[rows[lo:hi]]
+        chunked(gather, out.size)
+        return out
 
     def out_degrees(self) -> np.ndarray:
         """Out-degree of every vertex (row lengths of ``A``).
@@ -222,9 +246,9 @@ class Graph:
             ``data`` all ones, ``pattern=True``, ``symmetric=True``; `name`,
             `ids` kept; same invariants.
         """
-        import scipy.sparse as sp
         if self.symmetric and self.pattern:
             return self
+        import scipy.sparse as sp
         ones = np.ones(self.nnz, dtype=np.float32)
         a = sp.csr_array((ones, self.indices, self.indptr), shape=self.shape, copy=False)
         a.has_sorted_indices = True
@@ -326,16 +350,21 @@ class RowEntries:
 
     @classmethod
     def of_rows(cls, indptr: np.ndarray, rows: np.ndarray) -> "RowEntries":
-        """The nonzeros of ``rows`` (int, shape (k,)), row by row."""
+        """The nonzeros of ``rows`` (int, shape (k,)), row by row: one run per stretch of
+        consecutive rows (found on the pool's threads), so the rows of a share that holds
+        all but a few rows cost a few runs and no per-row gather."""
+        from .parallel import chunked
         rows = np.asarray(rows)
         indptr = np.asarray(indptr)
-        if rows.size and int(rows[-1]) - int(rows[0]) == rows.size - 1 and (
-                rows.size < 2 or bool(np.all(rows[1:] > rows[:-1]))):  # consecutive rows
-            a, b = int(indptr[rows[0]]), int(indptr[rows[-1] + 1])
-            return cls(np.array([a] if b > a else [], dtype=np.int64),
-                       np.array([0, b - a] if b > a else [0], dtype=np.int64))
-        rows = rows.astype(np.int64, copy=False)
-        return cls._merged(indptr[rows].astype(np.int64), indptr[rows + 1].astype(np.int64))
+        k = int(rows.shape[0])
+        if k == 0:
+            return cls(np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64))
+        parts = chunked(lambda lo, hi: np.flatnonzero(rows[lo + 1:hi + 1] != rows[lo:hi] + 1)
+                        + (lo + 1), k - 1)
+        breaks = np.concatenate([np.zeros(0, dtype=np.int64)] + parts)
+        first = rows[np.concatenate(([0], breaks))].astype(np.int64)
+        last = rows[np.concatenate((breaks, [k])) - 1].astype(np.int64)
+        return cls._merged(indptr[first].astype(np.int64), indptr[last + 1].astype(np.int64))
 
     @classmethod
     def of_runs(cls, starts: np.ndarray, lengths: np.ndarray) -> "RowEntries":

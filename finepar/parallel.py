@@ -133,6 +133,28 @@ def first_true(test: Callable[[int, int], np.ndarray], size: int,
     return min(hits) if hits else None
 
 
+def cumsum_into(values: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``np.cumsum(values, out=out)`` (1-D, equal lengths) on the pool's threads: each
+    chunk's own prefix sums, then each chunk raised by the totals of those before it."""
+    n = int(values.shape[0])
+    chunked(lambda lo, hi: np.cumsum(values[lo:hi], out=out[lo:hi]), n)
+    cuts = spans(n)
+    before = np.cumsum([0] + [out[hi - 1] for _, hi in cuts[:-1]], dtype=out.dtype)
+    raise_by = dict(zip((lo for lo, _ in cuts), before))
+    chunked(lambda lo, hi: np.add(out[lo:hi], raise_by[lo], out=out[lo:hi]) if raise_by[lo]
+            else None, n)
+    return out
+
+
+def ascending(values: np.ndarray) -> np.ndarray:
+    """``values`` (1-D) sorted: as they are when already in order (checked on the pool's
+    threads), else ``np.sort(values)``."""
+    if first_true(lambda lo, hi: values[lo + 1:hi + 1] < values[lo:hi],
+                  max(values.shape[0] - 1, 0)) is None:
+        return values
+    return np.sort(values)
+
+
 def take(array: np.ndarray, positions: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``array[positions]`` with the gather spread over the pool's threads.
 

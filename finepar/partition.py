@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .features import Features, length_group, subset_features
-from .parallel import chunked, take
+from .parallel import chunked
 
 MAPPINGS = ("item", "team", "group", "stream", "ell")
 #: How a share becomes launches: one work-item per row in one launch (FinePar-original),
@@ -88,13 +88,23 @@ class Share:
 
     role: str
     groups: list[Group] = field(default_factory=list)
+    _rows: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
     def rows(self) -> np.ndarray:
-        """All row ids of the share, in launch order (int32)."""
-        if not self.groups:
-            return np.zeros(0, dtype=np.int32)
-        return np.concatenate([g.rows for g in self.groups]).astype(np.int32, copy=False)
+        """All row ids of the share, in launch order (int32; joined once, then kept while
+        the groups stay the same arrays)."""
+        key = tuple(id(g.rows) for g in self.groups)
+        if self._rows is not None and self._rows[0] == key:
+            return self._rows[1]
+        rows = (np.concatenate([g.rows for g in self.groups]).astype(np.int32, copy=False)
+                if self.groups else np.zeros(0, dtype=np.int32))
+        self.keep_rows(rows)
+        return rows
+
+    def keep_rows(self, rows: np.ndarray) -> None:
+        """Remember ``rows`` as the join of the groups' rows (the caller made them so)."""
+        self._rows = (tuple(id(g.rows) for g in self.groups), rows)
 
     @property
     def nrows(self) -> int:
@@ -188,6 +198,7 @@ class Plan:
                                  hi=g["hi"], nnz=g["nnz"], lanes=g["lanes"]))
                 at += g["rows"]
             shares[role] = Share(role, out)
+            shares[role].keep_rows(rows)
         return cls(method=scalars["method"], threshold=scalars["threshold"],
                    grouping=scalars["grouping"], n=scalars["n"], nnz=scalars["nnz"],
                    shares=shares, stats=scalars["stats"])
@@ -203,14 +214,20 @@ class Plan:
         own[gpu_rows] = 1
         return own
 
-    def compute_stats(self, row_lengths: np.ndarray) -> dict:
+    def compute_stats(self, row_lengths: np.ndarray, moments: dict | None = None) -> dict:
         """Table 3: variance of the matrix and of each share, GPU/CPU workload
         ratio (nnz of the GPU share over nnz of the CPU share; ``inf`` if the CPU
         has none), and Table 7's space overhead (bytes of row maps and group
-        descriptors, and that as a fraction of the CSR's bytes)."""
-        whole = subset_features(row_lengths)
-        g = self.shares["gpu"].features(row_lengths)
-        c = self.shares["cpu"].features(row_lengths)
+        descriptors, and that as a fraction of the CSR's bytes). ``moments``
+        (``{role: (rows, nnz, sum of squared lengths)}`` of shares that hold every row
+        between them) gives the variances without a pass over the rows."""
+        if moments is None:
+            whole = subset_features(row_lengths)
+            g = self.shares["gpu"].features(row_lengths)
+            c = self.shares["cpu"].features(row_lengths)
+        else:
+            g, c = (_moment_features(*moments[r]) for r in ("gpu", "cpu"))
+            whole = _moment_features(*(a + b for a, b in zip(moments["gpu"], moments["cpu"])))
         overhead = 4 * (self.shares["gpu"].nrows + self.shares["cpu"].nrows) \
             + 16 * sum(len(s.groups) for s in self.shares.values())
         csr_bytes = 4 * (self.n + 1) + 8 * self.nnz
@@ -228,6 +245,15 @@ class Plan:
                        for r, s in self.shares.items()},
         }
         return self.stats
+
+
+def _moment_features(rows: int, nnz: int, squares: float) -> Features:
+    """:class:`Features` of rows of ``nnz`` entries whose squared lengths sum to
+    ``squares`` (population variance)."""
+    if rows <= 0:
+        return Features(0.0, 0.0, 0, 0)
+    mean = nnz / rows
+    return Features(float(mean), max(squares / rows - mean * mean, 0.0), int(rows), int(nnz))
 
 
 def mapping_for(role: str, lo: int, hi: int | None, limits: dict | None = None) -> str:
@@ -250,47 +276,116 @@ def team_lanes(lo: int, limit: int = 32) -> int:
     return lanes
 
 
-def _groups_for(role: str, rows: np.ndarray, lengths: np.ndarray, grouping: str,
-                limits: dict | None) -> list[Group]:
-    rows = np.asarray(rows, dtype=np.int32)
-    if rows.size == 0:
-        return []
-    if grouping == "ell":
-        if role == "gpu":
-            return [Group(rows=rows, mapping="ell", lo=0, hi=None,
-                          nnz=int(lengths[rows].sum(dtype=np.int64)))]
-        grouping = "pow4"  # the CPU keeps the long rows: ELL would pad them
-    if grouping in ("none", "adaptive"):
-        return [Group(rows=rows, mapping="item" if grouping == "none" else "stream", lo=0,
-                      hi=None, nnz=int(lengths[rows].sum(dtype=np.int64)))]
-    if grouping != "pow4":
+#: Length groups a bucket of :func:`_bucketed` can name: §4.1's group of any int32 length.
+GROUP_IDS = 17
+
+
+def _bucketed(lengths: np.ndarray, to_cpu, pow4: dict) -> tuple:
+    """Every row placed in its launch group, by a counting sort on the pool's threads.
+
+    A row's bucket is ``role * GROUP_IDS + group``: role 1 for the CPU (``to_cpu``), group
+    its §4.1 length group where that role's share is grouped by ``pow4[role]``, else 0.
+    Each chunk of rows sorts its own buckets (numpy's radix sort of one byte, stable) and
+    sums its buckets' lengths and squared lengths; the chunks' counts then place every
+    chunk's rows, which the threads copy there. No pass over all rows runs on one thread.
+
+    Parameters
+    ----------
+    lengths : ndarray of int, shape (n,)
+    to_cpu : ndarray of bool, shape (n,), or bool
+        The CPU's rows (a bool: every row on one device).
+    pow4 : dict
+        ``{'cpu': bool, 'gpu': bool}``: which shares are cut into length groups.
+
+    Returns
+    -------
+    rows : ndarray of int32, shape (n,)
+        Row ids by bucket; ascending within each bucket.
+    bounds : ndarray of int64, shape (2 * GROUP_IDS + 1,)
+        Bucket ``k`` is ``rows[bounds[k]:bounds[k + 1]]``.
+    nnz : ndarray of int64, shape (2 * GROUP_IDS,)
+        Entries of each bucket's rows.
+    squares : ndarray of float64, shape (2 * GROUP_IDS,)
+        Sum of each bucket's squared row lengths (Table 3's variances).
+    """
+    from .parallel import n_workers, spans
+    n, K = int(lengths.size), 2 * GROUP_IDS
+    cpu_all = np.broadcast_to(np.asarray(to_cpu, dtype=bool), (n,))
+
+    def sort_chunk(lo: int, hi: int):
+        lens, cpu = lengths[lo:hi], cpu_all[lo:hi]
+        grp = length_group(lens).astype(np.uint8) if pow4["cpu"] or pow4["gpu"] else None
+        on_gpu = grp if pow4["gpu"] else np.uint8(0)
+        on_cpu = (grp if pow4["cpu"] else np.uint8(0)) + np.uint8(GROUP_IDS)
+        key = np.where(cpu, on_cpu, on_gpu).astype(np.uint8, copy=False)
+        order = np.argsort(key, kind="stable")
+        at = np.searchsorted(key[order], np.arange(K + 1))
+        ls = lens[order].astype(np.int64)
+        c1 = np.concatenate(([0], np.cumsum(ls)))
+        lf = ls.astype(np.float64)
+        c2 = np.concatenate(([0.0], np.cumsum(lf * lf)))
+        return order, at, c1[at[1:]] - c1[at[:-1]], c2[at[1:]] - c2[at[:-1]]
+    size = max(1 << 16, -(-n // (4 * n_workers(None))))
+    cuts = spans(n, size)
+    parts = chunked(sort_chunk, n, size)
+    counts = np.array([np.diff(p[1]) for p in parts], dtype=np.int64).reshape(-1, K)
+    total = counts.sum(axis=0)
+    bounds = np.concatenate(([0], np.cumsum(total)))
+    offsets = bounds[:-1][None, :] + np.cumsum(counts, axis=0) - counts
+    rows = np.empty(n, dtype=np.int32)
+
+    def place(c: int) -> None:
+        order, at = parts[c][0], parts[c][1]
+        for k in np.flatnonzero(counts[c]):
+            dst = rows[offsets[c, k]:offsets[c, k] + counts[c, k]]
+            np.add(order[at[k]:at[k + 1]], cuts[c][0], out=dst, casting="unsafe")
+    chunked(lambda a, b: [place(c) for c in range(a, b)], len(parts), 1)
+    nnz = sum((p[2] for p in parts), np.zeros(K, dtype=np.int64))
+    squares = sum((p[3] for p in parts), np.zeros(K))
+    return rows, bounds, nnz, squares
+
+
+def _group(role: str, rows: np.ndarray, grp: int | None, grouping: str, nnz: int,
+           limits: dict | None) -> Group:
+    """The launch of bucket ``grp`` (§4.1's length group; None: the share's one launch)."""
+    if grp is None:
+        mapping = ("ell" if grouping == "ell" and role == "gpu" else
+                   "stream" if grouping == "adaptive" else "item")
+        return Group(rows=rows, mapping=mapping, lo=0, hi=None, nnz=nnz)
+    lo = 0 if grp == 0 else 4 ** (grp - 1)
+    hi = 1 if grp == 0 else 4 ** grp
+    mapping = mapping_for(role, lo, hi, limits)
+    return Group(rows=rows, mapping=mapping, lo=lo, hi=hi, nnz=nnz,
+                 lanes=team_lanes(lo) if mapping == "team" else None)
+
+
+def _make(method: str, threshold, grouping: str, lengths: np.ndarray, to_cpu, limits,
+          t0: float, ids: np.ndarray | None = None) -> Plan:
+    """A plan whose CPU runs the rows ``to_cpu`` (bool array, or a bool for all or none),
+    each share grouped as ``grouping`` says, with Table 3's statistics; with ``ids``
+    (int, shape (k,)), a plan of those rows alone, ``to_cpu`` then saying it of each."""
+    if grouping not in GROUPINGS:
         raise ValueError(f"unknown grouping {grouping!r} (use {', '.join(GROUPINGS)})")
-    lens = take(lengths, rows)
-    gid = np.empty(rows.size, np.uint8)  # < 32 groups: a radix sort below
-    chunked(lambda a, b: np.copyto(gid[a:b], length_group(lens[a:b]), casting="unsafe"),
-            rows.size)
-    order = np.argsort(gid, kind="stable")
-    gid_sorted = gid[order]
-    bounds = np.flatnonzero(np.diff(gid_sorted)) + 1
-    out = []
-    for idx in np.split(order, bounds):
-        i = int(gid[idx[0]])
-        lo = 0 if i == 0 else 4 ** (i - 1)
-        hi = 1 if i == 0 else 4 ** i
-        mapping = mapping_for(role, lo, hi, limits)
-        out.append(Group(rows=take(rows, idx), mapping=mapping, lo=lo, hi=hi,
-                         nnz=int(take(lens, idx).sum(dtype=np.int64)),
-                         lanes=team_lanes(lo) if mapping == "team" else None))
-    return out
-
-
-def _make(method: str, threshold, grouping: str, lengths: np.ndarray, cpu_rows, gpu_rows,
-          limits, t0: float) -> Plan:
-    shares = {"cpu": Share("cpu", _groups_for("cpu", cpu_rows, lengths, grouping, limits)),
-              "gpu": Share("gpu", _groups_for("gpu", gpu_rows, lengths, grouping, limits))}
+    lengths = np.asarray(lengths)
+    pow4 = {"gpu": grouping == "pow4", "cpu": grouping in ("pow4", "ell")}
+    rows, bounds, nnz, squares = _bucketed(lengths if ids is None else lengths[ids], to_cpu,
+                                           pow4)
+    if ids is not None:
+        rows = ids[rows].astype(np.int32)
+    shares, moments = {}, {}
+    for r, role in enumerate(("gpu", "cpu")):
+        ks = range(r * GROUP_IDS, (r + 1) * GROUP_IDS)
+        groups = [_group(role, rows[bounds[k]:bounds[k + 1]],
+                         k - r * GROUP_IDS if pow4[role] else None, grouping, int(nnz[k]),
+                         limits) for k in ks if bounds[k + 1] > bounds[k]]
+        shares[role] = Share(role, groups)
+        shares[role].keep_rows(rows[bounds[ks[0]]:bounds[ks[-1] + 1]])
+        moments[role] = (int(bounds[ks[-1] + 1] - bounds[ks[0]]), int(nnz[ks[0]:ks[-1] + 1].sum()),
+                         float(squares[ks[0]:ks[-1] + 1].sum()))
+    whole = nnz.sum() if ids is None else lengths.sum(dtype=np.int64)
     plan = Plan(method=method, threshold=threshold, grouping=grouping, n=int(lengths.size),
-                nnz=int(lengths.sum(dtype=np.int64)), shares=shares)
-    plan.compute_stats(lengths)
+                nnz=int(whole), shares={"cpu": shares["cpu"], "gpu": shares["gpu"]})
+    plan.compute_stats(lengths, moments if ids is None else None)
     plan.seconds = time.perf_counter() - t0
     return plan
 
@@ -317,9 +412,7 @@ def fine_grained(row_lengths: np.ndarray, threshold: int, *, grouping: str = "no
     if threshold < 0:
         raise ValueError(f"T_f must be >= 0, not {threshold}")
     lengths = np.asarray(row_lengths)
-    to_cpu = lengths > threshold
-    return _make("fine", int(threshold), grouping, lengths, np.flatnonzero(to_cpu),
-                 np.flatnonzero(~to_cpu), limits, t0)
+    return _make("fine", int(threshold), grouping, lengths, lengths > threshold, limits, t0)
 
 
 def coarse_grained(row_lengths: np.ndarray, cpu_rows: int, *, grouping: str = "none",
@@ -329,8 +422,7 @@ def coarse_grained(row_lengths: np.ndarray, cpu_rows: int, *, grouping: str = "n
     lengths = np.asarray(row_lengths)
     n = lengths.size
     t_c = int(min(max(cpu_rows, 0), n))
-    return _make("coarse", t_c, grouping, lengths, np.arange(t_c), np.arange(t_c, n),
-                 limits, t0)
+    return _make("coarse", t_c, grouping, lengths, np.arange(n) < t_c, limits, t0)
 
 
 def single_device(row_lengths: np.ndarray, role: str, *, grouping: str = "none",
@@ -339,12 +431,7 @@ def single_device(row_lengths: np.ndarray, role: str, *, grouping: str = "none",
     t0 = time.perf_counter()
     if role not in ("cpu", "gpu"):
         raise ValueError(f"role must be 'cpu' or 'gpu', not {role!r}")
-    lengths = np.asarray(row_lengths)
-    allrows = np.arange(lengths.size)
-    none = np.zeros(0, dtype=np.int64)
-    cpu, gpu = (allrows, none) if role == "cpu" else (none, allrows)
-    plan = _make("single", None, grouping, lengths, cpu, gpu, limits, t0)
-    return plan
+    return _make("single", None, grouping, np.asarray(row_lengths), role == "cpu", limits, t0)
 
 
 def subset_plan(row_lengths: np.ndarray, rows, role: str | None = None, *,
@@ -360,7 +447,9 @@ def subset_plan(row_lengths: np.ndarray, rows, role: str | None = None, *,
     else:
         rows = np.asarray(rows, dtype=np.int64)
         cpu, gpu = (rows, none) if role == "cpu" else (none, rows)
-    return _make("sample", None, grouping, lengths, cpu, gpu, None, t0)
+    ids = np.concatenate([gpu, cpu])
+    return _make("sample", None, grouping, lengths, np.arange(ids.size) >= gpu.size, None, t0,
+                 ids=ids)
 
 
 def dynamic(row_lengths: np.ndarray, chunks: int = 32) -> Plan:

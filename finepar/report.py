@@ -161,6 +161,11 @@ class RunReport(Stamped):
                              f"prediction; T_f {fix['threshold_before']} "
                              f"({fix['grouping_before']}) -> {tr['threshold']} "
                              f"({tr['grouping']})")
+            elif (fix.get("rebuild") or {}).get("done") is False:
+                rb = fix["rebuild"]
+                lines.append(f"             kept: the corrected split (T_f {rb['threshold']}) "
+                             f"would save {rb['saving_seconds']:.3f} s over {rb['steps']:.0f} "
+                             f"steps; building it again costs {rb['cost_seconds']:.3f} s")
         if self.cache:
             c = self.cache
             what = "reused the prepared plan" if c.get("hit") else "prepared and stored"
@@ -176,8 +181,14 @@ class RunReport(Stamped):
         lines.append(
             f"             {start}load {t.get('load', 0):.3f} s, "
             f"preprocess {t.get('preprocess', 0):.3f} s, cache {t.get('cache', 0):.3f} s, "
-            f"partition {t.get('partition', 0):.4f} s, setup {t.get('setup', 0):.3f} s, "
-            f"warm-up {t.get('warmup', 0):.3f} s, results to the host {t.get('collect', 0):.3f} s")
+            f"partition {t.get('partition', 0):.4f} s, "
+            + "".join(f"{label} {t[k]:.3f} s, " for k, label in
+                      (("tune", "tuning"), ("throttle", "throttling"),
+                       ("correct", "measured correction"), ("store", "cache store"))
+                      if t.get(k))
+            + f"setup {t.get('setup', 0):.3f} s, warm-up {t.get('warmup', 0):.3f} s, "
+            f"results to the host {t.get('collect', 0):.3f} s"
+            + (f", answer written {t['answer']:.3f} s" if "answer" in t else ""))
         thr = self.throughput
         if "teps" in thr:
             lines.append(f"  rate       {thr['teps'] / 1e9:.4f} GTEPS")

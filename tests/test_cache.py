@@ -191,6 +191,34 @@ def test_second_run_reuses_the_plan_without_tuning(tmp_path, monkeypatch, pairs)
     np.testing.assert_allclose(vals, first_vals, atol=1e-6)
 
 
+def test_a_new_shape_misses_without_hashing_and_equal_shapes_never_share(tmp_path,
+                                                                           monkeypatch, pairs):
+    """A run whose input shape no entry has knows it misses before hashing: the input is
+    hashed on a thread while the run prepares and the entry stored under the full key. An
+    input of the same shape and other content is hashed first, misses, and gets its own
+    entry: an entry is never used for another input of the same shape."""
+    g = generated_graph(12, 3)
+    other = g.permuted(np.random.default_rng(1).permutation(g.n))
+    assert other.n == g.n and other.nnz == g.nnz
+    calls = []
+    real = prepcache.input_digest
+    monkeypatch.setattr(prepcache, "input_digest",
+                        lambda graph, root=None: calls.append(graph) or real(graph, root))
+    *_, r1 = api.bfs(g, pair=pairs["shared"], cache=tmp_path, root=0)
+    cache = PrepCache(tmp_path)
+    assert r1.cache["hit"] is False and "miss (no entry for an input of this shape)" in \
+        r1.cache["events"]
+    assert len(calls) == 1 and len(cache.entries()) == 1  # hashed once, on the thread
+    *_, r2 = api.bfs(g, pair=pairs["shared"], cache=tmp_path, root=0)
+    assert r2.cache["hit"] is True
+    levels, _, r3 = api.bfs(other, pair=pairs["shared"], cache=tmp_path, root=0)
+    assert r3.cache["hit"] is False and "miss" in r3.cache["events"]
+    assert len(cache.entries()) == 2 and r3.cache["key"] != r1.cache["key"]
+    assert r3.cache["key"][:16] == r1.cache["key"][:16]  # one shape, one prefix
+    from finepar import reference
+    np.testing.assert_array_equal(levels, reference.bfs_levels(other, 0))
+
+
 def test_throttled_run_reuses_partitions_and_the_measured_cover(tmp_path, pairs):
     g = shared_graph("wiki-Vote.txt")
     kw = dict(pair=pairs["split"], devices="gpu", schedule="sj", cache_bytes=4096,

@@ -89,6 +89,33 @@ def test_plans_partition_every_row_once():
     assert np.array_equal(coarse.shares["cpu"].rows, np.arange(100))
 
 
+def test_plans_of_many_chunks_match_a_plain_sort(monkeypatch):
+    """The counting sort that places rows in their groups runs chunk by chunk on threads:
+    over many chunks every group holds exactly the rows a plain numpy sort gives, in
+    ascending order, with its nnz, and Table 3's variances equal numpy's."""
+    from finepar import parallel
+    monkeypatch.setattr(parallel, "n_workers", lambda workers=None: 8)
+    rng = np.random.default_rng(3)
+    lengths = rng.zipf(1.6, 400_000).clip(0, 1 << 20).astype(np.int32)
+    lengths[rng.integers(0, lengths.size, 5000)] = 0
+    for grouping in ("pow4", "adaptive", "ell", "none"):
+        plan = partition.fine_grained(lengths, 40, grouping=grouping)
+        for role, want in (("cpu", lengths > 40), ("gpu", lengths <= 40)):
+            share = plan.shares[role]
+            got = np.sort(share.rows)
+            np.testing.assert_array_equal(got, np.flatnonzero(want))
+            np.testing.assert_array_equal(np.concatenate([g.rows for g in share.groups]),
+                                          share.rows)
+            for gr in share.groups:
+                assert np.all(np.diff(gr.rows) > 0) and gr.nnz == lengths[gr.rows].sum()
+            var = plan.stats[f"{role}_variance"]
+            assert var == pytest.approx(np.var(lengths[want].astype(np.float64)), rel=1e-9)
+        assert plan.stats["matrix_variance"] == pytest.approx(np.var(lengths.astype(float)),
+                                                              rel=1e-9)
+    sample = partition.subset_plan(lengths, {"cpu": np.array([7, 3]), "gpu": np.array([9, 1])})
+    assert sorted(sample.shares["cpu"].rows) == [3, 7] and sample.nnz == lengths.sum()
+
+
 def test_hill_climbing_finds_the_local_optimum():
     f = lambda t: {"T_f": t, "t": (t - 500) ** 2}  # noqa: E731
     best, traj = tuner.hill_climb(f, 100, step=64, lo=0, hi=2000)
@@ -431,24 +458,60 @@ def test_measured_scale_corrects_only_one_device_off():
     assert r == pytest.approx({"cpu": 9.0, "gpu": 1.0})  # the GPU's empty rows: no ratio
 
 
-def test_a_split_the_model_mispredicts_is_tuned_again(pairs, rng):
-    """A model that thinks the CPU 100x faster than it is gives the CPU most rows; one
-    measured step shows the CPU off by far more than the GPU, and the split is tuned again
-    with the CPU's predictions rescaled: fewer rows on the CPU, the same answer."""
-    from finepar import api, reference
-    pair = pairs["split"]
+def _fast_cpu_model(pair, rng):
+    """A model that thinks the CPU 100x faster than it is."""
     recs = _synthetic_records(rng, 30)
     for r in recs:
         if r["role"] == "cpu":
             r["throughput"] *= 100
     devs = {"cpu": pair.selection.cpu.key, "gpu": pair.selection.gpu.key}
-    model = perfmodel.fit_platform(recs, platform="fast-cpu", devices=devs, emulated=True,
-                                   transfer=perfmodel.TransferModel(1e-5, 1e9))
+    return perfmodel.fit_platform(recs, platform="fast-cpu", devices=devs, emulated=True,
+                                  transfer=perfmodel.TransferModel(1e-5, 1e9))
+
+
+def test_a_split_the_model_mispredicts_is_tuned_again(pairs, rng):
+    """A model that thinks the CPU 100x faster than it is gives the CPU most rows; one
+    measured step shows the CPU off by far more than the GPU, and for a long run the split
+    is tuned again with the CPU's predictions rescaled: fewer rows on the CPU, the same
+    answer."""
+    from finepar import api, reference
+    from finepar.throttle.plan import ThrottleOptions
+    pair = pairs["split"]
+    model = _fast_cpu_model(pair, rng)
     g = shared_graph("soc-Slashdot0902.txt.gz") if SHARED_GRAPHS else generated_graph(13, 3)
     x = np.random.default_rng(5).uniform(-1, 1, g.n).astype(np.float32)
-    y, rep = api.spmv(g, x, pair=pair, model=model, warmup=False)
-    fix = rep.tuning["correction"]
+    wl = api.Workload("spmv", g)
+    *_, eng, _, tuning = wl.prepare(pair, throttle=ThrottleOptions(), threshold=None,
+                                    devices="both", grouping="auto", model=model, step=64,
+                                    calibrate=None, steps=1e9)
+    fix = tuning["correction"]
     assert fix["scale"]["cpu"] > tuner.CORRECTION_RATIO * fix["scale"]["gpu"]
-    assert fix["threshold_before"] < rep.tuning["threshold"] == rep.plan["threshold"]
-    assert "corrected:" in rep.text()
-    np.testing.assert_allclose(y, reference.spmv(g, x), rtol=1e-4, atol=1e-4)
+    assert fix["rebuild"]["done"] and fix["rebuild"]["saving_seconds"] > fix["rebuild"]["cost_seconds"]
+    assert fix["threshold_before"] < tuning["threshold"] == eng.plan.threshold
+    res, _ = wl.run(engine=eng, x=x, warmup=False)
+    np.testing.assert_allclose(res.values, reference.spmv(g, x), rtol=1e-4, atol=1e-4)
+
+
+def test_a_short_run_keeps_the_measured_split(pairs, rng):
+    """The same misprediction in a run too short to pay for a second engine: the split
+    stays, the answer is right, and the report says what was weighed."""
+    from finepar import api, reference
+    from finepar.throttle.plan import ThrottleOptions
+    pair = pairs["split"]
+    model = _fast_cpu_model(pair, rng)
+    g = shared_graph("soc-Slashdot0902.txt.gz") if SHARED_GRAPHS else generated_graph(13, 3)
+    x = np.random.default_rng(5).uniform(-1, 1, g.n).astype(np.float32)
+    wl = api.Workload("spmv", g)
+    *_, eng, _, tuning = wl.prepare(pair, throttle=ThrottleOptions(), threshold=None,
+                                    devices="both", grouping="auto", model=model, step=64,
+                                    calibrate=None, steps=1e-9)
+    fix = tuning["correction"]
+    assert fix["scale"]["cpu"] > tuner.CORRECTION_RATIO * fix["scale"]["gpu"]
+    assert fix["rebuild"]["done"] is False and fix["rebuild"]["threshold"] > tuning["threshold"]
+    assert "threshold_before" not in fix and eng.plan.threshold == tuning["threshold"]
+    params = wl.app.check_params(g, {"x": x})
+    res, rep = wl._execute(eng, params, False, 0.0, "tuner", tuning)
+    assert "kept: the corrected split" in rep.text()
+    np.testing.assert_allclose(res.values, reference.spmv(g, x), rtol=1e-4, atol=1e-4)
+
+

@@ -534,7 +534,9 @@ class Engine:
         small = min(("cpu", "gpu"), key=lambda r: self.plan.shares[r].nrows)
         big = "gpu" if small == "cpu" else "cpu"
         rows = self.plan.shares[small].rows
-        if rows.size:
+        if rows.size and self.pair.side(small).host_memory:
+            self._read_mapped(out, name, small, big, rows)
+        elif rows.size:
             side = self.pair.side(small)
             pk = self._read_pack.get((small, dtype.str))
             if pk is None:
@@ -556,6 +558,23 @@ class Engine:
             read_staged(self.pair.side(big), out, self.buffer(name, big))
             self.host_syncs += 1
         return out
+
+    def _read_mapped(self, out: np.ndarray, name: str, small: str, big: str,
+                     rows: np.ndarray) -> None:
+        """:meth:`read` where the side owning fewer rows keeps its buffers in host memory
+        (a CPU): the whole copy from the other side, then those rows taken from the mapped
+        buffer, with no gather kernel to build."""
+        mod = cl()
+        side = self.pair.side(small)
+        mapped, _ = mod.enqueue_map_buffer(side.queue, self.buffer(name, small),
+                                           mod.map_flags.READ, 0, out.shape, out.dtype,
+                                           is_blocking=True)
+        try:
+            read_staged(self.pair.side(big), out, self.buffer(name, big))
+            out[rows] = mapped[rows]
+        finally:
+            mapped.base.release(side.queue)
+        self.host_syncs += 2
 
     # ---------------------------------------------------------------- row operations
     def op(self, name: str | None = None) -> RowOp:

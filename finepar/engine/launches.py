@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..graph import Graph, RowEntries, row_positions
-from ..parallel import chunked
+from ..parallel import chunked, copy_spans, cumsum_into
 
 # ----------------------------------------------------------------------------- arguments
 
@@ -370,7 +370,7 @@ def lower_groups(matrix: Graph, role: str, groups: list, *, compact: bool) -> Sh
     low = ShareLowering(role=role, rows=rows, compact=compact, seg_row=rows, launches=launches,
                         grouping="pow4" if len(groups) > 1 else "none")
     if compact:
-        lengths = np.diff(matrix.indptr)[rows].astype(np.int64)
+        lengths = matrix.lengths_of(rows)
         low.seg_ptr = np.zeros(rows.size + 1, dtype=np.int64)
         np.cumsum(lengths, out=low.seg_ptr[1:])
         low.entries = RowEntries.of_rows(matrix.indptr, rows)
@@ -402,21 +402,28 @@ def cut_rows(rows: np.ndarray, lengths: np.ndarray, split: int):
     """
     lengths = np.asarray(lengths, dtype=np.int64)
     rows = np.asarray(rows, dtype=np.int32)
-    pieces = np.maximum(1, -(-lengths // split))
-    is_cut = pieces > 1
-    cut = np.flatnonzero(is_cut)
+    cut = np.concatenate([np.zeros(0, dtype=np.int64)] + chunked(
+        lambda lo, hi: np.flatnonzero(lengths[lo:hi] > split) + lo, lengths.size))
     if not cut.size:
         return rows, lengths, None, np.zeros(0, np.int32), np.zeros(1, np.int32)
-    first_seg = np.cumsum(pieces) - pieces  # a row's first segment
-    seg_row = np.repeat(rows, pieces)
-    seg_len = np.repeat(lengths, pieces)  # right for every row that is not cut
-    idx = _ranges(first_seg[cut], pieces[cut])  # the cut rows' segments
-    within = idx - np.repeat(first_seg[cut], pieces[cut])
-    seg_len[idx] = np.minimum(np.repeat(lengths[cut], pieces[cut]) - within * split, split)
-    seg_slot = np.full(seg_row.size, -1, dtype=np.int32)
+    pieces = -(-lengths[cut] // split)  # segments of each cut row
+    extra = np.concatenate(([0], np.cumsum(pieces - 1)))  # segments added before each
+    first_seg = cut + extra[:-1]  # a cut row's first segment
+    size = rows.size + int(extra[-1])
+    seg_row = np.empty(size, dtype=np.int32)
+    seg_len = np.empty(size, dtype=np.int64)
+    # every stretch of rows up to and with a cut row moves back by the segments before it
+    src = np.concatenate(([0], cut + 1, [rows.size]))
+    copy_spans([(dst[a + sh:b + sh], whole[a:b]) for a, b, sh in zip(src[:-1], src[1:], extra)
+                for dst, whole in ((seg_row, rows), (seg_len, lengths)) if b > a])
+    idx = _ranges(first_seg, pieces)  # the cut rows' segments
+    within = idx - np.repeat(first_seg, pieces)
+    seg_row[idx] = np.repeat(rows[cut], pieces)
+    seg_len[idx] = np.minimum(np.repeat(lengths[cut], pieces) - within * split, split)
+    seg_slot = np.full(size, -1, dtype=np.int32)
     seg_slot[idx] = np.arange(idx.size, dtype=np.int32)
     slot_ptr = np.zeros(cut.size + 1, dtype=np.int32)
-    np.cumsum(pieces[cut], out=slot_ptr[1:])
+    np.cumsum(pieces, out=slot_ptr[1:])
     return seg_row, seg_len, seg_slot, rows[cut], slot_ptr
 
 
@@ -466,7 +473,7 @@ def pack_blocks(seg_len: np.ndarray, block_nnz: int, max_segments: int,
 
 
 #: Segments packed into blocks by one thread (a block starts where each such piece does).
-PACK_SEGMENTS = 1 << 21
+PACK_SEGMENTS = 1 << 20
 
 
 def _block_starts(seg_len: np.ndarray, half: int, max_segments: int,
@@ -520,10 +527,10 @@ def lower_adaptive(matrix: Graph, role: str, rows: np.ndarray, *, block_nnz: int
     """
     rows = np.asarray(rows, dtype=np.int32)
     split = int(split or 8 * block_nnz)
-    lengths = np.diff(matrix.indptr)[rows].astype(np.int64)
+    lengths = matrix.lengths_of(rows)
     seg_row, seg_len, seg_slot, apply_rows, slot_ptr = cut_rows(rows, lengths, split)
     seg_ptr = np.zeros(seg_row.size + 1, dtype=np.int64)
-    np.cumsum(seg_len, out=seg_ptr[1:])
+    cumsum_into(seg_len, seg_ptr[1:])
     blk_ptr = pack_blocks(seg_len, block_nnz, max_segments)
     nnz = int(seg_ptr[-1])
     launches = [LaunchSpec("stream", 0, int(blk_ptr.size - 1), nnz=nnz,
@@ -601,7 +608,7 @@ def _partition_entries(matrix: Graph, rows: np.ndarray, part) -> RowEntries:
     if part.order is not None:
         share = RowEntries.of_rows(matrix.indptr, rows).positions()
         return RowEntries.of_positions(share[part.order])
-    row_len = np.diff(matrix.indptr)[rows].astype(np.int64)
+    row_len = matrix.lengths_of(rows)
     share_start = np.cumsum(row_len) - row_len
     first = (np.asarray(matrix.indptr)[rows[part.seg_row]].astype(np.int64)
              + part.seg_start - share_start[part.seg_row])
@@ -701,7 +708,7 @@ def lower_ell(matrix: Graph, role: str, rows: np.ndarray, *, with_data: bool) ->
         If padding would store more than :data:`ELL_MAX_PADDING` slots per entry.
     """
     rows = np.asarray(rows, dtype=np.int32)
-    lengths = np.diff(matrix.indptr)[rows].astype(np.int64)
+    lengths = matrix.lengths_of(rows)
     R, width = int(rows.size), int(lengths.max(initial=0))
     nnz = int(lengths.sum())
     if R * width > ELL_MAX_PADDING * max(nnz, 1):

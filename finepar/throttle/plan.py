@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import UsageError
 from ..graph import Graph, RowEntries
-from ..parallel import chunked
+from ..parallel import ascending, chunked
 from .dbwp import BISECTIONS, Partitioning, capacity_from_cache, dbwp, grid_partitioning
 
 #: Schedules a run may ask for: none, the paper's four, or auto.
@@ -130,7 +130,7 @@ class ThrottleSpec:
 def share_csr(matrix: Graph, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The compact CSR (``indptr`` int64, ``indices`` int32) of ``rows`` of ``matrix``."""
     rows = np.asarray(rows, dtype=np.int64)
-    lengths = np.diff(matrix.indptr)[rows].astype(np.int64)
+    lengths = matrix.lengths_of(rows)
     indptr = np.zeros(rows.size + 1, dtype=np.int64)
     np.cumsum(lengths, out=indptr[1:])
     return indptr, RowEntries.of_rows(matrix.indptr, rows).take(matrix.indices)
@@ -208,7 +208,7 @@ def auto_decision(matrix: Graph, rows: np.ndarray, nnz: int, share_indices, capa
         ws, saving = -2, 0.0
     elif saving > cost and cost <= options.max_partition_seconds:
         seen = columns_seen(matrix, rows, share_indices)
-        ws = int(np.count_nonzero(seen)) + int(np.count_nonzero(np.diff(matrix.indptr)[rows]))
+        ws = int(np.count_nonzero(seen)) + int(np.count_nonzero(matrix.lengths_of(rows)))
         saving = steps * step * predicted_gain(ws, capacity)
     ok = saving > cost and cost <= options.max_partition_seconds
     return {"throttle": bool(ok), "working_set": ws, "capacity": int(capacity),
@@ -247,7 +247,7 @@ def throttle_share(matrix: Graph, rows: np.ndarray, options: ThrottleOptions,
         whose working set fits the cache saves nothing).
     """
     options.check()
-    rows = np.sort(np.asarray(rows, dtype=np.int64))
+    rows = ascending(np.asarray(rows, dtype=np.int64))
     if options.schedule == "none" or rows.size == 0:
         return None
     t0 = time.perf_counter()
@@ -256,7 +256,7 @@ def throttle_share(matrix: Graph, rows: np.ndarray, options: ThrottleOptions,
     share = functools.cache(lambda: share_csr(matrix, rows))  # built once, where needed
     schedule = options.schedule
     if schedule == "auto":
-        nnz = int(np.diff(matrix.indptr)[rows].sum(dtype=np.int64))
+        nnz = int(matrix.lengths_of(rows).sum())
         verdict = auto_decision(matrix, rows, nnz, lambda: share()[1], capacity, options,
                                 steps, step_seconds)
         if decision is not None:
@@ -311,8 +311,8 @@ def of_whole(matrix: Graph, rows: np.ndarray, capacity: int, counter=None):
         :data:`~finepar.throttle.kdgrid.GRID_MIN_NNZ`, or a partition left empty.
     """
     from .kdgrid import GRID_MIN_NNZ
-    lengths = np.diff(matrix.indptr)[rows]
-    nnz = int(lengths.sum(dtype=np.int64))
+    lengths = matrix.lengths_of(rows)
+    nnz = int(lengths.sum())
     if (not matrix.symmetric or rows.size == matrix.n or nnz < GRID_MIN_NNZ
             or nnz < WHOLE_SHARE * matrix.nnz):
         return None
