@@ -7,6 +7,9 @@ and checked against the app's reference:
 * ``finepar-cold``: ``python -m finepar run APP FILE -o ANSWER`` with every cache empty:
   FinePar's (prepared plans and program binaries, ``$FINEPAR_CACHE_DIR``), the NVIDIA
   driver's JIT cache (``$CUDA_CACHE_PATH``) and PoCL's (``$POCL_CACHE_DIR``);
+* ``finepar-new-input``: the same command on an input FinePar has not seen: its cache
+  empty, the drivers' caches filled by an earlier run (what a user's first run on a new
+  graph costs once FinePar's kernels have been built on the machine);
 * ``finepar-warm``: the same command again, once a run has filled those caches;
 * ``cupy`` / ``scipy``: :mod:`e2e_jobs` (read the ``.npz``, build the library's CSR, run
   the loop, copy the answer back); scipy only up to ``--scipy-max-nnz``.
@@ -42,7 +45,8 @@ from finepar.errors import UsageError  # noqa: E402
 from measure import answer_problem, app_params, stats  # noqa: E402
 
 APPS = ("bfs", "cc", "pagerank", "spmv")
-SYSTEMS = ("finepar-cold", "finepar-warm", "cupy", "scipy", "finepar-before")
+SYSTEMS = ("finepar-cold", "finepar-new-input", "finepar-warm", "cupy", "scipy",
+           "finepar-before")
 SECTION = "Time to answer: from the file to the answer (e2e.py)"
 
 
@@ -70,16 +74,19 @@ _FROM_FOLDER = ("import runpy, sys; "
                 "runpy.run_module('finepar', run_name='__main__', alter_sys=True)")
 
 
-def _env(cold_dir: Path | None, code: Path = ROOT, drivers: bool = True) -> dict:
+def _env(cold_dir: Path | None, code: Path = ROOT, drivers: bool = True,
+         driver_dir: Path | None = None) -> dict:
     """A process's environment: FinePar from ``code``; with ``cold_dir``, FinePar's cache and
-    (``drivers``) NVIDIA's JIT and PoCL's kernel caches in empty folders there."""
+    (``drivers``) NVIDIA's JIT and PoCL's kernel caches in folders there (the drivers' in
+    ``driver_dir`` instead, when given)."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(code), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.pop("FINEPAR_NO_CACHE", None)
     if cold_dir is not None:
         for var, sub in (("FINEPAR_CACHE_DIR", "finepar"), ("CUDA_CACHE_PATH", "nv"),
                          ("POCL_CACHE_DIR", "pocl"))[:3 if drivers else 1]:
-            env[var] = str(cold_dir / sub)
+            env[var] = str((cold_dir if var == "FINEPAR_CACHE_DIR" or driver_dir is None
+                            else driver_dir) / sub)
     return env
 
 
@@ -125,15 +132,17 @@ def measure(system: str, app, g, path: Path, params: dict, ref, repeats: int,
         cmd = [sys.executable, str(HERE / "e2e_jobs.py"), system, app.name, str(path),
                "--out", str(answer), *extra]
         report = None
-    warm_dir = Path(tempfile.mkdtemp(dir=root)) if system == "finepar-warm" else None
+    warm_dir = (Path(tempfile.mkdtemp(dir=root))
+                if system in ("finepar-warm", "finepar-new-input") else None)
     if warm_dir is not None:  # a first run fills the caches the timed ones reuse
         one_process(cmd, _env(warm_dir, drivers=drivers), answer, report)
     runs, problem = [], ""
     for _ in range(repeats):
-        cold = (Path(tempfile.mkdtemp(dir=root)) if system in ("finepar-cold", "finepar-before")
-                else None)
-        rec = one_process(cmd, _env(cold if cold is not None else warm_dir, code, drivers),
-                          answer, report)
+        fresh = system in ("finepar-cold", "finepar-before", "finepar-new-input")
+        cold = Path(tempfile.mkdtemp(dir=root)) if fresh else None
+        env = (_env(cold, code, drivers, driver_dir=warm_dir) if cold is not None
+               else _env(warm_dir, code, drivers))
+        rec = one_process(cmd, env, answer, report)
         if rec["rc"] != 0:
             problem = rec["problem"]
             break
@@ -248,6 +257,10 @@ def targets(doc) -> list:
         cold, warm = recs.get("finepar-cold"), recs.get("finepar-warm")
         out.append(_target(f"{app} at scale 24, cold cache, all but reading the file <= "
                            f"{limit:g} s", cold, "prep_s", limit))
+        if "finepar-new-input" in recs:
+            out.append(_target(f"{app} at scale 24, cold prepared-graph cache (a new input; "
+                               f"kernels built before), all but reading the file <= "
+                               f"{limit:g} s", recs["finepar-new-input"], "prep_s", limit))
         run = (warm or {}).get("phases", {}).get("run")
         out.append(_target(f"{app} at scale 24, warm cache, all but reading the file <= 0.5 s "
                            f"+ the computation", warm, "prep_s",
