@@ -1,7 +1,8 @@
-"""``python -m finepar`` runs the command line."""
+"""``python -m finepar`` runs the command line; ``finepar run`` hands its command to a
+listening ``finepar serve`` first (:mod:`finepar.serve`)."""
 
 import sys
 
-from .cli import main
+from .serve import console
 
-sys.exit(main())
+sys.exit(console())

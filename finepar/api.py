@@ -41,11 +41,18 @@ def as_graph(graph: Any, name: str = "matrix") -> Graph:
 
 def make_pair(*, cpu: str | None = None, gpu: str | None = None, memory: str = "auto",
               config: dict | None = None) -> DevicePair:
-    """Select devices and open the pair (see :func:`finepar.runtime.select_pair`)."""
+    """Select devices and open the pair (see :func:`finepar.runtime.select_pair`); in a
+    resident process (:mod:`finepar.resident`), the pair opened for the same arguments."""
+    import json
+    from . import resident
     config = config or {}
-    sel = select_pair(cpu, gpu, config=config)
-    mode = memory if memory != "auto" else config.get("memory", "auto")
-    return DevicePair(sel, mode, launch_overrides=config.get("launch"))
+
+    def make() -> DevicePair:
+        sel = select_pair(cpu, gpu, config=config)
+        mode = memory if memory != "auto" else config.get("memory", "auto")
+        return DevicePair(sel, mode, launch_overrides=config.get("launch"))
+    key = json.dumps([cpu, gpu, memory, config], sort_keys=True, default=str)
+    return resident.kept("pair", key, make)  # a resident process opens them once
 
 
 def plan_for(matrix: Graph, *, threshold: int | None, devices: str, grouping: str) -> Plan:
@@ -180,6 +187,7 @@ class Workload:
                 grouping=grouping, model=model, step=step, calibrate=calibrate,
                 options=options, cache=cache, steps=self.app.row_steps(self.graph, params))
         run_params = params if perm is None else self.app.permute_params(params, perm)
+        warmup = warmup and not getattr(eng, "resident_hit", False)  # warm from its last run
         result, report = wl._execute(eng, run_params, warmup, load_seconds, source, tuning)
         if cache is not None:
             report.cache = wl._cache_after_run(cache, eng)
@@ -217,12 +225,15 @@ class Workload:
             content = InputDigest(self.graph, cache.root)
             if content.known or cache.holds(cache.prefix(parts)):
                 key = cache.key(parts, content.value())
+                held = self._resident(key, t0)
+                if held is not None:
+                    return held
                 entry = cache.get(key)
                 if entry is not None:
                     read = time.perf_counter() - t0  # the key and the entry's read
                     out = self._restore(entry, pair, options)
                     out[4].cache_seconds = read
-                    return out
+                    return _keep_resident(key, out)
             else:  # no entry of this shape: hashed while the run is prepared
                 cache.events.append("miss (no entry for an input of this shape)")
                 content.start()
@@ -251,7 +262,19 @@ class Workload:
             eng.cache_key = key
             steps_s["store"] = time.perf_counter() - t1
         eng.prep_steps = steps_s  # the report's tuning, throttling, correction, store
-        return wl, plan, perm, secs, eng, source, tuning
+        return _keep_resident(key, (wl, plan, perm, secs, eng, source, tuning))
+
+    def _resident(self, key: str, t0: float):
+        """:meth:`prepare`'s answer kept by a resident process for ``key`` (its engine's
+        buffers still on the devices), or None."""
+        from . import resident
+        store = resident.current()
+        held = store.get("prepared", key) if store is not None else None
+        if held is not None:
+            eng, held[1].seconds = held[4], 0.0  # nothing partitioned or set up this time
+            eng.cache_seconds, eng.setup_seconds = time.perf_counter() - t0, 0.0
+            eng.prep_steps, eng.cache_hit, eng.resident_hit = {}, True, True
+        return held
 
     def _cache_parts(self, pair: DevicePair, throttle: ThrottleOptions, how: dict) -> dict:
         """What a prepared-graph cache entry is keyed by (besides FinePar's code and the
@@ -302,7 +325,7 @@ class Workload:
         if key is not None and cover is not None and not getattr(eng.executor, "given", False):
             cache.update_meta(key, sj_cover=[int(v) for v in cover])
         return {"dir": str(cache.dir), "key": key, "hit": getattr(eng, "cache_hit", False),
-                "events": list(cache.events)}
+                "resident": getattr(eng, "resident_hit", False), "events": list(cache.events)}
 
     def _correction(self, eng: Engine, wl: "Workload", pair: DevicePair, tuning: dict,
                     how: dict, steps: float = 1.0):
@@ -461,6 +484,17 @@ def open_cache(cache: Any) -> PrepCache | None:
     return PrepCache(cache)
 
 
+def _keep_resident(key: str | None, prepared: tuple) -> tuple:
+    """``prepared`` (:meth:`Workload.prepare`'s answer), kept under its cache ``key`` by a
+    resident process."""
+    from . import resident
+    store = resident.current()
+    if store is not None and key is not None:
+        prepared[4].resident_hit = False
+        store.put("prepared", key, prepared)
+    return prepared
+
+
 def _prefixed(arrays: dict, prefix: str) -> dict:
     return {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
 
@@ -598,13 +632,26 @@ def run(app: str, graph: Any, **kw: Any) -> tuple[AppResult, RunReport]:
     FineParError
         Bad input, no device, or a kernel build failure (with its log).
     """
-    wl = graph if isinstance(graph, Workload) else Workload(app, graph)
+    wl = graph if isinstance(graph, Workload) else _workload(app, graph)
     if wl.name != app:
         raise FineParError(f"workload is for {wl.name}, not {app}")
     keys = ("schedule", "bisect", "remap", "cache_bytes")
     if any(k in kw for k in keys):
         kw["throttle"] = ThrottleOptions(**{k: kw.pop(k) for k in keys if k in kw})
     return wl.run(**kw)
+
+
+def _workload(app: str, graph: Any) -> Workload:
+    """``Workload(app, graph)``; in a resident process the one made before for this graph
+    object and app (its matrix built once)."""
+    from . import resident
+    store = resident.current()
+    if store is None:
+        return Workload(app, graph)
+    held = store.get("workload", (id(graph), app))
+    if held is None or held.graph is not graph:
+        held = store.put("workload", (id(graph), app), Workload(app, graph))
+    return held
 
 
 def spmv(graph: Any, x: np.ndarray | None = None, **kw: Any):
@@ -689,11 +736,29 @@ def load_graph(spec: str, *, drop_zeros: bool = False, check_size=None,
         (:meth:`~finepar.prepcache.PrepCache.generated`). None or False: nothing is
         remembered.
 
+    In a resident process (:mod:`finepar.resident`) the graph read before from the
+    unchanged file (or generated from the same spec) is returned.
+
     Raises
     ------
     InputError
         Bad file or spec.
     """
+    from . import resident
+    if resident.current() is not None:  # the graph read before, while its file is unchanged
+        key = (("spec", spec) if spec.startswith("graph500:")
+               else resident.file_key(spec, drop_zeros, memory_limit))
+        g = resident.kept("graph", key, lambda: _load_graph(
+            spec, drop_zeros=drop_zeros, check_size=check_size, memory_limit=memory_limit,
+            cache=cache))
+        if check_size is not None:
+            check_size(g.n, g.nnz)
+        return g
+    return _load_graph(spec, drop_zeros=drop_zeros, check_size=check_size,
+                       memory_limit=memory_limit, cache=cache)
+
+
+def _load_graph(spec: str, *, drop_zeros: bool, check_size, memory_limit, cache) -> Graph:
     from .errors import InputError
     from .io import load
     if spec.startswith("graph500:"):

@@ -365,16 +365,31 @@ def cmd_run(args) -> int:
 
 
 def _process_seconds() -> float | None:
-    """Seconds since this process started (Linux's /proc; None elsewhere): the interpreter's
-    start and the imports before a command begins."""
-    try:
-        with open("/proc/self/stat", encoding="ascii") as f:
-            started = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22: clock ticks
-        with open("/proc/uptime", encoding="ascii") as f:
-            uptime = float(f.read().split()[0])
-        return max(uptime - started / os.sysconf("SC_CLK_TCK"), 0.0)
-    except (OSError, ValueError, IndexError):
-        return None
+    """Seconds from the start of the process that asked for this run to now: this
+    process's age, or in ``finepar serve`` the client's age when it sent the command."""
+    from . import resident
+    from .serve import process_seconds
+    store = resident.current()
+    if store is not None:
+        return store.start_seconds
+    return process_seconds()
+
+
+def cmd_serve(args) -> int:
+    """``finepar serve``: run clients' commands, keeping what they prepare."""
+    from .serve import serve, socket_path, stop
+    path = args.socket or socket_path()
+    if args.stop:
+        if not stop(path):
+            raise UsageError(f"no FinePar server listens on {path}")
+        print(f"stopped the FinePar server on {path}")
+        return 0
+    if args.idle_timeout < 0:
+        raise UsageError(f"--idle-timeout must be >= 0 seconds, not {args.idle_timeout:g}")
+    return serve(path, idle_timeout=args.idle_timeout, keep=args.keep,
+                 ready=lambda p: print(f"finepar serve: listening on {p} (idle timeout "
+                                       f"{args.idle_timeout:g} s; 'finepar serve --stop' "
+                                       f"stops it)", flush=True))
 
 
 def finish_run(args, result, report, ids) -> int:
@@ -734,8 +749,31 @@ def build_parser() -> argparse.ArgumentParser:
         o.add_argument("--no-cache", action="store_true",
                        help="neither reuse nor store the prepared plan (the prepared-graph "
                             "cache: 'finepar cache list')")
+        o.add_argument("--no-server", action="store_true",
+                       help="run in this process even while 'finepar serve' listens")
         add_distributed_options(ra)
         ra.set_defaults(func=cmd_run)
+
+    sv = sub.add_parser("serve", help="stay up and run 'finepar run' commands, keeping "
+                                      "devices, graphs and engines between them",
+                        description="Listen on a socket and run the 'finepar run' commands "
+                                    "of this user, one at a time, keeping the device pair, "
+                                    "the graphs read and their prepared engines (buffers on "
+                                    "the devices) between runs: a rerun on the same input "
+                                    "skips opening the devices, reading the file and the "
+                                    "uploads. While it listens, 'finepar run' hands its "
+                                    "command to it (--no-server, or FINEPAR_NO_SERVER=1, "
+                                    "runs in the caller's process).")
+    sv.add_argument("--socket", default=None, metavar="PATH",
+                    help="the socket (default: $FINEPAR_SERVER_SOCKET, else finepar-UID.sock "
+                         "in $XDG_RUNTIME_DIR or the temporary directory)")
+    sv.add_argument("--idle-timeout", type=float, default=3600.0, metavar="SECONDS",
+                    help="stop after this long without a command (3600; 0: never)")
+    sv.add_argument("--keep", type=_POSITIVE, default=4, metavar="N",
+                    help="graphs and prepared engines kept at most, each (4; the least "
+                         "recently used go first)")
+    sv.add_argument("--stop", action="store_true", help="stop the server that listens")
+    sv.set_defaults(func=cmd_serve)
 
     gen = sub.add_parser("generate", help="write a Graph500 Kronecker graph",
                          description="Generate a Graph500 Kronecker graph (2^SCALE vertices, "

@@ -1,0 +1,279 @@
+"""``finepar serve``: a FinePar process that stays up between runs, and the client in
+``finepar run`` that hands its command to it.
+
+While a server listens on its socket, ``finepar run`` sends it the command line, the
+working directory and its environment's FinePar, OpenCL and CUDA variables, and prints
+what comes back. The server runs the command as ``finepar run`` would, in the client's
+directory, with the device pair, the graphs, the apps' matrices and the prepared engines
+of earlier runs kept (:mod:`finepar.resident`): a rerun on the same input skips opening
+the devices, reading the file and uploading it. Anything else (another command, other
+variables, ``--no-server``, ``$FINEPAR_NO_SERVER``, no server, one that stops mid-run)
+runs in the client's own process, as without a server.
+
+The socket (``$FINEPAR_SERVER_SOCKET``, else ``finepar-UID.sock`` in
+``$XDG_RUNTIME_DIR`` or the temporary directory) is the user's alone (mode 0600). One
+command runs at a time: the GPU is one device, and a second client waits its turn.
+
+This module is imported by every ``finepar`` command before anything else, so it uses
+the standard library alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import tempfile
+
+SOCKET_ENV = "FINEPAR_SERVER_SOCKET"
+NO_SERVER_ENV = "FINEPAR_NO_SERVER"
+#: Environment variables that change what a run does: a server serves a client only when
+#: its own are the same (an MPI launcher's, so a rank of ``mpiexec`` never hands its
+#: command over).
+ENV_PREFIXES = ("FINEPAR_", "POCL_", "CUDA_", "OCL_", "PYOPENCL_", "PMI_", "OMPI_", "MV2_")
+#: Default seconds a server waits for a command before it stops.
+IDLE_TIMEOUT = 3600.0
+
+
+def socket_path() -> str:
+    """Where the server listens: ``$FINEPAR_SERVER_SOCKET``, else ``finepar-UID.sock`` in
+    ``$XDG_RUNTIME_DIR`` or the temporary directory."""
+    env = os.environ.get(SOCKET_ENV)
+    if env:
+        return env
+    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    return os.path.join(base, f"finepar-{os.getuid()}.sock")
+
+
+def run_env() -> dict:
+    """The variables that change what a run does (:data:`ENV_PREFIXES`), the server's
+    own excepted."""
+    return {k: v for k, v in os.environ.items()
+            if k.startswith(ENV_PREFIXES) and k not in (SOCKET_ENV, NO_SERVER_ENV)}
+
+
+def process_seconds() -> float | None:
+    """Seconds since this process started (Linux's /proc; None elsewhere): the
+    interpreter's start and the imports before a command begins."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as f:
+            started = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22: clock ticks
+        with open("/proc/uptime", encoding="ascii") as f:
+            uptime = float(f.read().split()[0])
+        return max(uptime - started / os.sysconf("SC_CLK_TCK"), 0.0)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _connect(path: str, timeout: float | None = None) -> socket.socket | None:
+    if not os.path.exists(path):
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(path)
+    except OSError:
+        sock.close()
+        return None
+    sock.settimeout(None)
+    return sock
+
+
+def _send(sock: socket.socket, message: dict) -> None:
+    sock.sendall((json.dumps(message) + "\n").encode())
+
+
+# ------------------------------------------------------------------------------ client
+
+
+def forward(argv: list[str]) -> int | None:
+    """Hand ``finepar run ...`` to a listening server; its exit status, or None when the
+    command is to run here (not ``run``, ``--no-server``, no server, one that declines
+    or stops before it answers)."""
+    if (not argv or argv[0] != "run" or "--no-server" in argv or "--distributed" in argv
+            or os.environ.get(NO_SERVER_ENV)):
+        return None
+    if any(a in ("-h", "--help") for a in argv):
+        return None
+    sock = _connect(socket_path())
+    if sock is None:
+        return None
+    with sock:
+        try:
+            _send(sock, {"argv": argv, "cwd": os.getcwd(), "env": run_env(),
+                         "start": process_seconds()})
+            for line in sock.makefile("r", encoding="utf-8"):
+                msg = json.loads(line)
+                if "out" in msg:
+                    sys.stdout.write(msg["out"])
+                    sys.stdout.flush()
+                elif "err" in msg:
+                    sys.stderr.write(msg["err"])
+                    sys.stderr.flush()
+                elif "rc" in msg:
+                    return int(msg["rc"])
+                elif "fallback" in msg:
+                    return None
+        except (OSError, ValueError):
+            pass
+    print("finepar: the server stopped before it answered; running here", file=sys.stderr)
+    return None
+
+
+def console() -> int:
+    """The ``finepar`` console script: ``finepar run`` through a listening server, else
+    :func:`finepar.cli.main` here."""
+    code = forward(sys.argv[1:])
+    if code is None:
+        from .cli import main
+        code = main()
+    return code
+
+
+def stop(path: str | None = None) -> bool:
+    """Ask the server at ``path`` (default :func:`socket_path`) to stop; whether one did."""
+    sock = _connect(path or socket_path(), timeout=5.0)
+    if sock is None:
+        return False
+    with sock:
+        _send(sock, {"stop": True})
+        return bool(sock.makefile("r").readline())
+
+
+# ------------------------------------------------------------------------------ server
+
+
+class _Stream:
+    """A text stream whose writes go to the client as messages (``{'out': text}``)."""
+
+    def __init__(self, sock: socket.socket, name: str):
+        self.sock, self.name, self.gone = sock, name, False
+
+    def write(self, text: str) -> int:
+        if text and not self.gone:
+            try:
+                _send(self.sock, {self.name: text})
+            except OSError:  # the client went away: the command still finishes
+                self.gone = True
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+def serve(path: str | None = None, *, idle_timeout: float = IDLE_TIMEOUT, keep: int = 4,
+          ready=None) -> int:
+    """Listen on ``path`` (default :func:`socket_path`) and run the ``finepar run``
+    commands clients send, one at a time, keeping what they prepare
+    (:class:`finepar.resident.Resident`, ``keep`` of each kind) until ``idle_timeout``
+    seconds pass without a command (0: never) or a client asks it to stop.
+
+    Parameters
+    ----------
+    ready : callable, optional
+        Called with the path once the server listens.
+
+    Returns
+    -------
+    int
+        0.
+
+    Raises
+    ------
+    UsageError
+        When a server already listens there.
+    """
+    from . import resident
+    from .errors import UsageError
+    path = path or socket_path()
+    other = _connect(path, timeout=5.0)
+    if other is not None:
+        other.close()
+        raise UsageError(f"a FinePar server already listens on {path} (stop it with "
+                         f"'finepar serve --stop')")
+    if os.path.exists(path):
+        os.unlink(path)  # a socket left by a server that died
+    store = resident.Resident(keep)
+    resident.install(store)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old_umask = os.umask(0o177)  # the socket is the user's alone
+    try:
+        listener.bind(path)
+    finally:
+        os.umask(old_umask)
+    listener.listen(16)
+    listener.settimeout(idle_timeout or None)
+    env = run_env()
+    if ready is not None:
+        ready(path)
+    try:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except socket.timeout:
+                break
+            with conn:
+                try:
+                    if _handle(conn, env, store) == "stop":
+                        break
+                except OSError:  # the client went away before its answer: serve the next
+                    pass
+    finally:
+        listener.close()
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        resident.install(None)
+    return 0
+
+
+def _handle(conn: socket.socket, env: dict, store) -> str | None:
+    """One client's command: run it here with its output streamed back, or decline."""
+    try:
+        request = json.loads(conn.makefile("r", encoding="utf-8").readline() or "null")
+    except ValueError:
+        return None
+    if not isinstance(request, dict):  # a probe (another server checking), or garbage
+        return None
+    if request.get("stop"):
+        _send(conn, {"rc": 0})
+        return "stop"
+    argv = request.get("argv") or []
+    if request.get("env") != env:
+        _send(conn, {"fallback": "other FinePar, OpenCL or CUDA variables than the server's"})
+        return None
+    _send(conn, {"rc": _run_here(conn, argv, request.get("cwd") or ".", request.get("start"),
+                                 store)})
+    return None
+
+
+def _run_here(conn: socket.socket, argv: list, cwd: str, start, store) -> int:
+    """``finepar ARGV`` in this process, in ``cwd``, its output sent to the client."""
+    import time
+    import traceback
+    from .cli import main
+    saved = sys.stdout, sys.stderr, os.getcwd()
+    out, err = _Stream(conn, "out"), _Stream(conn, "err")
+    store.start_seconds = start
+    t0, code = time.perf_counter(), 1
+    try:
+        os.chdir(cwd)
+        sys.stdout, sys.stderr = out, err
+        try:
+            code = main(argv)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except Exception:  # noqa: BLE001 - the server stays up; the client sees why
+            err.write(traceback.format_exc())
+        return code
+    finally:
+        sys.stdout, sys.stderr = saved[0], saved[1]
+        os.chdir(saved[2])
+        store.start_seconds = None
+        print(f"finepar serve: finepar {' '.join(argv)} -> exit {code} in "
+              f"{time.perf_counter() - t0:.3f} s; kept {store.sizes()}", flush=True)

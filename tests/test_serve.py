@@ -1,0 +1,121 @@
+"""``finepar serve``: a resident process that runs ``finepar run`` for its clients, keeping
+the devices, graphs and prepared engines between runs; the answers stay right, a changed
+file is read again, and anything the server should not run runs in the client (asserted by
+what the reports say ran, never by time)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from conftest import generated_graph
+from finepar import reference, resident, serve
+from finepar.io import save
+
+
+def test_resident_keeps_the_most_recent_of_each_kind():
+    store = resident.Resident(keep=2)
+    made = []
+    for key in ("a", "b", "a", "c", "b"):
+        store.kept("graph", key, lambda k=key: made.append(k) or k.upper())
+    assert made == ["a", "b", "c", "b"]  # "b" went when "c" came after "a" was used again
+    assert store.sizes()["graph"] == 2 and store.get("graph", "a") is None
+    assert store.hits["graph"] == 1
+    with pytest.raises(ValueError):
+        resident.Resident(keep=0)
+    assert resident.current() is None  # nothing is kept outside a server
+    assert resident.kept("graph", "x", lambda: 1) == 1
+
+
+def _env(tmp_path, **extra) -> dict:
+    env = dict(os.environ)
+    env.pop("FINEPAR_NO_CACHE", None)
+    env.update(FINEPAR_CACHE_DIR=str(tmp_path / "cache"),
+               FINEPAR_SERVER_SOCKET=str(tmp_path / "s.sock"), **extra)
+    return env
+
+
+def _finepar(env, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "finepar", *args], env=env,
+                          capture_output=True, text=True, check=False, timeout=300)
+
+
+def _bfs(env, tmp_path, graph, name, *extra) -> tuple[np.ndarray, dict]:
+    out, rep = tmp_path / f"{name}.npy", tmp_path / f"{name}.json"
+    done = _finepar(env, "run", "bfs", str(graph), "--root", "0", "-o", str(out),
+                    "--json", str(rep), "-q", *extra)
+    assert done.returncode == 0, done.stderr
+    return np.load(out), json.loads(rep.read_text())
+
+
+@pytest.fixture
+def server(tmp_path):
+    env = _env(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-m", "finepar", "serve", "--idle-timeout", "300"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    sock = tmp_path / "s.sock"
+    for _ in range(600):
+        if sock.exists() or proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    assert sock.exists(), proc.stdout.read() if proc.poll() is not None else "no socket"
+    yield env, proc
+    if proc.poll() is None:
+        _finepar(env, "serve", "--stop")
+        proc.wait(timeout=60)
+
+
+def test_a_served_rerun_reuses_the_engine_and_follows_the_file(server, tmp_path):
+    env, proc = server
+    g = generated_graph(10, 1)
+    path = tmp_path / "g.npz"
+    save(g, path)
+    want = reference.bfs_levels(g, 0)
+    first, r1 = _bfs(env, tmp_path, path, "first")
+    again, r2 = _bfs(env, tmp_path, path, "again")
+    np.testing.assert_array_equal(first, want)
+    np.testing.assert_array_equal(again, want)
+    assert r1["cache"]["resident"] is False and r2["cache"]["resident"] is True
+    assert r2["timings"]["setup"] == 0.0 and r2["cache"]["hit"] is True
+    # the file rewritten with another graph of the same shape: read again, its own answer
+    other = g.permuted(np.random.default_rng(2).permutation(g.n))
+    os.remove(path)
+    save(other, path)
+    changed, r3 = _bfs(env, tmp_path, path, "changed")
+    np.testing.assert_array_equal(changed, reference.bfs_levels(other, 0))
+    assert r3["cache"]["resident"] is False
+    # --no-server, and a client whose FinePar variables differ, run in their own process
+    _, r4 = _bfs(env, tmp_path, path, "local", "--no-server")
+    _, r5 = _bfs({**env, "FINEPAR_CACHE_MAX_BYTES": str(1 << 30)}, tmp_path, path, "other-env")
+    assert r4["cache"]["resident"] is False and r5["cache"]["resident"] is False
+    # a second server on the socket is refused in one line; --stop stops the first
+    again = _finepar(env, "serve")
+    assert again.returncode == 2 and "already listens" in again.stderr
+    assert len(again.stderr.strip().splitlines()) == 1
+    stopped = _finepar(env, "serve", "--stop")
+    assert stopped.returncode == 0, stopped.stderr
+    assert proc.wait(timeout=60) == 0
+    assert not (tmp_path / "s.sock").exists()
+    log = proc.stdout.read()
+    assert log.count("-> exit 0") == 3  # first, again and changed were served
+    assert _finepar(env, "serve", "--stop").returncode == 2  # none listens now
+
+
+def test_a_client_runs_here_when_no_server_listens(tmp_path, monkeypatch):
+    env = _env(tmp_path)
+    (tmp_path / "s.sock").write_text("")  # a stale file, not a socket anyone listens on
+    monkeypatch.setenv("FINEPAR_SERVER_SOCKET", str(tmp_path / "s.sock"))
+    assert serve.forward(["run", "bfs", "x.npz"]) is None
+    assert serve.forward(["cache", "list"]) is None  # only runs are handed over
+    g = generated_graph(9, 0)
+    path = tmp_path / "g.npz"
+    save(g, path)
+    levels, rep = _bfs(env, tmp_path, path, "here")
+    np.testing.assert_array_equal(levels, reference.bfs_levels(g, 0))
+    assert rep["cache"]["resident"] is False
