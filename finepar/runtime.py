@@ -723,6 +723,8 @@ class DevicePair:
                         host_memory=gpu_host)
         self._programs: dict[tuple, Any] = {}
         self._kernels: dict[tuple, Any] = {}
+        import threading
+        self._build_lock = threading.Lock()
 
     @property
     def emulated(self) -> bool:
@@ -747,31 +749,52 @@ class DevicePair:
         The source is the concatenation of ``opencl/<name>`` files; ``defines``
         become ``-D NAME=VALUE`` options. pyopencl caches binaries on disk keyed
         by source and options; this memo avoids even that lookup per
-        (context, device, sources, options).
+        (context, device, sources, options). Threads may ask at once: the first builds,
+        the others wait for its program (:meth:`finepar.engine.Engine.prebuild` starts
+        builds on the pool that later callers pick up).
 
         Raises
         ------
         BuildError
             With the compiler's log, if the build fails.
         """
-        mod = cl()
+        from concurrent.futures import Future
         opts = tuple(f"-D{k}" if v is True else f"-D{k}={v}"
                      for k, v in sorted(defines.items()) if v is not False and v is not None)
         key = (id(side.context), side.info.address, source_names, opts)
-        prg = self._programs.get(key)
-        if prg is None:
-            src = "\n".join(kernel_source(n) for n in source_names)
-            dev = _cl_device(side.info)
-            prg = _cached_binary(mod, side, dev, src, opts)
+        with self._build_lock:  # each program is built once, by the first thread to ask
+            prg = self._programs.get(key)
             if prg is None:
-                try:
-                    prg = mod.Program(side.context, src).build(options=list(opts), devices=[dev])
-                except mod.RuntimeError as exc:
-                    raise BuildError(f"building {'+'.join(source_names)} with "
-                                     f"{' '.join(opts)} for {side.info.name} failed",
-                                     str(exc)) from exc
-                _store_binary(mod, side, prg, src, opts)
-            self._programs[key] = prg
+                prg = self._programs[key] = Future()
+                mine = True
+            else:
+                mine = False
+        if not mine:
+            return prg.result() if isinstance(prg, Future) else prg
+        try:
+            built = self._build(side, source_names, opts)
+        except BaseException as exc:
+            with self._build_lock:
+                del self._programs[key]  # the next caller builds again and sees the error
+            prg.set_exception(exc)
+            raise
+        self._programs[key] = built
+        prg.set_result(built)
+        return built
+
+    def _build(self, side: Side, source_names: tuple[str, ...], opts: tuple):
+        mod = cl()
+        src = "\n".join(kernel_source(n) for n in source_names)
+        dev = _cl_device(side.info)
+        prg = _cached_binary(mod, side, dev, src, opts)
+        if prg is None:
+            try:
+                prg = mod.Program(side.context, src).build(options=list(opts), devices=[dev])
+            except mod.RuntimeError as exc:
+                raise BuildError(f"building {'+'.join(source_names)} with "
+                                 f"{' '.join(opts)} for {side.info.name} failed",
+                                 str(exc)) from exc
+            _store_binary(mod, side, prg, src, opts)
         return prg
 
     def kernel(self, side: Side, source_names: tuple[str, ...], defines: dict[str, Any],

@@ -173,11 +173,13 @@ class Engine:
         self.cache_seconds = 0.0  # set by a run whose preparation came from the cache
 
     def prebuild(self) -> None:
-        """Compile every row operation's programs for every store at once, on the pool's
-        threads (pyopencl releases the GIL while a driver builds); a program that fails
-        here is built, and its error raised, where it is first used."""
+        """Start compiling every row operation's programs for every store on the pool's
+        threads, and return (pyopencl releases the GIL while a driver builds): the app's
+        own preparation and uploads go on meanwhile, and the first use of a program waits
+        for its build (:meth:`finepar.runtime.DevicePair.program`). A program that fails
+        here is built again, and its error raised, where it is first used."""
         from ..errors import BuildError
-        from ..parallel import pool
+        from ..parallel import n_workers, pool
 
         def build(job) -> None:
             try:
@@ -185,7 +187,12 @@ class Engine:
             except BuildError:
                 pass
         jobs = [(store, op) for store in self.stores.values() for op in self.ops]
-        list(pool().map(build, jobs)) if len(jobs) > 1 else [build(j) for j in jobs]
+        if n_workers(None) <= 1:
+            for job in jobs:
+                build(job)
+            return
+        for job in jobs:
+            pool().submit(build, job)
 
     def _executor(self):
         """The executor the plan needs: split-join profiling for an SJ / SJ-Q throttled
