@@ -188,7 +188,7 @@ def finepar_config(wl, pair, cfg: Config, params: dict, ref, *, repeats: int,
                 pair, throttle=cfg.throttle.check(), threshold=cfg.threshold,
                 devices=cfg.devices, grouping=cfg.grouping, model=model, step=64,
                 calibrate=None, options=cfg.options,
-                steps=cfg.steps or wl.app.row_steps(wl.graph, params))
+                steps=cfg.steps or wl.app.row_steps(wl.graph, params), params=params)
             choose_s = time.perf_counter() - t0
         wl_run, plan, perm, remap_s = prepared
         rec.update(threshold_source=source, tuning=tuning,

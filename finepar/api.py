@@ -185,7 +185,8 @@ class Workload:
             wl, plan, perm, secs, eng, source, tuning = self.prepare(
                 pair, throttle=throttle, threshold=threshold, devices=devices,
                 grouping=grouping, model=model, step=step, calibrate=calibrate,
-                options=options, cache=cache, steps=self.app.row_steps(self.graph, params))
+                options=options, cache=cache, steps=self.app.row_steps(self.graph, params),
+                params=params)
         run_params = params if perm is None else self.app.permute_params(params, perm)
         warmup = warmup and not getattr(eng, "resident_hit", False)  # warm from its last run
         result, report = wl._execute(eng, run_params, warmup, load_seconds, source, tuning)
@@ -201,13 +202,15 @@ class Workload:
     def prepare(self, pair: DevicePair, *, throttle: ThrottleOptions, threshold: int | None,
                 devices: str, grouping: str, model: Any, step: int, calibrate: Any,
                 options: EngineOptions | None = None, cache: PrepCache | None = None,
-                steps: float = 1.0):
+                steps: float = 1.0, params: dict | None = None):
         """Everything :meth:`run` does before the app's first step: choose the plan
         (:meth:`choose_plan`), throttle the GPU share (:meth:`throttled`), build the
         engine and, for a tuned split on two devices, check it with one measured step
         (:meth:`_correction`), tuning and building again where one device's model was off.
         With a ``cache``, an entry for the same input, devices and options replaces all
-        of that but the engine's build (:meth:`_restore`); a new decision is stored.
+        of that but the engine's build (:meth:`_restore`); a new decision is stored. With
+        the run's ``params``, a tuned run of an app that keeps its work on one device
+        (:meth:`~finepar.apps.base.App.one_device`: CC's Afforest) plans for that device.
 
         Returns
         -------
@@ -216,6 +219,20 @@ class Workload:
             relabelling (None: none) and its seconds, the engine, where the plan
             came from (``single-device``, ``flag``, ``tuner``) and the tuning record.
         """
+        alone = (self.app.one_device(pair, self.matrix, params, options)
+                 if params is not None and threshold is None and devices == "both" else None)
+        out = self._prepared(pair, throttle=throttle, threshold=threshold,
+                             devices=alone or devices, grouping=grouping, model=model,
+                             step=step, calibrate=calibrate, options=options, cache=cache,
+                             steps=steps)
+        if alone:  # the app keeps its work on one device: nothing was tuned
+            out = (*out[:5], f"the app's one-device algorithm (on the {alone})", out[6])
+        return out
+
+    def _prepared(self, pair: DevicePair, *, throttle: ThrottleOptions, threshold: int | None,
+                  devices: str, grouping: str, model: Any, step: int, calibrate: Any,
+                  options: EngineOptions | None, cache: PrepCache | None, steps: float):
+        """:meth:`prepare` for the devices decided."""
         how = dict(threshold=threshold, devices=devices, grouping=grouping, model=model,
                    step=step, calibrate=calibrate, options=options)
         key = parts = content = None

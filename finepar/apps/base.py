@@ -291,6 +291,12 @@ class App(ABC):
         :func:`finepar.throttle.plan.throttle_share`). Default: one."""
         return 1.0
 
+    def one_device(self, pair, matrix: Graph, params: dict, options=None) -> str | None:
+        """The role a run with ``params`` keeps all its work on whatever the plan, or None
+        (the work follows the plan: the default). Where it is a role, a tuned run plans for
+        that device alone: no split is tuned, measured or uploaded that the run never uses."""
+        return None
+
     def static_params(self) -> dict:
         """Parameters that make a run static (every iteration over every row of the
         plan, no frontier adaptation), as the coarse-grained baselines run."""

@@ -168,6 +168,22 @@ class ConnectedComponents(FrontierApp, App):
                                 "steps": trace.counts()},
                          work_edges=int(work))
 
+    def one_device(self, pair, matrix: Graph, params: dict, options=None) -> str | None:
+        """Afforest, which ``auto`` takes where a device holds the whole CSR, runs on that
+        device alone: the GPU where it can hold it, else the CPU (None for FastSV, or where
+        neither can)."""
+        from ..engine import EngineOptions
+        if params.get("static") or params.get("algorithm", "auto") not in ("auto", "afforest"):
+            return None
+        opts = options or EngineOptions()
+        need = matrix.indices.nbytes
+        for role in ("gpu", "cpu"):
+            side = pair.side(role)
+            if (side.info.int64_atomics and need <= side.info.max_alloc_bytes
+                    and need <= opts.budget(role, side)):
+                return role
+        return None
+
     def algorithm(self, engine: Engine, asked: str, static: bool = False) -> str:
         """The algorithm a run takes: ``auto`` is Afforest where a device holds the whole
         CSR (and no static run is asked for), else FastSV (:func:`pick_algorithm`)."""

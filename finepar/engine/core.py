@@ -29,6 +29,7 @@ import numpy as np
 
 from ..errors import DeviceError
 from ..graph import Graph
+from ..parallel import ascending
 from ..partition import Plan
 from ..runtime import DevicePair, Side, alloc, cl, filled
 from ..transfer import read_staged
@@ -280,19 +281,20 @@ class Engine:
             # CF: a launch per partition; CF-Q: one queue launch (the root's); SJ and SJ-Q
             # start from the leaves and the profiling executor re-covers the tree later
             cover = [0] if throttle.schedule == "cf-q" else None
-            return lower_partitioned(self.matrix, role, np.sort(share.rows), throttle.partitioning,
-                                     block_nnz=lc.block_nnz, max_segments=lc.wg_stream,
-                                     cover=cover, queue=throttle.schedule == "cf-q")
+            return lower_partitioned(self.matrix, role, ascending(share.rows),
+                                     throttle.partitioning, block_nnz=lc.block_nnz,
+                                     max_segments=lc.wg_stream, cover=cover,
+                                     queue=throttle.schedule == "cf-q")
         if self.plan.grouping == "ell" and role == "gpu":
             try:
-                return lower_ell(self.matrix, role, np.sort(share.rows),
+                return lower_ell(self.matrix, role, ascending(share.rows),
                                  with_data=any(op.has_data for op in self.ops))
             except ValueError:  # too much padding: CSR-adaptive blocks instead
                 pass
         if self.plan.grouping in ("adaptive", "ell") and share.groups and \
                 share.groups[0].mapping in ("stream", "ell"):
-            return lower_adaptive(self.matrix, role, np.sort(share.rows), block_nnz=lc.block_nnz,
-                                  max_segments=lc.wg_stream)
+            return lower_adaptive(self.matrix, role, ascending(share.rows),
+                                  block_nnz=lc.block_nnz, max_segments=lc.wg_stream)
         return lower_groups(self.matrix, role, share.groups, compact=self.compact(role))
 
     # ------------------------------------------------------------------ buffers

@@ -191,7 +191,8 @@ def columns_seen(matrix: Graph, rows: np.ndarray, share_indices) -> np.ndarray:
 
 
 def auto_decision(matrix: Graph, rows: np.ndarray, nnz: int, share_indices, capacity: int,
-                  options: ThrottleOptions, steps: float, step_seconds: float | None) -> dict:
+                  options: ThrottleOptions, steps: float, step_seconds: float | None,
+                  ordered=None) -> dict:
     """Whether ``schedule='auto'`` throttles a share: when the predicted saving over the
     run's ``steps`` (:func:`predicted_gain` of a step of ``step_seconds``) exceeds the
     partitioning's cost (:func:`measured_rate` per nonzero), and that cost stays within
@@ -199,7 +200,8 @@ def auto_decision(matrix: Graph, rows: np.ndarray, nnz: int, share_indices, capa
     (``working_set`` -1 where even :data:`GAIN_MAX` of every step could not pay, -2 where
     the matrix's columns plus the share's rows fit the cache: the share's x and y entries
     are then not counted, nor ``share_indices()``, the share's column indices, asked for;
-    a count is a pass over every entry, on every run that is not cached)."""
+    a count is a pass over every entry, on every run that is not cached). ``rows`` may be
+    in any order; ``ordered()``, when given, returns them ascending (sorted once)."""
     step = step_seconds if step_seconds else nnz / STEP_NNZ_PER_S
     cost = nnz * measured_rate()
     ws = -1  # not counted: even the largest gain could not pay for the partitioning
@@ -207,7 +209,7 @@ def auto_decision(matrix: Graph, rows: np.ndarray, nnz: int, share_indices, capa
     if min(matrix.n, nnz) + rows.size <= capacity:  # x and y fit whatever the share holds
         ws, saving = -2, 0.0
     elif saving > cost and cost <= options.max_partition_seconds:
-        seen = columns_seen(matrix, rows, share_indices)
+        seen = columns_seen(matrix, ordered() if ordered else ascending(rows), share_indices)
         ws = int(np.count_nonzero(seen)) + int(np.count_nonzero(matrix.lengths_of(rows)))
         saving = steps * step * predicted_gain(ws, capacity)
     ok = saving > cost and cost <= options.max_partition_seconds
@@ -247,23 +249,25 @@ def throttle_share(matrix: Graph, rows: np.ndarray, options: ThrottleOptions,
         whose working set fits the cache saves nothing).
     """
     options.check()
-    rows = ascending(np.asarray(rows, dtype=np.int64))
+    rows = np.asarray(rows, dtype=np.int64)  # sorted only where partitioned or counted
     if options.schedule == "none" or rows.size == 0:
         return None
     t0 = time.perf_counter()
     cache = int(options.cache_bytes or cache_bytes)
     capacity = capacity_from_cache(cache, options.fraction)
-    share = functools.cache(lambda: share_csr(matrix, rows))  # built once, where needed
+    ordered = functools.cache(lambda: ascending(rows))
+    share = functools.cache(lambda: share_csr(matrix, ordered()))  # built once, where needed
     schedule = options.schedule
     if schedule == "auto":
         nnz = int(matrix.lengths_of(rows).sum())
         verdict = auto_decision(matrix, rows, nnz, lambda: share()[1], capacity, options,
-                                steps, step_seconds)
+                                steps, step_seconds, ordered)
         if decision is not None:
             decision.update(verdict)
         if not verdict["throttle"]:
             return None
         schedule = "sj"  # let the measured split-join decide
+    rows = ordered()
     t_part = time.perf_counter()
     part = of_whole(matrix, rows, capacity, counter) if options.bisect == "kd" else None
     if part is None:
