@@ -221,6 +221,9 @@ class Workload:
         """
         alone = (self.app.one_device(pair, self.matrix, params, options)
                  if params is not None and threshold is None and devices == "both" else None)
+        if params is not None:  # what the app builds whatever the plan: built while it plans
+            from .apps.frontier import early_build
+            early_build(pair, self.app.early_programs(pair, self.matrix, params))
         out = self._prepared(pair, throttle=throttle, threshold=threshold,
                              devices=alone or devices, grouping=grouping, model=model,
                              step=step, calibrate=calibrate, options=options, cache=cache,
@@ -429,6 +432,7 @@ class Workload:
         t0 = time.perf_counter()
         if warmup:
             self.app.warmup(eng, self.graph, **params)
+        eng.pair.settle()  # builds started ahead and still running: not during the run
         warm = time.perf_counter() - t0
         eng.reset_records()
         t0 = time.perf_counter()

@@ -53,6 +53,19 @@ def pool() -> concurrent.futures.ThreadPoolExecutor:
     return _POOL
 
 
+_BUILDS: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def builds() -> concurrent.futures.ThreadPoolExecutor:
+    """The process's threads for kernel builds started ahead of their use (made on first
+    use): apart from :func:`pool`, so the host's passes never queue behind a compiler."""
+    global _BUILDS
+    if _BUILDS is None:
+        _BUILDS = concurrent.futures.ThreadPoolExecutor(max_workers=max(n_workers(None), 2),
+                                                        thread_name_prefix="finepar-build")
+    return _BUILDS
+
+
 def thread_map(fn: Callable, items: Sequence, workers: int,
                on_done: Callable[[int], None] | None = None) -> list:
     """``[fn(x) for x in items]``, on a thread pool of `workers` when that can help.

@@ -782,6 +782,14 @@ class DevicePair:
         prg.set_result(built)
         return built
 
+    def settle(self) -> None:
+        """Wait for the builds in flight (started ahead of their use), so none competes with
+        a timed run for the host's cores; a failed one is left to its first use."""
+        from concurrent.futures import Future, wait
+        with self._build_lock:
+            pending = [p for p in self._programs.values() if isinstance(p, Future)]
+        wait(pending)
+
     def _build(self, side: Side, source_names: tuple[str, ...], opts: tuple):
         mod = cl()
         src = "\n".join(kernel_source(n) for n in source_names)

@@ -297,6 +297,13 @@ class App(ABC):
         that device alone: no split is tuned, measured or uploaded that the run never uses."""
         return None
 
+    def early_programs(self, pair, matrix: Graph, params: dict) -> list:
+        """``(role, sources, defines)`` of programs the app's preparation will build whatever
+        the plan, known from the matrix alone: :meth:`finepar.api.Workload.prepare` starts
+        them before planning (:func:`finepar.apps.frontier.early_build`), so a compiler
+        with nothing cached works while the host plans. Default: none."""
+        return []
+
     def static_params(self) -> dict:
         """Parameters that make a run static (every iteration over every row of the
         plan, no frontier adaptation), as the coarse-grained baselines run."""

@@ -29,7 +29,7 @@ from ..engine import Engine, RowOp
 from ..graph import Graph
 from . import register
 from .base import MAX_ITER, App, AppResult, Param, positive, vertex_label
-from .frontier import FrontierApp, FrontierQueue, launch_line, push_line
+from .frontier import FrontierApp, FrontierQueue, launch_line, push_line, queue_defines
 
 DIRECTIONS = ("auto", "top-down", "bottom-up")
 
@@ -80,6 +80,10 @@ class BFS(FrontierApp, App):
         if params.get("root") is None:
             params["root"] = int(np.argmax(graph.out_degrees()))
         return params
+
+    def early_programs(self, pair, matrix: Graph, params: dict) -> list:
+        """The push list's program on the GPU (the usual push role)."""
+        return [("gpu", ("bfs.cl", "frontier.cl"), queue_defines(pair.gpu.info, matrix))]
 
     def prepare(self, engine: Engine, graph: Graph) -> dict:
         n = graph.n

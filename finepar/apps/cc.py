@@ -39,7 +39,7 @@ from ..runtime import cl
 from .afforest import ROUNDS, Afforest
 from .base import MAX_ITER, App, AppResult, DynamicPolicy, Param, component_sizes, in_unit
 from .frontier import (FrontierApp, FrontierQueue, choose_push_role, count_roots, pick_algorithm,
-                       push_line, sync_from_push_side, sync_to_push_side)
+                       push_line, queue_defines, sync_from_push_side, sync_to_push_side)
 
 ALGORITHMS = ("auto", "afforest", "fastsv")
 
@@ -183,6 +183,15 @@ class ConnectedComponents(FrontierApp, App):
                     and need <= opts.budget(role, side)):
                 return role
         return None
+
+    def early_programs(self, pair, matrix: Graph, params: dict) -> list:
+        """Afforest's and FastSV's list programs on the device Afforest would take."""
+        role = self.one_device(pair, matrix, params)
+        if role is None:
+            return []
+        info = pair.side(role).info
+        return [(role, (src, "frontier.cl"), queue_defines(info, matrix, local=False))
+                for src in ("afforest.cl", "cc.cl")]
 
     def algorithm(self, engine: Engine, asked: str, static: bool = False) -> str:
         """The algorithm a run takes: ``auto`` is Afforest where a device holds the whole

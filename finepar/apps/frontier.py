@@ -252,6 +252,36 @@ def local_geometry(info, offset_bytes: int) -> tuple[int, int] | None:
     return (lwg, qcap) if qcap >= 256 else None
 
 
+def queue_defines(info, graph, defines: dict | None = None, local: bool = True) -> dict:
+    """The ``-D`` options of a :class:`FrontierQueue`'s program on the device ``info``
+    describes, for ``graph`` (its first build; a device that cannot run the local advance
+    at that size gets another): known before any engine, so the build can start early
+    (:func:`early_build`)."""
+    wide = graph.indptr.dtype == np.int64
+    opts = {"OFFSET_T": "long" if wide else "int", "EDGE_BITS": tally_bits(graph.n, graph.nnz),
+            "STATE": STATE, **(defines or {})}
+    geo = local_geometry(info, 8 if wide else 4) if local else None
+    if geo is not None:
+        opts.update(LWG=geo[0], QCAP=geo[1], ELOCAL=16 * geo[0])
+    return opts
+
+
+def early_build(pair, builds: list) -> None:
+    """Start building ``(role, sources, defines)`` programs on the build threads
+    (:func:`finepar.parallel.builds`) and return: a later :meth:`~finepar.runtime.DevicePair.program` call for the same program
+    takes it (waiting for it while it builds). A guess that no run asks for costs a build
+    on a spare thread; a build that fails is built again, and fails, where it is used."""
+    from ..parallel import builds as threads
+
+    def build(job) -> None:
+        try:
+            pair.program(pair.side(job[0]), *job[1:])
+        except Exception:  # noqa: BLE001 - see above
+            pass
+    for job in builds:
+        threads().submit(build, job)
+
+
 @dataclass
 class PushRun:
     """What one launch (or batch of launches) of push levels did.
@@ -342,8 +372,7 @@ class FrontierQueue:
         self.host = np.zeros(STATE + self.max_levels + 2, np.uint64)
         self.size = self.edges = 0
         self.refill = refill
-        opts = {"OFFSET_T": "long" if wide else "int", "EDGE_BITS": self.edge_bits,
-                "STATE": STATE, **(defines or {})}
+        opts = queue_defines(side.info, graph, defines, local)
         geo = local_geometry(side.info, self.offset_dtype.itemsize) if local else None
         mod = cl()
         while True:

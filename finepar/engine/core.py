@@ -174,26 +174,21 @@ class Engine:
         self.cache_seconds = 0.0  # set by a run whose preparation came from the cache
 
     def prebuild(self) -> None:
-        """Start compiling every row operation's programs for every store on the pool's
-        threads, and return (pyopencl releases the GIL while a driver builds): the app's
+        """Start compiling every row operation's programs for every store on the build
+        threads (:func:`finepar.parallel.builds`), and return (pyopencl releases the GIL while a driver builds): the app's
         own preparation and uploads go on meanwhile, and the first use of a program waits
         for its build (:meth:`finepar.runtime.DevicePair.program`). A program that fails
         here is built again, and its error raised, where it is first used."""
         from ..errors import BuildError
-        from ..parallel import n_workers, pool
+        from ..parallel import builds
 
         def build(job) -> None:
             try:
                 job[0].programs(job[1])
             except BuildError:
                 pass
-        jobs = [(store, op) for store in self.stores.values() for op in self.ops]
-        if n_workers(None) <= 1:
-            for job in jobs:
-                build(job)
-            return
-        for job in jobs:
-            pool().submit(build, job)
+        for job in [(store, op) for store in self.stores.values() for op in self.ops]:
+            builds().submit(build, job)
 
     def _executor(self):
         """The executor the plan needs: split-join profiling for an SJ / SJ-Q throttled
