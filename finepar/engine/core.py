@@ -148,7 +148,7 @@ class Engine:
         dynamic = plan.method == "dynamic"
         counter = alloc(pair.cpu, np.zeros(1, np.int32)) if dynamic and pair.shared else None
         self.stores: dict[str, SideStore] = {}
-        has_data = any(op.has_data for op in self.ops)
+        has_data = self.reads_values
         for role in self.roles:
             side = pair.side(role)
             low = (lowerings or {}).get(role) or self.lower(role, side)
@@ -255,8 +255,7 @@ class Engine:
         side = self.pair.side(role)
         if role == "cpu" or not self.fits_whole(side):
             return not self.fits_whole(side)
-        has_data = any(op.has_data for op in self.ops)
-        whole = self.matrix.nnz * (8 if has_data else 4) + self.matrix.indptr.nbytes
+        whole = self.matrix.nnz * (8 if self.reads_values else 4) + self.matrix.indptr.nbytes
         share = self.plan.shares[role].nnz
         return 2 * share < self.matrix.nnz or whole > self.options.budget(role, side)
 
@@ -283,7 +282,7 @@ class Engine:
         if self.plan.grouping == "ell" and role == "gpu":
             try:
                 return lower_ell(self.matrix, role, ascending(share.rows),
-                                 with_data=any(op.has_data for op in self.ops))
+                                 with_data=self.reads_values)
             except ValueError:  # too much padding: CSR-adaptive blocks instead
                 pass
         if self.plan.grouping in ("adaptive", "ell") and share.groups and \
@@ -310,12 +309,18 @@ class Engine:
         if hit is None:
             check_fits(side, graph.indices.nbytes, f"the column indices of {graph.name}")
             data = (alloc(side, graph.data, read_only=True)
-                    if any(op.has_data for op in self.ops) else self.dummy(role))
+                    if any(op.reads_values(graph) for op in self.ops) else self.dummy(role))
             indptr = graph.indptr.astype(np.int64 if wide else graph.indptr.dtype)
             hit = (alloc(side, indptr, read_only=True), alloc(side, graph.indices, read_only=True),
                    data)
             self._global_csr[key] = hit
         return hit
+
+    @property
+    def reads_values(self) -> bool:
+        """Whether a row operation reads the matrix's values (:meth:`RowOp.reads_values`:
+        SpMV's do not on a pattern matrix, whose values are all ones; none are uploaded)."""
+        return any(op.reads_values(self.matrix) for op in self.ops)
 
     def dummy(self, role: str):
         """A small placeholder buffer for kernel arguments an op does not use."""

@@ -175,6 +175,10 @@ class RowOp:
         The type of the step's two sums (None: the app has none).
     has_data : bool
         The matrix's values enter the terms (SpMV, SSSP); else the pattern alone.
+    ones_when_pattern : bool
+        Built without values (``HAS_DATA=0``) the fragment's term is what the values'
+        ones would give (SpMV's ``x[col]`` for ``1 * x[col]``): a pattern matrix's values
+        are then neither uploaded nor read.
     defines : tuple of (str, value)
         Further ``-D`` options of the fragment (e.g. ``("PERSONALIZED", True)``).
     writes : tuple of str
@@ -189,10 +193,15 @@ class RowOp:
     has_data: bool = False
     defines: tuple = ()
     writes: tuple = ("y",)
+    ones_when_pattern: bool = False
 
     def options(self) -> dict:
         """The fragment's ``-D`` options as a dict."""
         return dict(self.defines)
+
+    def reads_values(self, matrix: Graph) -> bool:
+        """Whether the op reads ``matrix``'s values (not a pattern's ones it need not)."""
+        return self.has_data and not (matrix.pattern and self.ones_when_pattern)
 
 
 # -------------------------------------------------------------------- host-side lowering

@@ -306,6 +306,7 @@ class SideStore:
                  global_csr: Callable, dummy, has_data: bool, offsets: str = "auto",
                  counter=None, chunking: Chunking | None = None):
         self.pair, self.side, self.low, self.role = pair, side, low, low.role
+        self.matrix = matrix
         self.dummy = dummy
         self.counter = counter if counter is not None else dummy
         self.has_data = has_data
@@ -371,7 +372,8 @@ class SideStore:
     # ------------------------------------------------------------------- launches
     def _program(self, op: RowOp, mapping: str, wg: int, **extra):
         defines = {**op.options(), "MAPPING": MAPPINGS[mapping], "WG": wg,
-                   "COMPACT": int(self.low.compact), "HAS_DATA": int(op.has_data),
+                   "COMPACT": int(self.low.compact),
+                   "HAS_DATA": int(op.reads_values(self.matrix)),
                    "HAS_SLOTS": int(self.low.seg_slot is not None), "OFFSET_T": self.offset_type,
                    **extra}
         return self.pair.program(self.side, (op.fragment, "rowop.cl"), defines)
