@@ -221,6 +221,9 @@ class Workload:
         """
         alone = (self.app.one_device(pair, self.matrix, params, options)
                  if params is not None and threshold is None and devices == "both" else None)
+        if alone:  # its row operations may never run: each is built where first used
+            from dataclasses import replace
+            options = replace(options or EngineOptions(), prebuild=False)
         if params is not None:  # what the app builds whatever the plan: built while it plans
             from .apps.frontier import early_build
             early_build(pair, self.app.early_programs(pair, self.matrix, params))

@@ -36,6 +36,7 @@ def test_resident_keeps_the_most_recent_of_each_kind():
 def _env(tmp_path, **extra) -> dict:
     env = dict(os.environ)
     env.pop("FINEPAR_NO_CACHE", None)
+    env.pop("FINEPAR_NO_SERVER", None)
     env.update(FINEPAR_CACHE_DIR=str(tmp_path / "cache"),
                FINEPAR_SERVER_SOCKET=str(tmp_path / "s.sock"), **extra)
     return env

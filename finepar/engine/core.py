@@ -70,6 +70,9 @@ class EngineOptions:
         step, or in a batch of steps enqueued without waiting (two reads per device,
         the batch's span spread evenly over its steps); ``launch`` every launch's
         start and end (the sum of kernel durations; two reads per launch).
+    prebuild : bool
+        Start building every row operation's programs when the engine is made (default);
+        False builds each where it is first used (a run that may use none: CC's Afforest).
     """
 
     offsets: str = "auto"
@@ -78,6 +81,7 @@ class EngineOptions:
     reserve_bytes: int = 0
     chunk_bytes: int | None = None
     profile: str = "batch"
+    prebuild: bool = True
 
     def limit(self, role: str, side: Side) -> int:
         """The bytes FinePar may use on ``role``'s device: the budget given, else 90% of
@@ -169,7 +173,8 @@ class Engine:
                 self.fscal[r], self.stop[r] = self.fscal[self.roles[0]], self.stop[self.roles[0]]
         self.executor = self._executor()
         self._needs_halo = not pair.shared and len(self.roles) == 2 and not dynamic
-        self.prebuild()
+        if self.options.prebuild:
+            self.prebuild()
         self.setup_seconds = time.perf_counter() - t0
         self.cache_seconds = 0.0  # set by a run whose preparation came from the cache
 
