@@ -53,7 +53,7 @@ def profile_run(app: str, graph: str, extra: list[str], top: int, keep: Path | N
     with tempfile.TemporaryDirectory() as tmp:
         prof, rep = Path(tmp) / "run.pstats", Path(tmp) / "report.json"
         cmd = [sys.executable, "-m", "cProfile", "-o", str(prof), "-m", "finepar", "run", app,
-               graph, "--json", str(rep), *extra]
+               graph, "--json", str(rep), "--no-server", *extra]  # this process, profiled
         t0 = time.perf_counter()
         out = subprocess.run(cmd, capture_output=True, text=True, check=False)
         wall = time.perf_counter() - t0
