@@ -248,7 +248,7 @@ class Workload:
             content = InputDigest(self.graph, cache.root)
             if content.known or cache.holds(cache.prefix(parts)):
                 key = cache.key(parts, content.value())
-                held = self._resident(key, t0)
+                held = self._resident((key, id(pair)), t0)
                 if held is not None:
                     return held
                 entry = cache.get(key)
@@ -256,7 +256,7 @@ class Workload:
                     read = time.perf_counter() - t0  # the key and the entry's read
                     out = self._restore(entry, pair, options)
                     out[4].cache_seconds = read
-                    return _keep_resident(key, out)
+                    return _keep_resident((key, id(pair)), out)
             else:  # no entry of this shape: hashed while the run is prepared
                 cache.events.append("miss (no entry for an input of this shape)")
                 content.start()
@@ -285,11 +285,13 @@ class Workload:
             eng.cache_key = key
             steps_s["store"] = time.perf_counter() - t1
         eng.prep_steps = steps_s  # the report's tuning, throttling, correction, store
-        return _keep_resident(key, (wl, plan, perm, secs, eng, source, tuning))
+        return _keep_resident((key, id(pair)) if key else None,
+                              (wl, plan, perm, secs, eng, source, tuning))
 
-    def _resident(self, key: str, t0: float):
-        """:meth:`prepare`'s answer kept by a resident process for ``key`` (its engine's
-        buffers still on the devices), or None."""
+    def _resident(self, key: tuple, t0: float):
+        """:meth:`prepare`'s answer kept by a resident process for ``key`` (the cache key
+        and the device pair's identity: a pair opened with other launch settings is
+        another; the engine's buffers still on the devices), or None."""
         from . import resident
         store = resident.current()
         held = store.get("prepared", key) if store is not None else None
@@ -508,9 +510,9 @@ def open_cache(cache: Any) -> PrepCache | None:
     return PrepCache(cache)
 
 
-def _keep_resident(key: str | None, prepared: tuple) -> tuple:
-    """``prepared`` (:meth:`Workload.prepare`'s answer), kept under its cache ``key`` by a
-    resident process."""
+def _keep_resident(key: tuple | None, prepared: tuple) -> tuple:
+    """``prepared`` (:meth:`Workload.prepare`'s answer), kept under ``key`` (its cache key
+    and its pair's identity) by a resident process."""
     from . import resident
     store = resident.current()
     if store is not None and key is not None:
@@ -770,10 +772,11 @@ def load_graph(spec: str, *, drop_zeros: bool = False, check_size=None,
     """
     from . import resident
     if resident.current() is not None:  # the graph read before, while its file is unchanged
-        key = (("spec", spec) if spec.startswith("graph500:")
-               else resident.file_key(spec, drop_zeros, memory_limit))
-        g = resident.kept("graph", key, lambda: _load_graph(
-            spec, drop_zeros=drop_zeros, check_size=check_size, memory_limit=memory_limit,
+        generated = spec.startswith("graph500:")
+        key = ("spec", spec) if generated else resident.file_key(spec, drop_zeros, memory_limit)
+        path = spec if generated else os.path.abspath(spec)  # the source a later client,
+        g = resident.kept("graph", key, lambda: _load_graph(  # in another folder, reads right
+            path, drop_zeros=drop_zeros, check_size=check_size, memory_limit=memory_limit,
             cache=cache))
         if check_size is not None:
             check_size(g.n, g.nnz)

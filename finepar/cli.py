@@ -765,8 +765,9 @@ def build_parser() -> argparse.ArgumentParser:
                                     "command to it (--no-server, or FINEPAR_NO_SERVER=1, "
                                     "runs in the caller's process).")
     sv.add_argument("--socket", default=None, metavar="PATH",
-                    help="the socket (default: $FINEPAR_SERVER_SOCKET, else finepar-UID.sock "
-                         "in $XDG_RUNTIME_DIR or the temporary directory)")
+                    help="the socket (default: $FINEPAR_SERVER_SOCKET, else "
+                         "finepar-UID/serve.sock in $XDG_RUNTIME_DIR or the temporary "
+                         "directory)")
     sv.add_argument("--idle-timeout", type=float, default=3600.0, metavar="SECONDS",
                     help="stop after this long without a command (3600; 0: never)")
     sv.add_argument("--keep", type=_POSITIVE, default=4, metavar="N",

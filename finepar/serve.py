@@ -7,12 +7,15 @@ what comes back. The server runs the command as ``finepar run`` would, in the cl
 directory, with the device pair, the graphs, the apps' matrices and the prepared engines
 of earlier runs kept (:mod:`finepar.resident`): a rerun on the same input skips opening
 the devices, reading the file and uploading it. Anything else (another command, other
-variables, ``--no-server``, ``$FINEPAR_NO_SERVER``, no server, one that stops mid-run)
-runs in the client's own process, as without a server.
+variables or code, ``--no-server``, ``$FINEPAR_NO_SERVER``, no server, one that stops
+before it answers) runs in the client's own process, as without a server.
 
-The socket (``$FINEPAR_SERVER_SOCKET``, else ``finepar-UID.sock`` in
-``$XDG_RUNTIME_DIR`` or the temporary directory) is the user's alone (mode 0600). One
-command runs at a time: the GPU is one device, and a second client waits its turn.
+The socket (``$FINEPAR_SERVER_SOCKET``, else ``finepar-UID/serve.sock`` in
+``$XDG_RUNTIME_DIR`` or the temporary directory, a folder of mode 0700) is the user's alone
+(mode 0600), and a client talks only to a socket its user owns. A client is served only by
+a server of the same FinePar code (:func:`code_tag`) and variables. One command runs at a
+time: the GPU is one device, and a second client waits its turn. A command whose output
+has begun is never run again in the client, whatever happens to the server.
 
 This module is imported by every ``finepar`` command before anything else, so it uses
 the standard library alone.
@@ -34,16 +37,60 @@ NO_SERVER_ENV = "FINEPAR_NO_SERVER"
 ENV_PREFIXES = ("FINEPAR_", "POCL_", "CUDA_", "OCL_", "PYOPENCL_", "PMI_", "OMPI_", "MV2_")
 #: Default seconds a server waits for a command before it stops.
 IDLE_TIMEOUT = 3600.0
+#: Seconds a server waits for a connected client's command.
+REQUEST_TIMEOUT = 10.0
 
 
 def socket_path() -> str:
-    """Where the server listens: ``$FINEPAR_SERVER_SOCKET``, else ``finepar-UID.sock`` in
-    ``$XDG_RUNTIME_DIR`` or the temporary directory."""
+    """Where the server listens: ``$FINEPAR_SERVER_SOCKET``, else ``serve.sock`` in a folder
+    of this user's alone (``finepar-UID``, mode 0700) in ``$XDG_RUNTIME_DIR`` or the
+    temporary directory."""
     env = os.environ.get(SOCKET_ENV)
     if env:
         return env
     base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
-    return os.path.join(base, f"finepar-{os.getuid()}.sock")
+    return os.path.join(base, f"finepar-{os.getuid()}", "serve.sock")
+
+
+def _private_dir(path: str) -> None:
+    """Make ``path``'s folder this user's alone where it is the default one (mode 0700);
+    refuse one owned by another user or open to others."""
+    import stat
+    from .errors import UsageError
+    folder = os.path.dirname(path) or "."
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    st = os.stat(folder)
+    if os.environ.get(SOCKET_ENV) is None and (st.st_uid != os.getuid()
+                                               or stat.S_IMODE(st.st_mode) & 0o077):
+        raise UsageError(f"{folder} is not this user's alone (owner {st.st_uid}, mode "
+                         f"{stat.S_IMODE(st.st_mode):o}): refusing to serve there")
+
+
+def _ours(path: str) -> bool:
+    """Whether ``path`` is a socket this user owns (a client talks to no other)."""
+    import stat
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISSOCK(st.st_mode) and st.st_uid == os.getuid()
+
+
+def code_tag() -> str:
+    """FinePar's version and the size and modification time of every module and kernel
+    source: a client is served only by a server of the same code (cheap: no file read)."""
+    from . import __version__
+    root = os.path.dirname(os.path.abspath(__file__))
+    parts = [__version__]
+    for folder in (root, os.path.join(os.path.dirname(root), "opencl")):
+        for base, dirs, files in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(files):
+                if name.endswith((".py", ".cl")):
+                    st = os.stat(os.path.join(base, name))
+                    parts.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
+    import hashlib
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
 
 
 def run_env() -> dict:
@@ -67,7 +114,7 @@ def process_seconds() -> float | None:
 
 
 def _connect(path: str, timeout: float | None = None) -> socket.socket | None:
-    if not os.path.exists(path):
+    if not _ours(path):
         return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
@@ -91,34 +138,40 @@ def forward(argv: list[str]) -> int | None:
     """Hand ``finepar run ...`` to a listening server; its exit status, or None when the
     command is to run here (not ``run``, ``--no-server``, no server, one that declines
     or stops before it answers)."""
-    if (not argv or argv[0] != "run" or "--no-server" in argv or "--distributed" in argv
-            or os.environ.get(NO_SERVER_ENV)):
-        return None
-    if any(a in ("-h", "--help") for a in argv):
+    if not argv or argv[0] != "run" or os.environ.get(NO_SERVER_ENV) or any(
+            a in ("-h", "--help") or (len(a) > 3 and any(o.startswith(a) for o in _LOCAL))
+            for a in argv[1:]):  # argparse takes a flag's prefixes too
         return None
     sock = _connect(socket_path())
     if sock is None:
         return None
+    heard = False
     with sock:
         try:
             _send(sock, {"argv": argv, "cwd": os.getcwd(), "env": run_env(),
-                         "start": process_seconds()})
+                         "code": code_tag(), "start": process_seconds()})
             for line in sock.makefile("r", encoding="utf-8"):
                 msg = json.loads(line)
-                if "out" in msg:
-                    sys.stdout.write(msg["out"])
-                    sys.stdout.flush()
-                elif "err" in msg:
-                    sys.stderr.write(msg["err"])
-                    sys.stderr.flush()
-                elif "rc" in msg:
-                    return int(msg["rc"])
-                elif "fallback" in msg:
+                if "fallback" in msg:
                     return None
+                if "rc" in msg:
+                    return int(msg["rc"])
+                heard = True
+                stream = sys.stdout if "out" in msg else sys.stderr
+                stream.write(msg.get("out", msg.get("err", "")))
+                stream.flush()
         except (OSError, ValueError):
             pass
+    if heard:  # it ran at least in part: not run twice
+        print("finepar: error: the server stopped before the command finished",
+              file=sys.stderr)
+        return 1
     print("finepar: the server stopped before it answered; running here", file=sys.stderr)
     return None
+
+
+#: Options of ``finepar run`` that keep a command in the caller's process.
+_LOCAL = ("--no-server", "--distributed")
 
 
 def console() -> int:
@@ -187,15 +240,19 @@ def serve(path: str | None = None, *, idle_timeout: float = IDLE_TIMEOUT, keep: 
     UsageError
         When a server already listens there.
     """
+    import stat
     from . import resident
     from .errors import UsageError
     path = path or socket_path()
+    _private_dir(path)
     other = _connect(path, timeout=5.0)
     if other is not None:
         other.close()
         raise UsageError(f"a FinePar server already listens on {path} (stop it with "
                          f"'finepar serve --stop')")
-    if os.path.exists(path):
+    if os.path.lexists(path):
+        if not stat.S_ISSOCK(os.lstat(path).st_mode):
+            raise UsageError(f"{path} exists and is not a socket: choose another --socket")
         os.unlink(path)  # a socket left by a server that died
     store = resident.Resident(keep)
     resident.install(store)
@@ -207,7 +264,7 @@ def serve(path: str | None = None, *, idle_timeout: float = IDLE_TIMEOUT, keep: 
         os.umask(old_umask)
     listener.listen(16)
     listener.settimeout(idle_timeout or None)
-    env = run_env()
+    env, code = run_env(), code_tag()
     if ready is not None:
         ready(path)
     try:
@@ -218,7 +275,7 @@ def serve(path: str | None = None, *, idle_timeout: float = IDLE_TIMEOUT, keep: 
                 break
             with conn:
                 try:
-                    if _handle(conn, env, store) == "stop":
+                    if _handle(conn, env, code, store) == "stop":
                         break
                 except OSError:  # the client went away before its answer: serve the next
                     pass
@@ -232,20 +289,22 @@ def serve(path: str | None = None, *, idle_timeout: float = IDLE_TIMEOUT, keep: 
     return 0
 
 
-def _handle(conn: socket.socket, env: dict, store) -> str | None:
+def _handle(conn: socket.socket, env: dict, code: str, store) -> str | None:
     """One client's command: run it here with its output streamed back, or decline."""
+    conn.settimeout(REQUEST_TIMEOUT)  # a client that sends nothing does not hold the server
     try:
         request = json.loads(conn.makefile("r", encoding="utf-8").readline() or "null")
-    except ValueError:
+    except (ValueError, OSError):
         return None
+    conn.settimeout(None)
     if not isinstance(request, dict):  # a probe (another server checking), or garbage
         return None
     if request.get("stop"):
         _send(conn, {"rc": 0})
         return "stop"
     argv = request.get("argv") or []
-    if request.get("env") != env:
-        _send(conn, {"fallback": "other FinePar, OpenCL or CUDA variables than the server's"})
+    if request.get("env") != env or request.get("code") != code:
+        _send(conn, {"fallback": "other variables or FinePar code than the server's"})
         return None
     _send(conn, {"rc": _run_here(conn, argv, request.get("cwd") or ".", request.get("start"),
                                  store)})
@@ -273,7 +332,10 @@ def _run_here(conn: socket.socket, argv: list, cwd: str, start, store) -> int:
         return code
     finally:
         sys.stdout, sys.stderr = saved[0], saved[1]
-        os.chdir(saved[2])
         store.start_seconds = None
-        print(f"finepar serve: finepar {' '.join(argv)} -> exit {code} in "
-              f"{time.perf_counter() - t0:.3f} s; kept {store.sizes()}", flush=True)
+        try:
+            os.chdir(saved[2])
+            print(f"finepar serve: finepar {' '.join(argv)} -> exit {code} in "
+                  f"{time.perf_counter() - t0:.3f} s; kept {store.sizes()}", flush=True)
+        except OSError:  # the server's own folder or terminal went away: the run stands
+            pass

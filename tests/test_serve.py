@@ -120,3 +120,56 @@ def test_a_client_runs_here_when_no_server_listens(tmp_path, monkeypatch):
     levels, rep = _bfs(env, tmp_path, path, "here")
     np.testing.assert_array_equal(levels, reference.bfs_levels(g, 0))
     assert rep["cache"]["resident"] is False
+
+
+def test_a_relative_path_means_the_file_in_the_clients_folder(server, tmp_path):
+    """Two folders hold a g.npz each, of one shape and other values: a served run of each,
+    named relatively from its own folder (and one through the other's), answers for the
+    file the client names, and the cache's memory of each file stays its own."""
+    from finepar.io import from_csr
+    env, _ = server
+    g = generated_graph(10, 1)
+    ones = np.ones(g.nnz, np.float32)
+    a = from_csr(g.indptr, g.indices, ones, g.n, name="g")
+    b = from_csr(g.indptr, g.indices, 3 * ones, g.n, name="g")
+    for folder, graph in (("x", a), ("y", b)):
+        (tmp_path / folder).mkdir()
+        save(graph, tmp_path / folder / "g.npz")
+
+    def spmv_in(folder, graph):
+        out = tmp_path / f"{folder}-{graph.replace('/', '_')}.npy"
+        done = subprocess.run([sys.executable, "-m", "finepar", "run", "spmv", graph, "-o",
+                               str(out), "-q"], env=env, cwd=tmp_path / folder,
+                              capture_output=True, text=True, check=False, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return np.load(out)
+    ya = spmv_in("x", "g.npz")  # y = A x for the app's default x (its seed)
+    assert np.abs(ya).max() > 0
+    for folder, name, scale in (("y", "../x/g.npz", 1), ("y", "g.npz", 3),
+                                ("x", "../y/g.npz", 3), ("x", "g.npz", 1)):
+        np.testing.assert_allclose(spmv_in(folder, name), scale * ya, rtol=1e-4, atol=1e-4)
+
+
+def test_the_client_keeps_to_its_own_sockets_and_flags(tmp_path, monkeypatch):
+    """A prefix of --no-server or --distributed keeps the command here (argparse takes
+    prefixes); a file that is not this user's socket is never talked to, and a server is
+    not started over a file that is not a socket."""
+    import socket as sk
+    path = tmp_path / "s.sock"
+    monkeypatch.setenv("FINEPAR_SERVER_SOCKET", str(path))
+    listener = sk.socket(sk.AF_UNIX, sk.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(1)
+    try:
+        assert serve._ours(str(path))
+        for flag in ("--no-server", "--no-serv", "--distrib"):
+            assert serve.forward(["run", "bfs", "g.npz", flag]) is None
+    finally:
+        listener.close()
+    path.unlink()
+    path.write_text("not a socket")
+    assert not serve._ours(str(path)) and serve.forward(["run", "bfs", "g.npz"]) is None
+    env = _env(tmp_path)
+    refused = _finepar(env, "serve", "--socket", str(path))
+    assert refused.returncode == 2 and "not a socket" in refused.stderr
+    assert path.read_text() == "not a socket"
