@@ -362,6 +362,7 @@ class Workload:
         and the weighing either way)."""
         from .tuner import measured_scale
         t0 = time.perf_counter()
+        pair.settle()  # no build competes with the measured step for the host's cores
         wl.app.profile_step(eng)
         eng.drain()
         measured = {r: float(v) for r, v in eng.records[-1].kernel.items()}
@@ -377,9 +378,10 @@ class Workload:
         if again["threshold"] == tuning["threshold"] and again["grouping"] == tuning["grouping"]:
             return None
         p = tuning["predicted"]
-        now = max(measured.values()) + p.get("t_corun", 0.0) + p.get("t_transfer", 0.0)
+        both = sum(measured.values()) if pair.emulated else max(measured.values())
+        now = both + p.get("t_corun", 0.0) + p.get("t_transfer", 0.0)
         saving = steps * max(now - again["predicted"]["t"], 0.0)
-        cost = eng.setup_seconds + check["seconds"]
+        cost = eng.setup_seconds  # what building the corrected split's engine costs again
         check["rebuild"] = {"threshold": again["threshold"], "grouping": again["grouping"],
                             "saving_seconds": saving, "cost_seconds": cost,
                             "steps": float(steps), "done": saving > cost}

@@ -725,6 +725,7 @@ class DevicePair:
         self._kernels: dict[tuple, Any] = {}
         import threading
         self._build_lock = threading.Lock()
+        self._jobs: list = []
 
     @property
     def emulated(self) -> bool:
@@ -782,10 +783,22 @@ class DevicePair:
         prg.set_result(built)
         return built
 
+    def start_build(self, fn, *args) -> None:
+        """Run ``fn(*args)`` (builds of programs needed later) on the build threads
+        (:func:`finepar.parallel.builds`); :meth:`settle` waits for it."""
+        from .parallel import builds
+        job = builds().submit(fn, *args)
+        with self._build_lock:
+            self._jobs = [j for j in self._jobs if not j.done()] + [job]
+
     def settle(self) -> None:
-        """Wait for the builds in flight (started ahead of their use), so none competes with
-        a timed run for the host's cores; a failed one is left to its first use."""
+        """Wait for the builds started ahead of their use (queued or in flight), so none
+        competes with a measured or timed step for the host's cores; a failed one is left
+        to its first use."""
         from concurrent.futures import Future, wait
+        with self._build_lock:
+            jobs = list(self._jobs)
+        wait(jobs)
         with self._build_lock:
             pending = [p for p in self._programs.values() if isinstance(p, Future)]
         wait(pending)

@@ -271,15 +271,13 @@ def early_build(pair, builds: list) -> None:
     (:func:`finepar.parallel.builds`) and return: a later :meth:`~finepar.runtime.DevicePair.program` call for the same program
     takes it (waiting for it while it builds). A guess that no run asks for costs a build
     on a spare thread; a build that fails is built again, and fails, where it is used."""
-    from ..parallel import builds as threads
-
     def build(job) -> None:
         try:
             pair.program(pair.side(job[0]), *job[1:])
         except Exception:  # noqa: BLE001 - see above
             pass
     for job in builds:
-        threads().submit(build, job)
+        pair.start_build(build, job)
 
 
 @dataclass

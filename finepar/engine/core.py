@@ -185,7 +185,6 @@ class Engine:
         for its build (:meth:`finepar.runtime.DevicePair.program`). A program that fails
         here is built again, and its error raised, where it is first used."""
         from ..errors import BuildError
-        from ..parallel import builds
 
         def build(job) -> None:
             try:
@@ -193,7 +192,7 @@ class Engine:
             except BuildError:
                 pass
         for job in [(store, op) for store in self.stores.values() for op in self.ops]:
-            builds().submit(build, job)
+            self.pair.start_build(build, job)
 
     def _executor(self):
         """The executor the plan needs: split-join profiling for an SJ / SJ-Q throttled
