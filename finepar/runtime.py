@@ -785,7 +785,9 @@ class DevicePair:
 
     def start_build(self, fn, *args) -> None:
         """Run ``fn(*args)`` (builds of programs needed later) on the build threads
-        (:func:`finepar.parallel.builds`); :meth:`settle` waits for it."""
+        (:func:`finepar.parallel.builds`); :meth:`settle` waits for it. Its error, if any,
+        stays in its future: the program is built again, and the error raised, where it
+        is used (:meth:`program` forgets a failed build)."""
         from .parallel import builds
         job = builds().submit(fn, *args)
         with self._build_lock:

@@ -469,12 +469,10 @@ def _fast_cpu_model(pair, rng):
                                   transfer=perfmodel.TransferModel(1e-5, 1e9))
 
 
-def test_a_split_the_model_mispredicts_is_tuned_again(pairs, rng):
-    """A model that thinks the CPU 100x faster than it is gives the CPU most rows; one
-    measured step shows the CPU off by far more than the GPU, and for a long run the split
-    is tuned again with the CPU's predictions rescaled: fewer rows on the CPU, the same
-    answer."""
-    from finepar import api, reference
+def _mispredicted_spmv(pairs, rng, steps: float):
+    """SpMV prepared on the split pair with :func:`_fast_cpu_model` for a run of ``steps``
+    row operations: ``(graph, x, workload, engine, tuning)``."""
+    from finepar import api
     from finepar.throttle.plan import ThrottleOptions
     pair = pairs["split"]
     model = _fast_cpu_model(pair, rng)
@@ -483,10 +481,21 @@ def test_a_split_the_model_mispredicts_is_tuned_again(pairs, rng):
     wl = api.Workload("spmv", g)
     *_, eng, _, tuning = wl.prepare(pair, throttle=ThrottleOptions(), threshold=None,
                                     devices="both", grouping="auto", model=model, step=64,
-                                    calibrate=None, steps=1e9)
+                                    calibrate=None, steps=steps)
+    return g, x, wl, eng, tuning
+
+
+def test_a_split_the_model_mispredicts_is_tuned_again(pairs, rng):
+    """A model that thinks the CPU 100x faster than it is gives the CPU most rows; one
+    measured step shows the CPU off by far more than the GPU, and for a long run the split
+    is tuned again with the CPU's predictions rescaled: fewer rows on the CPU, the same
+    answer."""
+    from finepar import reference
+    g, x, wl, eng, tuning = _mispredicted_spmv(pairs, rng, 1e9)
     fix = tuning["correction"]
     assert fix["scale"]["cpu"] > tuner.CORRECTION_RATIO * fix["scale"]["gpu"]
-    assert fix["rebuild"]["done"] and fix["rebuild"]["saving_seconds"] > fix["rebuild"]["cost_seconds"]
+    assert fix["rebuild"]["done"]
+    assert fix["rebuild"]["saving_seconds"] > fix["rebuild"]["cost_seconds"]
     assert fix["threshold_before"] < tuning["threshold"] == eng.plan.threshold
     res, _ = wl.run(engine=eng, x=x, warmup=False)
     np.testing.assert_allclose(res.values, reference.spmv(g, x), rtol=1e-4, atol=1e-4)
@@ -495,16 +504,8 @@ def test_a_split_the_model_mispredicts_is_tuned_again(pairs, rng):
 def test_a_short_run_keeps_the_measured_split(pairs, rng):
     """The same misprediction in a run too short to pay for a second engine: the split
     stays, the answer is right, and the report says what was weighed."""
-    from finepar import api, reference
-    from finepar.throttle.plan import ThrottleOptions
-    pair = pairs["split"]
-    model = _fast_cpu_model(pair, rng)
-    g = shared_graph("soc-Slashdot0902.txt.gz") if SHARED_GRAPHS else generated_graph(13, 3)
-    x = np.random.default_rng(5).uniform(-1, 1, g.n).astype(np.float32)
-    wl = api.Workload("spmv", g)
-    *_, eng, _, tuning = wl.prepare(pair, throttle=ThrottleOptions(), threshold=None,
-                                    devices="both", grouping="auto", model=model, step=64,
-                                    calibrate=None, steps=1e-9)
+    from finepar import reference
+    g, x, wl, eng, tuning = _mispredicted_spmv(pairs, rng, 1e-9)
     fix = tuning["correction"]
     assert fix["scale"]["cpu"] > tuner.CORRECTION_RATIO * fix["scale"]["gpu"]
     assert fix["rebuild"]["done"] is False and fix["rebuild"]["threshold"] > tuning["threshold"]

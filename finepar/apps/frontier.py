@@ -268,16 +268,12 @@ def queue_defines(info, graph, defines: dict | None = None, local: bool = True) 
 
 def early_build(pair, builds: list) -> None:
     """Start building ``(role, sources, defines)`` programs on the build threads
-    (:func:`finepar.parallel.builds`) and return: a later :meth:`~finepar.runtime.DevicePair.program` call for the same program
-    takes it (waiting for it while it builds). A guess that no run asks for costs a build
-    on a spare thread; a build that fails is built again, and fails, where it is used."""
-    def build(job) -> None:
-        try:
-            pair.program(pair.side(job[0]), *job[1:])
-        except Exception:  # noqa: BLE001 - see above
-            pass
-    for job in builds:
-        pair.start_build(build, job)
+    (:meth:`~finepar.runtime.DevicePair.start_build`) and return: a later
+    :meth:`~finepar.runtime.DevicePair.program` call for the same program takes it
+    (waiting for it while it builds). A guess that no run asks for costs a build on a spare
+    thread; a build that fails is built again, and fails, where it is used."""
+    for role, sources, defines in builds:
+        pair.start_build(pair.program, pair.side(role), sources, defines)
 
 
 @dataclass

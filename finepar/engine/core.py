@@ -180,19 +180,14 @@ class Engine:
 
     def prebuild(self) -> None:
         """Start compiling every row operation's programs for every store on the build
-        threads (:func:`finepar.parallel.builds`), and return (pyopencl releases the GIL while a driver builds): the app's
-        own preparation and uploads go on meanwhile, and the first use of a program waits
-        for its build (:meth:`finepar.runtime.DevicePair.program`). A program that fails
-        here is built again, and its error raised, where it is first used."""
-        from ..errors import BuildError
-
-        def build(job) -> None:
-            try:
-                job[0].programs(job[1])
-            except BuildError:
-                pass
-        for job in [(store, op) for store in self.stores.values() for op in self.ops]:
-            self.pair.start_build(build, job)
+        threads (:meth:`finepar.runtime.DevicePair.start_build`; pyopencl releases the GIL
+        while a driver builds) and return: the app's own preparation and uploads go on
+        meanwhile, and the first use of a program waits for its build
+        (:meth:`finepar.runtime.DevicePair.program`). A program that fails here is built
+        again, and its error raised, where it is first used."""
+        for store in self.stores.values():
+            for op in self.ops:
+                self.pair.start_build(store.programs, op)
 
     def _executor(self):
         """The executor the plan needs: split-join profiling for an SJ / SJ-Q throttled
