@@ -116,6 +116,7 @@ def one_process(cmd: list, env: dict, answer: Path, report: Path | None) -> dict
         rec["cache_hit"] = bool((rep.get("cache") or {}).get("hit"))
         rec["plan"] = rep["plan"]["label"]
         rec["iterations"] = rep["result"]["iterations"]
+        rec["builds"] = rep.get("builds")
     else:
         rec["phases"] = json.loads(out.stdout.strip().splitlines()[-1])
         rec["iterations"] = rec["phases"].pop("iterations", 0)
@@ -212,6 +213,8 @@ def summarise(system: str, runs: list, problem: str, path: Path) -> dict:
     for k in ("cache_hit", "plan", "iterations"):
         if k in runs[-1]:
             out[k] = runs[-1][k]
+    if any(r.get("builds") for r in runs):  # each run's kernel programs (FinePar's report)
+        out["builds"] = [r.get("builds") for r in runs]
     return out
 
 

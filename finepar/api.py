@@ -43,16 +43,74 @@ def make_pair(*, cpu: str | None = None, gpu: str | None = None, memory: str = "
               config: dict | None = None) -> DevicePair:
     """Select devices and open the pair (see :func:`finepar.runtime.select_pair`); in a
     resident process (:mod:`finepar.resident`), the pair opened for the same arguments."""
+    return open_pair(cpu=cpu, gpu=gpu, memory=memory, config=config).result()
+
+
+class OpeningPair:
+    """A device pair whose devices are chosen and whose contexts open on a thread of
+    their own (:func:`open_pair`), so the host reads the input meanwhile.
+
+    Attributes
+    ----------
+    selection : Selection
+        The devices chosen (what :func:`memory_check` needs).
+    """
+
+    def __init__(self, selection, make=None, pair: DevicePair | None = None):
+        import threading
+        self.selection, self._pair, self._error = selection, pair, None
+        self._thread = None
+        if pair is None:
+            def opening() -> None:
+                try:
+                    self._pair = make()
+                except BaseException as exc:  # raised by result(), in the caller's thread
+                    self._error = exc
+            self._thread = threading.Thread(target=opening, name="finepar-open", daemon=True)
+            self._thread.start()
+
+    def result(self) -> DevicePair:
+        """The open pair (waiting for its contexts).
+
+        Raises
+        ------
+        DeviceError
+            If a context or queue could not be made.
+        """
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._error is not None:
+            raise self._error
+        return self._pair
+
+
+def open_pair(*, cpu: str | None = None, gpu: str | None = None, memory: str = "auto",
+              config: dict | None = None) -> OpeningPair:
+    """Choose the devices now and open their contexts on a thread (:class:`OpeningPair`);
+    in a resident process, the pair opened before for the same arguments.
+
+    Raises
+    ------
+    DeviceError
+        No OpenCL device, or a selector that matches nothing (at once); a context that
+        cannot be made (from :meth:`OpeningPair.result`).
+    """
     import json
     from . import resident
     config = config or {}
+    key = json.dumps([cpu, gpu, memory, config], sort_keys=True, default=str)
+    store = resident.current()
+    held = store.get("pair", key) if store is not None else None
+    if held is not None:  # a resident process opens them once
+        return OpeningPair(held.selection, pair=held)
+    sel = select_pair(cpu, gpu, config=config)
+    mode = memory if memory != "auto" else config.get("memory", "auto")
 
     def make() -> DevicePair:
-        sel = select_pair(cpu, gpu, config=config)
-        mode = memory if memory != "auto" else config.get("memory", "auto")
-        return DevicePair(sel, mode, launch_overrides=config.get("launch"))
-    key = json.dumps([cpu, gpu, memory, config], sort_keys=True, default=str)
-    return resident.kept("pair", key, make)  # a resident process opens them once
+        made = DevicePair(sel, mode, launch_overrides=config.get("launch"))
+        return made if store is None else store.put("pair", key, made)
+    return OpeningPair(sel, make)
 
 
 def plan_for(matrix: Graph, *, threshold: int | None, devices: str, grouping: str) -> Plan:
@@ -810,9 +868,13 @@ def _load_graph(spec: str, *, drop_zeros: bool, check_size, memory_limit, cache)
                 facts=facts)
 
 
-def memory_check(app_name: str, pair: DevicePair, options: EngineOptions | None = None):
+def memory_check(app_name: str, pair, options: EngineOptions | None = None):
     """A ``check_size(n, nnz)`` for :func:`load_graph`: refuse, before the graph is built,
     a graph whose per-vertex state alone does not fit the devices' memory.
+
+    ``pair`` is a :class:`~finepar.runtime.DevicePair`, an :class:`OpeningPair` or a
+    :class:`~finepar.runtime.Selection`: only the chosen devices are needed, not their
+    contexts.
 
     Every device that runs a share keeps the app's full-length vectors
     (:meth:`finepar.apps.base.App.state_bytes`); the rows themselves can be cut
@@ -825,15 +887,16 @@ def memory_check(app_name: str, pair: DevicePair, options: EngineOptions | None 
     """
     app = apps.get(app_name)
     options = options or EngineOptions()
+    sel = getattr(pair, "selection", pair)
 
     def check(n: int, nnz: int) -> None:
         need = app.state_bytes(n)
         for role in ("gpu", "cpu"):
-            side = pair.side(role)
-            limit = options.limit(role, side)
+            info = getattr(sel, role)
+            limit = options.limit_of(role, info, sel.host_memory(role))
             if need > limit:
                 raise UsageError(
                     f"{app.name} on {n:,} vertices needs {need / 2**30:.1f} GiB of vectors on "
-                    f"the {role} ({side.info.name}) but it may use {limit / 2**30:.1f} GiB "
+                    f"the {role} ({info.name}) but it may use {limit / 2**30:.1f} GiB "
                     f"(--{role}-memory)")
     return check

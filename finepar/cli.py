@@ -332,7 +332,7 @@ def cmd_run(args) -> int:
         return distributed(args)
     import time
     from . import apps
-    from .api import load_graph, make_pair, memory_check, run
+    from .api import load_graph, memory_check, open_pair, run
     from .config import load_config
     started = _process_seconds()
     app = apps.get(args.app)
@@ -340,15 +340,19 @@ def cmd_run(args) -> int:
     _check_outputs(args, output=(".npy",), json_=(".json",))
     if args.output:
         check_output(str(args.output)[:-4] + ".ids.npy", "--output", force=args.force)
-    t0 = time.perf_counter()
-    pair = make_pair(cpu=args.cpu, gpu=args.gpu, memory=args.memory or "auto", config=config)
+    t0 = begun = time.perf_counter()
+    opening = open_pair(cpu=args.cpu, gpu=args.gpu, memory=args.memory or "auto",
+                        config=config)  # devices chosen; their contexts open while it loads
     devices_s = time.perf_counter() - t0
     options = _engine_options(app, 0, args, config)
     cache = False if args.no_cache else _cache(config)
     t0 = time.perf_counter()
     graph = load_graph(args.graph, drop_zeros=args.drop_zeros,
-                       check_size=memory_check(app.name, pair, options), cache=cache)
+                       check_size=memory_check(app.name, opening, options), cache=cache)
     load_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    pair = opening.result()
+    devices_s += time.perf_counter() - t0  # the opening's wait the load did not hide
     params = _app_params(app, args, graph)
     options.reserve_bytes = app.state_bytes(graph.n)
     result, report = run(app.name, graph, pair=pair, threshold=args.threshold,
@@ -361,7 +365,18 @@ def cmd_run(args) -> int:
     report.timings["devices"] = devices_s
     if started is not None:
         report.timings["start"] = started
+    report.builds = build_summary(pair, since=begun)
     return finish_run(args, result, report, graph.ids)
+
+
+def build_summary(pair, since: float) -> dict:
+    """The programs ``pair`` built since ``since`` (:func:`time.perf_counter` seconds) for
+    :attr:`finepar.report.RunReport.builds`."""
+    done = [dict(b, start=b["started"] - since) for b in pair.build_log if b["started"] >= since]
+    for b in done:
+        del b["started"]
+    return {"programs": len(done), "compiled": sum(not b["binary"] for b in done),
+            "seconds": sum(b["seconds"] for b in done), "list": done}
 
 
 def _process_seconds() -> float | None:

@@ -66,6 +66,13 @@ def builds() -> concurrent.futures.ThreadPoolExecutor:
     return _BUILDS
 
 
+def drop_queued_builds() -> None:
+    """Cancel the builds of :func:`builds` that have not begun (a process about to end
+    needs none of them)."""
+    if _BUILDS is not None:
+        _BUILDS.shutdown(wait=False, cancel_futures=True)
+
+
 def thread_map(fn: Callable, items: Sequence, workers: int,
                on_done: Callable[[int], None] | None = None) -> list:
     """``[fn(x) for x in items]``, on a thread pool of `workers` when that can help.

@@ -87,6 +87,13 @@ class RunReport(Stamped):
     cache : dict or None
         The prepared-graph cache: its folder, the entry's key, whether the run reused
         it (``hit``) and what happened (:attr:`finepar.prepcache.PrepCache.events`).
+    builds : dict or None
+        The kernel programs the command built (``finepar run`` only): ``programs``,
+        ``compiled`` (built from source, which a driver may answer from its own cache; the
+        others came from a binary FinePar kept), ``seconds`` (the
+        builds' durations summed; they overlap one another and the preparation), and
+        ``list``, one ``{"role", "sources", "options", "start", "seconds", "binary"}``
+        each, ``start`` in seconds from the command's start.
     """
 
     app: str
@@ -99,6 +106,7 @@ class RunReport(Stamped):
     result: dict
     tuning: dict | None = None
     cache: dict | None = None
+    builds: dict | None = None
 
     def text(self) -> str:
         """The short human summary ``finepar run`` prints."""
@@ -171,6 +179,10 @@ class RunReport(Stamped):
             what = ("reused the engine kept by 'finepar serve'" if c.get("resident") else
                     "reused the prepared plan" if c.get("hit") else "prepared and stored")
             lines.append(f"  cache      {what} ({c['dir']}; finepar cache list)")
+        b = self.builds
+        if b and b.get("programs"):
+            lines.append(f"  builds     {b['programs']} kernel programs ({b['compiled']} from "
+                         f"source, {b['seconds']:.2f} s of builds on their own threads)")
         k = t.get("kernel", {})
         lines.append(
             f"  time       run {t['run']:.4f} s ({t['per_iteration'] * 1e3:.3f} ms/iter); "

@@ -492,6 +492,11 @@ class Selection:
         return {"cpu": self.cpu.to_dict(), "gpu": self.gpu.to_dict(),
                 "emulated": self.emulated, "how": dict(self.how)}
 
+    def host_memory(self, role: str) -> bool:
+        """Whether buffers of ``role``'s device live in host memory (the CPU's always; the
+        GPU's on an APU or an emulated pair)."""
+        return role == "cpu" or self.emulated or self.gpu.host_unified_memory
+
 
 def select_pair(cpu: str | None = None, gpu: str | None = None, *,
                 config: dict | None = None, devices: list[DeviceInfo] | None = None) -> Selection:
@@ -717,15 +722,19 @@ class DevicePair:
         self.cpu = Side("cpu", selection.cpu, cctx, cq,
                         LaunchConfig.for_role("cpu", selection.cpu, lo.get("cpu")),
                         host_memory=True)
-        gpu_host = selection.emulated or selection.gpu.host_unified_memory
         self.gpu = Side("gpu", selection.gpu, gctx, gq,
                         LaunchConfig.for_role("gpu", selection.gpu, lo.get("gpu")),
-                        host_memory=gpu_host)
+                        host_memory=selection.host_memory("gpu"))
         self._programs: dict[tuple, Any] = {}
         self._kernels: dict[tuple, Any] = {}
         import threading
         self._build_lock = threading.Lock()
         self._jobs: list = []
+        #: Every program this pair built (:meth:`program`), in the order they finished:
+        #: ``{"role", "sources", "options", "started", "seconds", "binary"}`` with
+        #: ``started`` in seconds of :func:`time.perf_counter` and ``binary`` True where a
+        #: binary FinePar kept was loaded instead of compiling the source.
+        self.build_log: list[dict] = []
 
     @property
     def emulated(self) -> bool:
@@ -806,10 +815,13 @@ class DevicePair:
         wait(pending)
 
     def _build(self, side: Side, source_names: tuple[str, ...], opts: tuple):
+        import time
         mod = cl()
+        t0 = time.perf_counter()
         src = "\n".join(kernel_source(n) for n in source_names)
         dev = _cl_device(side.info)
         prg = _cached_binary(mod, side, dev, src, opts)
+        binary = prg is not None
         if prg is None:
             try:
                 prg = mod.Program(side.context, src).build(options=list(opts), devices=[dev])
@@ -818,6 +830,9 @@ class DevicePair:
                                  f"{' '.join(opts)} for {side.info.name} failed",
                                  str(exc)) from exc
             _store_binary(mod, side, prg, src, opts)
+        self.build_log.append({"role": side.role, "sources": list(source_names),
+                               "options": list(opts), "started": t0,
+                               "seconds": time.perf_counter() - t0, "binary": binary})
         return prg
 
     def kernel(self, side: Side, source_names: tuple[str, ...], defines: dict[str, Any],

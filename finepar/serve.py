@@ -176,12 +176,30 @@ _LOCAL = ("--no-server", "--distributed")
 
 def console() -> int:
     """The ``finepar`` console script: ``finepar run`` through a listening server, else
-    :func:`finepar.cli.main` here."""
+    :func:`finepar.cli.main` here; the process then ends at once (:func:`exit_now`)."""
     code = forward(sys.argv[1:])
     if code is None:
         from .cli import main
         code = main()
-    return code
+    exit_now(code)
+
+
+def exit_now(code: int) -> None:
+    """End the process with ``code`` once its output is out, without the interpreter's
+    and the drivers' teardown: every file the command writes is already written
+    atomically, and the operating system frees the devices' memory and contexts as
+    the process ends (NVIDIA's driver otherwise spent 0.13-0.3 s of each scale-24 run
+    on the H100 destroying a context nothing uses again). Builds started ahead and not
+    yet begun are dropped; one a compiler is running ends with the process, as it would
+    at an interrupt."""
+    from . import parallel
+    parallel.drop_queued_builds()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a reader that went away, or a closed stream
+            pass
+    os._exit(code)
 
 
 def stop(path: str | None = None) -> bool:

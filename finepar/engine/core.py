@@ -86,10 +86,15 @@ class EngineOptions:
     def limit(self, role: str, side: Side) -> int:
         """The bytes FinePar may use on ``role``'s device: the budget given, else 90% of
         the device's memory (the host's real limit for a CPU)."""
+        return self.limit_of(role, side.info, side.host_memory)
+
+    def limit_of(self, role: str, info, host_memory: bool) -> int:
+        """:meth:`limit` from the device's :class:`~finepar.runtime.DeviceInfo` and
+        whether its buffers live in host memory (no context needed)."""
         from ..runtime import host_memory_limit
         given = self.gpu_memory if role == "gpu" else self.cpu_memory
         if given is None:
-            given = (side.info.global_mem_bytes if not side.host_memory or role == "gpu"
+            given = (info.global_mem_bytes if not host_memory or role == "gpu"
                      else host_memory_limit()[0])
             given = int(0.9 * given)
         return int(given)
