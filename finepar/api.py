@@ -284,7 +284,12 @@ class Workload:
             options = replace(options or EngineOptions(), prebuild=False)
         if params is not None:  # what the app builds whatever the plan: built while it plans
             from .apps.frontier import early_build
-            early_build(pair, self.app.early_programs(pair, self.matrix, params))
+            from .engine.memory import likely_programs
+            early = self.app.early_programs(pair, self.matrix, params)
+            if not alone:  # and the row operations' programs most plans build
+                early += likely_programs(pair, self.matrix, self.app.ops,
+                                         (options or EngineOptions()).offsets)
+            early_build(pair, early)
         out = self._prepared(pair, throttle=throttle, threshold=threshold,
                              devices=alone or devices, grouping=grouping, model=model,
                              step=step, calibrate=calibrate, options=options, cache=cache,

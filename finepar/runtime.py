@@ -769,8 +769,7 @@ class DevicePair:
             With the compiler's log, if the build fails.
         """
         from concurrent.futures import Future
-        opts = tuple(f"-D{k}" if v is True else f"-D{k}={v}"
-                     for k, v in sorted(defines.items()) if v is not False and v is not None)
+        opts = build_options(defines)
         key = (id(side.context), side.info.address, source_names, opts)
         with self._build_lock:  # each program is built once, by the first thread to ask
             prg = self._programs.get(key)
@@ -853,6 +852,13 @@ class DevicePair:
         self.cpu.queue.finish()
         if self.gpu.queue is not self.cpu.queue:
             self.gpu.queue.finish()
+
+
+def build_options(defines: dict[str, Any]) -> tuple[str, ...]:
+    """The compiler options of ``defines``, sorted: ``-DNAME=VALUE``, ``-DNAME`` for True;
+    False and None are left out."""
+    return tuple(f"-D{k}" if v is True else f"-D{k}={v}"
+                 for k, v in sorted(defines.items()) if v is not False and v is not None)
 
 
 def driver_caches_builds(side: Side) -> bool:

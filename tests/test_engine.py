@@ -160,3 +160,27 @@ def test_tuner_predicts_ell_only_where_it_is_built():
     p = tuner.Predictor(web, 2, throughput={"cpu": 1, "gpu": 1}, grouping="ell")
     assert p.lowering(int(web.max_length()), "gpu") == "adaptive"
     assert p.lowering(4, "cpu") == "pow4"
+
+
+def test_likely_programs_are_those_a_pow4_gpu_share_builds():
+    """The row-operation programs started before planning (``likely_programs``, as a real
+    GPU gets them) include every one a pow4 GPU share then builds, options and all; an
+    emulated pair speculates nothing."""
+    from types import SimpleNamespace
+    from finepar.engine.memory import likely_programs
+    from finepar.runtime import build_options
+    g = generated_graph(12)
+    wl = api.Workload("pagerank", g)
+    pair = api.make_pair(memory="shared", gpu="emulate")  # its own log of builds
+    assert likely_programs(pair, wl.matrix, wl.app.ops) == []
+    plan = single_device(wl.matrix.row_lengths(), "gpu", grouping="pow4")
+    wl.engine(pair, plan)
+    pair.settle()
+    built = {(tuple(b["sources"]), tuple(b["options"])) for b in pair.build_log
+             if "rowop.cl" in b["sources"]}
+    assert {gr.mapping for gr in plan.shares["gpu"].groups} >= {"item", "team"}
+    gpu = SimpleNamespace(info=SimpleNamespace(kind="gpu", max_work_group_size=(
+        pair.gpu.info.max_work_group_size)), launch=pair.gpu.launch)
+    likely = {(tuple(src), build_options(d)) for role, src, d in likely_programs(
+        SimpleNamespace(emulated=False, gpu=gpu), wl.matrix, wl.app.ops)}
+    assert len(built) >= 4 and built <= likely, built - likely

@@ -270,10 +270,41 @@ def early_build(pair, builds: list) -> None:
     """Start building ``(role, sources, defines)`` programs on the build threads
     (:meth:`~finepar.runtime.DevicePair.start_build`) and return: a later
     :meth:`~finepar.runtime.DevicePair.program` call for the same program takes it
-    (waiting for it while it builds). A guess that no run asks for costs a build on a spare
-    thread; a build that fails is built again, and fails, where it is used."""
+    (waiting for it while it builds). A frontier queue's program (its defines set ``LWG``)
+    is built as :func:`queue_program` builds it, with the smaller work-group the device
+    may need right after. A guess that no run asks for costs a build on a spare thread; a
+    build that fails is built again, and fails, where it is used."""
     for role, sources, defines in builds:
-        pair.start_build(pair.program, pair.side(role), sources, defines)
+        if "LWG" in defines:
+            geo = (int(defines["LWG"]), int(defines["QCAP"]))
+            pair.start_build(queue_program, pair, pair.side(role), tuple(sources),
+                             dict(defines), geo)
+        else:
+            pair.start_build(pair.program, pair.side(role), sources, defines)
+
+
+def queue_program(pair, side, sources: tuple, opts: dict, geo: tuple[int, int] | None):
+    """A frontier queue's program on ``side``, built with the largest ``advance_local``
+    work-group (``geo``: ``(LWG, QCAP)``, None: no local advance) the device runs as
+    compiled (its registers and local memory): a device that cannot run ``LWG`` gets the
+    program again at the largest power of two it can, or none below 64.
+
+    Returns
+    -------
+    (program, advance_local kernel or None, (LWG, QCAP) or None)
+        ``opts`` is updated to the options of the program returned.
+    """
+    mod = cl()
+    size = mod.kernel_work_group_info.WORK_GROUP_SIZE
+    while True:
+        if geo is not None:
+            opts.update(LWG=geo[0], QCAP=geo[1], ELOCAL=16 * geo[0])
+        prg = pair.program(side, sources, opts)
+        local = mod.Kernel(prg, "advance_local") if geo is not None else None
+        fits = None if local is None else int(local.get_work_group_info(size, side.queue.device))
+        if fits is None or fits >= geo[0]:
+            return prg, local, geo
+        geo = (1 << (fits.bit_length() - 1), geo[1]) if fits >= 64 else None
 
 
 @dataclass
@@ -368,30 +399,15 @@ class FrontierQueue:
         self.refill = refill
         opts = queue_defines(side.info, graph, defines, local)
         geo = local_geometry(side.info, self.offset_dtype.itemsize) if local else None
+        prg, self.local_kernel, geo = queue_program(engine.pair, side, tuple(sources), opts, geo)
+        self.program = prg
         mod = cl()
-        while True:
-            if geo is not None:
-                opts.update(LWG=geo[0], QCAP=geo[1], ELOCAL=16 * geo[0])
-            prg = self.program = engine.pair.program(side, tuple(sources), opts)
-            self.local_kernel = mod.Kernel(prg, "advance_local") if geo is not None else None
-            fits = self._local_size_limit(geo)
-            if fits is None or fits >= geo[0]:
-                break
-            geo = (1 << (fits.bit_length() - 1), geo[1]) if fits >= 64 else None
         self.lwg, self.qcap = geo if geo is not None else (0, 0)
         self.elocal = 16 * self.lwg
         self.advance_kernel = mod.Kernel(prg, "advance")
         self.kernels = {k: mod.Kernel(prg, k) for k in
                         ("queue_from_bitmap", "bitmap_from_queue", "queue_from_stamp")}
         self.grid_cap = max(256, side.info.compute_units * 2048)
-
-    def _local_size_limit(self, geo) -> int | None:
-        """The work-group size the device can run ``advance_local`` with (its registers and
-        local memory as compiled), or None when there is no such kernel."""
-        if self.local_kernel is None:
-            return None
-        info = cl().kernel_work_group_info.WORK_GROUP_SIZE
-        return int(self.local_kernel.get_work_group_info(info, self.side.queue.device))
 
     # ------------------------------------------------------------- the current list
     def _set_tally(self, size: int, edges: int) -> None:

@@ -192,7 +192,8 @@ class Engine:
         again, and its error raised, where it is first used."""
         for store in self.stores.values():
             for op in self.ops:
-                self.pair.start_build(store.programs, op)
+                for variant in store.variants(op):  # one job each: compiled side by side
+                    self.pair.start_build(store.build, op, variant)
 
     def _executor(self):
         """The executor the plan needs: split-join profiling for an SJ / SJ-Q throttled

@@ -49,6 +49,59 @@ def check_fits(side: Side, nbytes: int, what: str) -> None:
             f"allows {side.info.max_alloc_bytes / 2**20:.0f} MiB per allocation")
 
 
+def rowop_defines(op: RowOp, matrix: Graph, mapping: str, wg: int, *, compact: bool,
+                  has_slots: bool, offset_type: str, **extra) -> dict:
+    """The ``-D`` options of ``op``'s program (``op.fragment`` + ``rowop.cl``) for one
+    launch mapping and work-group size over a store of the given kind.
+
+    Parameters
+    ----------
+    compact : bool
+        The store holds its share's own arrays (segments), not the whole CSR.
+    has_slots : bool
+        Some rows are cut into segments that accumulate in slots.
+    offset_type : {'int', 'long'}
+        The OpenCL type of the row offsets.
+    **extra
+        The mapping's own options (``LANES``, ``BLOCK_NNZ``, ``QUEUE``, ``DYN_BACK``).
+    """
+    return {**op.options(), "MAPPING": MAPPINGS[mapping], "WG": wg, "COMPACT": int(compact),
+            "HAS_DATA": int(op.reads_values(matrix)), "HAS_SLOTS": int(has_slots),
+            "OFFSET_T": offset_type, **extra}
+
+
+def likely_programs(pair: DevicePair, matrix: Graph, ops, offsets: str = "auto") -> list:
+    """``(role, sources, defines)`` of the row-operation programs a plan of FinePar's
+    usual shape will most likely build on the GPU, known before planning: the GPU's share
+    indexing the whole CSR (no row cut), in §4.1's pow4 length groups (item, team at 4,
+    16 and 32 lanes, group) or CSR-adaptive blocks, and the partial-sum reduction of an
+    op that has one. :meth:`finepar.api.Workload.prepare` starts them before it plans
+    (:func:`finepar.apps.frontier.early_build`): on a machine whose driver has nothing
+    cached, the compiler works while the host plans, and a guess no plan asks for costs a
+    build on a spare thread. None on an emulated pair or a CPU in the GPU role, whose
+    builds would compete with the host's own passes for its cores."""
+    from ..partition import team_lanes
+    side = pair.gpu
+    if pair.emulated or side.info.kind != "gpu":
+        return []
+    lc = side.launch
+    wide = offsets == "int64" or np.asarray(matrix.indptr).dtype == np.int64
+    kinds = [("item", lc.wg_item, {})]
+    kinds += [("team", lc.wg_team, {"LANES": lanes})
+              for lanes in sorted({team_lanes(lo, lc.lanes) for lo in (4, 16, 64)})]
+    kinds += [("group", lc.wg_group, {})]
+    stream = [("stream", lc.wg_stream, {"BLOCK_NNZ": lc.block_nnz, "QUEUE": 0})]
+    out = []
+    for op in ops:
+        mine = kinds + ([("item", _pow2_at_most(side.info.max_work_group_size), {})]
+                        if op.part_dtype is not None else []) + stream
+        out += [("gpu", (op.fragment, "rowop.cl"),
+                 rowop_defines(op, matrix, m, wg, compact=False, has_slots=False,
+                               offset_type="long" if wide else "int", **extra))
+                for m, wg, extra in mine]
+    return out
+
+
 def _pow2_at_most(limit: int, cap: int = 256) -> int:
     wg = 1
     while wg * 2 <= min(cap, limit):
@@ -371,11 +424,9 @@ class SideStore:
 
     # ------------------------------------------------------------------- launches
     def _program(self, op: RowOp, mapping: str, wg: int, **extra):
-        defines = {**op.options(), "MAPPING": MAPPINGS[mapping], "WG": wg,
-                   "COMPACT": int(self.low.compact),
-                   "HAS_DATA": int(op.reads_values(self.matrix)),
-                   "HAS_SLOTS": int(self.low.seg_slot is not None), "OFFSET_T": self.offset_type,
-                   **extra}
+        defines = rowop_defines(op, self.matrix, mapping, wg, compact=self.low.compact,
+                                has_slots=self.low.seg_slot is not None,
+                                offset_type=self.offset_type, **extra)
         return self.pair.program(self.side, (op.fragment, "rowop.cl"), defines)
 
     def ops(self, op: RowOp, fscal, stop) -> OpLaunches:
@@ -425,16 +476,22 @@ class SideStore:
                 wg, groups, extra = self._geometry(spec, hi - lo)
                 yield k, piece, spec, lo, hi, wg, max(groups, 1), extra
 
-    def programs(self, op: RowOp) -> None:
-        """Build (only) the programs ``op``'s launches will use: :meth:`Engine.prebuild`
-        runs these on threads, so the driver compiles them at once, not one by one at the
-        first step."""
-        for *_, spec, _lo, _hi, wg, _groups, extra in self._pieces_launches():
-            self._program(op, spec.mapping, wg, **extra)
+    def variants(self, op: RowOp) -> list[tuple[str, int, dict]]:
+        """``(mapping, wg, extra defines)`` of each program ``op``'s launches on this store
+        use, each once: :meth:`Engine.prebuild` builds them on threads of their own, so a
+        driver compiles them at once, not one after another."""
+        out = [(spec.mapping, wg, extra)
+               for *_, spec, _lo, _hi, wg, _groups, extra in self._pieces_launches()]
         if self.low.apply_rows.size:
-            self._program(op, "item", self.side.launch.wg_item)
+            out.append(("item", self.side.launch.wg_item, {}))
         if op.part_dtype is not None:
-            self._program(op, "item", _pow2_at_most(self.side.info.max_work_group_size))
+            out.append(("item", _pow2_at_most(self.side.info.max_work_group_size), {}))
+        return list({(m, wg, tuple(sorted(e.items()))): (m, wg, e) for m, wg, e in out}.values())
+
+    def build(self, op: RowOp, variant: tuple[str, int, dict]) -> None:
+        """Build one program of :meth:`variants` (a build thread's job)."""
+        mapping, wg, extra = variant
+        self._program(op, mapping, wg, **extra)
 
     def _build(self, op: RowOp, fscal, stop) -> OpLaunches:
         mod = cl()
