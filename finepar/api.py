@@ -175,7 +175,8 @@ class Workload:
         """An engine for ``plan`` with the app's state prepared (not timed); ``lowerings``
         as :class:`~finepar.engine.Engine` takes them."""
         eng = Engine(pair, self.matrix, plan, self.app.ops, options=options,
-                     lowerings=lowerings)
+                     lowerings=lowerings,
+                     built_ahead=self.app.built_ahead(tuple(plan.active_roles())))
         t0 = time.perf_counter()
         self.app.prepared(eng, self.graph)
         eng.setup_seconds += time.perf_counter() - t0
@@ -285,11 +286,11 @@ class Workload:
         if params is not None:  # what the app builds whatever the plan: built while it plans
             from .apps.frontier import early_build
             from .engine.memory import likely_programs
-            early = self.app.early_programs(pair, self.matrix, params)
-            if not alone:  # and the row operations' programs most plans build
-                early += likely_programs(pair, self.matrix, self.app.ops,
-                                         (options or EngineOptions()).offsets)
-            early_build(pair, early)
+            early_build(pair, self.app.early_programs(pair, self.matrix, params))
+            if not alone:  # and, one at a time, the row operations' programs most plans build
+                for _, sources, defines in likely_programs(pair, self.matrix, self.app.ops,
+                                                           (options or EngineOptions()).offsets):
+                    pair.guess_build(pair.program, pair.gpu, sources, defines)
         out = self._prepared(pair, throttle=throttle, threshold=threshold,
                              devices=alone or devices, grouping=grouping, model=model,
                              step=step, calibrate=calibrate, options=options, cache=cache,

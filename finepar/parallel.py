@@ -66,11 +66,26 @@ def builds() -> concurrent.futures.ThreadPoolExecutor:
     return _BUILDS
 
 
+_GUESSES: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def guesses() -> concurrent.futures.ThreadPoolExecutor:
+    """The process's one thread for builds of programs a run will most likely need (made on
+    first use): one at a time, so a driver whose compiler serialises its builds (NVIDIA's)
+    keeps a needed build waiting behind at most one guess."""
+    global _GUESSES
+    if _GUESSES is None:
+        _GUESSES = concurrent.futures.ThreadPoolExecutor(max_workers=1,
+                                                         thread_name_prefix="finepar-guess")
+    return _GUESSES
+
+
 def drop_queued_builds() -> None:
-    """Cancel the builds of :func:`builds` that have not begun (a process about to end
-    needs none of them)."""
-    if _BUILDS is not None:
-        _BUILDS.shutdown(wait=False, cancel_futures=True)
+    """Cancel the builds of :func:`builds` and :func:`guesses` that have not begun (a
+    process about to end needs none of them)."""
+    for ex in (_BUILDS, _GUESSES):
+        if ex is not None:
+            ex.shutdown(wait=False, cancel_futures=True)
 
 
 def thread_map(fn: Callable, items: Sequence, workers: int,

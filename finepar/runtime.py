@@ -730,6 +730,7 @@ class DevicePair:
         import threading
         self._build_lock = threading.Lock()
         self._jobs: list = []
+        self._guesses: list = []
         #: Every program this pair built (:meth:`program`), in the order they finished:
         #: ``{"role", "sources", "options", "started", "seconds", "binary"}`` with
         #: ``started`` in seconds of :func:`time.perf_counter` and ``binary`` True where a
@@ -800,6 +801,23 @@ class DevicePair:
         job = builds().submit(fn, *args)
         with self._build_lock:
             self._jobs = [j for j in self._jobs if not j.done()] + [job]
+
+    def guess_build(self, fn, *args) -> None:
+        """Queue ``fn(*args)``, the build of a program the run will most likely need, on
+        the one guessing thread (:func:`finepar.parallel.guesses`); :meth:`drop_guesses`
+        cancels those not yet begun, :meth:`settle` waits for the one building."""
+        from .parallel import guesses
+        job = guesses().submit(fn, *args)
+        with self._build_lock:
+            self._jobs = [j for j in self._jobs if not j.done()] + [job]
+            self._guesses = [j for j in self._guesses if not j.done()] + [job]
+
+    def drop_guesses(self) -> None:
+        """Cancel the guessed builds not yet begun (the programs needed are known now)."""
+        with self._build_lock:
+            guessed, self._guesses = self._guesses, []
+        for job in guessed:
+            job.cancel()
 
     def settle(self) -> None:
         """Wait for the builds started ahead of their use (queued or in flight), so none

@@ -208,3 +208,24 @@ def test_shipped_configs_parse():
     for f in files:
         cfg = load_config(f)
         assert cfg["source"] == str(f) and cfg["devices"]
+
+
+def test_guessed_builds_run_one_at_a_time_and_the_rest_drop(pairs):
+    """Guessed builds queue on one thread; dropping them cancels those not yet begun, the
+    one running finishes, and settle waits for it."""
+    import threading
+    pair = pairs["shared"]
+    started, gate, ran = threading.Event(), threading.Event(), []
+
+    def first() -> None:
+        started.set()
+        gate.wait(10)
+        ran.append("first")
+    pair.guess_build(first)
+    for k in range(3):
+        pair.guess_build(ran.append, k)
+    assert started.wait(10)
+    pair.drop_guesses()
+    gate.set()
+    pair.settle()
+    assert ran == ["first"]

@@ -297,6 +297,12 @@ class App(ABC):
         that device alone: no split is tuned, measured or uploaded that the run never uses."""
         return None
 
+    def built_ahead(self, roles: tuple) -> tuple | None:
+        """The names of the ops an engine over ``roles`` runs whose programs are worth
+        building as the engine is made (:class:`finepar.engine.Engine`'s ``built_ahead``);
+        None: every op. Another op is built where it is first used."""
+        return None
+
     def early_programs(self, pair, matrix: Graph, params: dict) -> list:
         """``(role, sources, defines)`` of programs the app's preparation will build whatever
         the plan, known from the matrix alone: :meth:`finepar.api.Workload.prepare` starts

@@ -97,6 +97,10 @@ class PageRank(App):
         result.values = engine.read("pr")
         return result
 
+    def built_ahead(self, roles: tuple) -> tuple:
+        """Two devices iterate on the host (the first op), one on the device (the second)."""
+        return (self.ops[0].name if len(roles) == 2 else self.ops[1].name,)
+
     def _args(self, personalized: bool) -> dict:
         return dict(x="contrib", y="pr_next", s0="pr", s1="contrib_next",
                     s2="restart" if personalized else None, aux="inv_outdeg")

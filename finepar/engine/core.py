@@ -38,7 +38,7 @@ from .executors import (DeviceCounterExecutor, HostChunkExecutor, ProfilingExecu
                         StaticExecutor)
 from .launches import (RowOp, ShareLowering, lower_adaptive, lower_chunks, lower_ell,
                        lower_groups, lower_partitioned)
-from .memory import SLOTS, SideStore, check_fits
+from .memory import SLOTS, SideStore, check_fits, lowered_programs
 from .timing import StepRecord, event_seconds, event_span, summarize
 
 _VEC_TYPES = (np.dtype(np.float32), np.dtype(np.int32), np.dtype(np.uint32))
@@ -122,6 +122,9 @@ class Engine:
     lowerings : dict, optional
         ``{role: ShareLowering}`` made before for this plan and matrix (the prepared-graph
         cache): used as they are instead of lowering the plan again.
+    built_ahead : sequence of str, optional
+        The names of the ops whose programs :meth:`prebuild` starts (default: all); the
+        others are built where first used.
 
     Raises
     ------
@@ -131,7 +134,8 @@ class Engine:
     """
 
     def __init__(self, pair: DevicePair, matrix: Graph, plan: Plan, ops, *,
-                 options: EngineOptions | None = None, lowerings: dict | None = None):
+                 options: EngineOptions | None = None, lowerings: dict | None = None,
+                 built_ahead=None):
         t0 = time.perf_counter()
         self.pair, self.matrix, self.plan = pair, matrix, plan
         self.ops = (ops,) if isinstance(ops, RowOp) else tuple(ops)
@@ -158,6 +162,7 @@ class Engine:
         counter = alloc(pair.cpu, np.zeros(1, np.int32)) if dynamic and pair.shared else None
         self.stores: dict[str, SideStore] = {}
         has_data = self.reads_values
+        lows = {}
         for role in self.roles:
             side = pair.side(role)
             low = (lowerings or {}).get(role) or self.lower(role, side)
@@ -166,6 +171,12 @@ class Engine:
                                      max_segments=side.launch.wg_stream)  # ELL is not cut
             if not low.compact and self._needs_chunks(role, side, low, has_data):
                 low = lower_groups(matrix, role, plan.shares[role].groups, compact=True)
+            lows[role] = low
+        self.built_ahead = tuple(built_ahead) if built_ahead is not None else None
+        if self.options.prebuild:  # the compilers start before the uploads
+            self.prebuild(lows)
+        for role, low in lows.items():
+            side = pair.side(role)
             chunking = self._chunking(role, side, low, has_data)
             self.stores[role] = SideStore(pair, side, low, matrix, global_csr=self._csr_for,
                                           dummy=self.dummy(role), has_data=has_data,
@@ -178,22 +189,27 @@ class Engine:
                 self.fscal[r], self.stop[r] = self.fscal[self.roles[0]], self.stop[self.roles[0]]
         self.executor = self._executor()
         self._needs_halo = not pair.shared and len(self.roles) == 2 and not dynamic
-        if self.options.prebuild:
-            self.prebuild()
         self.setup_seconds = time.perf_counter() - t0
         self.cache_seconds = 0.0  # set by a run whose preparation came from the cache
 
-    def prebuild(self) -> None:
-        """Start compiling every row operation's programs for every store on the build
-        threads (:meth:`finepar.runtime.DevicePair.start_build`; pyopencl releases the GIL
-        while a driver builds) and return: the app's own preparation and uploads go on
-        meanwhile, and the first use of a program waits for its build
-        (:meth:`finepar.runtime.DevicePair.program`). A program that fails here is built
-        again, and its error raised, where it is first used."""
-        for store in self.stores.values():
-            for op in self.ops:
-                for variant in store.variants(op):  # one job each: compiled side by side
-                    self.pair.start_build(store.build, op, variant)
+    def prebuild(self, lows: dict | None = None) -> None:
+        """Start compiling the row operations' programs of every share, one build job
+        each, on the build threads (:meth:`finepar.runtime.DevicePair.start_build`;
+        pyopencl releases the GIL while a driver builds) and return: the uploads and the
+        app's own preparation go on meanwhile, and the first use of a program waits for its
+        build (:meth:`finepar.runtime.DevicePair.program`). Guessed builds not yet begun
+        are dropped first. ``lows``: ``{role: ShareLowering}`` (default: the stores'); the
+        ops are ``built_ahead`` where the engine was given them, else all. A program that
+        fails here is built again, and its error raised, where it is first used."""
+        self.pair.drop_guesses()
+        lows = lows if lows is not None else {r: st.low for r, st in self.stores.items()}
+        ops = [op for op in self.ops if self.built_ahead is None or op.name in self.built_ahead]
+        for role, low in lows.items():
+            side = self.pair.side(role)
+            for op in ops:
+                for sources, defines in lowered_programs(side, low, self.matrix, op,
+                                                         self.options.offsets):
+                    self.pair.start_build(self.pair.program, side, sources, defines)
 
     def _executor(self):
         """The executor the plan needs: split-join profiling for an SJ / SJ-Q throttled

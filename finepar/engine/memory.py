@@ -70,16 +70,69 @@ def rowop_defines(op: RowOp, matrix: Graph, mapping: str, wg: int, *, compact: b
             "OFFSET_T": offset_type, **extra}
 
 
+def offset_type(low: ShareLowering, matrix: Graph, offsets: str = "auto") -> str:
+    """The OpenCL type of a store's row offsets (``int`` or ``long``): 64-bit where asked
+    (``offsets='int64'``), where a compact share's offsets need it, or where the whole
+    CSR a non-compact share indexes has 64-bit ``indptr``."""
+    wide = offsets == "int64" or (low.compact and low.offset_dtype == np.int64)
+    if not low.compact:
+        wide = wide or np.asarray(matrix.indptr).dtype == np.int64
+    return "long" if wide else "int"
+
+
+def geometry(side: Side, spec, n: int) -> tuple[int, int, dict]:
+    """Work-group size, work-groups and extra ``-D`` options of a launch of ``n``
+    segments (or blocks) with ``spec``'s mapping on ``side``."""
+    lc = side.launch
+    if spec.mapping in ("item", "ell"):
+        return lc.wg_item, -(-n // lc.wg_item), {}
+    if spec.mapping == "team":
+        lanes = min(spec.lanes or lc.lanes, lc.lanes)
+        return lc.wg_team, -(-n // (lc.wg_team // lanes)), {"LANES": lanes}
+    if spec.mapping == "group":
+        return lc.wg_group, n, {}
+    if spec.mapping == "dynamic":
+        return (lc.wg_item, side.info.compute_units * lc.resident_groups,
+                {"DYN_BACK": int(side.role == "cpu")})
+    if spec.mapping == "stream":
+        groups = min(n, side.info.compute_units * lc.resident_groups) if spec.queue else n
+        return lc.wg_stream, groups, {"BLOCK_NNZ": lc.block_nnz, "QUEUE": int(spec.queue)}
+    raise DeviceError(f"unknown mapping {spec.mapping!r}")
+
+
+def lowered_programs(side: Side, low: ShareLowering, matrix: Graph, op: RowOp,
+                     offsets: str = "auto") -> list[tuple[tuple, dict]]:
+    """``(sources, defines)`` of every program a store of ``low`` on ``side`` builds for
+    ``op`` (each once: its launches' mappings, the apply launch of rows cut into slots, the
+    partial-sum reduction), known from the lowering alone, before the store uploads
+    anything: :class:`~finepar.engine.Engine` starts their builds first."""
+    out = []
+    for spec in low.launches:
+        if spec.hi > spec.lo or spec.mapping == "dynamic":
+            wg, _, extra = geometry(side, spec, max(spec.hi - spec.lo, 1))
+            out.append((spec.mapping, wg, extra))
+    if low.apply_rows.size:
+        out.append(("item", side.launch.wg_item, {}))
+    if op.part_dtype is not None:
+        out.append(("item", _pow2_at_most(side.info.max_work_group_size), {}))
+    kind = dict(compact=low.compact, has_slots=low.seg_slot is not None,
+                offset_type=offset_type(low, matrix, offsets))
+    unique = {(m, wg, tuple(sorted(e.items()))): (m, wg, e) for m, wg, e in out}
+    return [((op.fragment, "rowop.cl"), rowop_defines(op, matrix, m, wg, **kind, **extra))
+            for m, wg, extra in unique.values()]
+
+
 def likely_programs(pair: DevicePair, matrix: Graph, ops, offsets: str = "auto") -> list:
     """``(role, sources, defines)`` of the row-operation programs a plan of FinePar's
     usual shape will most likely build on the GPU, known before planning: the GPU's share
-    indexing the whole CSR (no row cut), in §4.1's pow4 length groups (item, team at 4,
-    16 and 32 lanes, group) or CSR-adaptive blocks, and the partial-sum reduction of an
-    op that has one. :meth:`finepar.api.Workload.prepare` starts them before it plans
-    (:func:`finepar.apps.frontier.early_build`): on a machine whose driver has nothing
-    cached, the compiler works while the host plans, and a guess no plan asks for costs a
-    build on a spare thread. None on an emulated pair or a CPU in the GPU role, whose
-    builds would compete with the host's own passes for its cores."""
+    indexing the whole CSR (no row cut) in §4.1's pow4 length groups (item, team at 4, 16
+    and 32 lanes, group), and the partial-sum reduction of an op that has one, in that
+    order. :meth:`finepar.api.Workload.prepare` queues them as guesses before it plans
+    (:meth:`finepar.runtime.DevicePair.guess_build`): on a machine whose driver has
+    nothing cached, the compiler works while the host plans; the engine drops the
+    guesses not yet begun once it knows its own programs. None on an emulated pair or a
+    CPU in the GPU role, whose builds would compete with the host's own passes for its
+    cores."""
     from ..partition import team_lanes
     side = pair.gpu
     if pair.emulated or side.info.kind != "gpu":
@@ -90,11 +143,10 @@ def likely_programs(pair: DevicePair, matrix: Graph, ops, offsets: str = "auto")
     kinds += [("team", lc.wg_team, {"LANES": lanes})
               for lanes in sorted({team_lanes(lo, lc.lanes) for lo in (4, 16, 64)})]
     kinds += [("group", lc.wg_group, {})]
-    stream = [("stream", lc.wg_stream, {"BLOCK_NNZ": lc.block_nnz, "QUEUE": 0})]
     out = []
     for op in ops:
         mine = kinds + ([("item", _pow2_at_most(side.info.max_work_group_size), {})]
-                        if op.part_dtype is not None else []) + stream
+                        if op.part_dtype is not None else [])
         out += [("gpu", (op.fragment, "rowop.cl"),
                  rowop_defines(op, matrix, m, wg, compact=False, has_slots=False,
                                offset_type="long" if wide else "int", **extra))
@@ -386,7 +438,7 @@ class SideStore:
             wide = wide or matrix.indptr.dtype == np.int64
             self.offset_dtype = np.int64 if wide else np.int32
             self.pieces.append(_WholePiece(self, global_csr(low.role, wide)))
-        self.offset_type = "long" if wide else "int"
+        self.offset_type = offset_type(low, matrix, offsets)
         up = lambda a: alloc(side, np.asarray(a, np.int32) if np.size(a)  # noqa: E731
                              else np.zeros(1, np.int32), read_only=True)
         self.apply_rows, self.slot_ptr = up(low.apply_rows), up(low.slot_ptr)
@@ -444,24 +496,7 @@ class SideStore:
         return hit
 
     def _geometry(self, spec, n: int) -> tuple[int, int, dict]:
-        """Work-group size, groups and extra -D options of a launch of ``n`` segments
-        (or blocks) with the spec's mapping."""
-        lc = self.side.launch
-        if spec.mapping in ("item", "ell"):
-            return lc.wg_item, -(-n // lc.wg_item), {}
-        if spec.mapping == "team":
-            lanes = min(spec.lanes or lc.lanes, lc.lanes)
-            return lc.wg_team, -(-n // (lc.wg_team // lanes)), {"LANES": lanes}
-        if spec.mapping == "group":
-            return lc.wg_group, n, {}
-        if spec.mapping == "dynamic":
-            return (lc.wg_item, self.side.info.compute_units * lc.resident_groups,
-                    {"DYN_BACK": int(self.role == "cpu")})
-        if spec.mapping == "stream":
-            groups = (min(n, self.side.info.compute_units * lc.resident_groups)
-                      if spec.queue else n)
-            return lc.wg_stream, groups, {"BLOCK_NNZ": lc.block_nnz, "QUEUE": int(spec.queue)}
-        raise DeviceError(f"unknown mapping {spec.mapping!r}")
+        return geometry(self.side, spec, n)
 
     def _pieces_launches(self):
         """``(k, piece, spec, lo, hi, wg, groups, extra)`` of every launch the store makes
@@ -475,23 +510,6 @@ class SideStore:
                     lo, hi = spec.lo, spec.hi
                 wg, groups, extra = self._geometry(spec, hi - lo)
                 yield k, piece, spec, lo, hi, wg, max(groups, 1), extra
-
-    def variants(self, op: RowOp) -> list[tuple[str, int, dict]]:
-        """``(mapping, wg, extra defines)`` of each program ``op``'s launches on this store
-        use, each once: :meth:`Engine.prebuild` builds them on threads of their own, so a
-        driver compiles them at once, not one after another."""
-        out = [(spec.mapping, wg, extra)
-               for *_, spec, _lo, _hi, wg, _groups, extra in self._pieces_launches()]
-        if self.low.apply_rows.size:
-            out.append(("item", self.side.launch.wg_item, {}))
-        if op.part_dtype is not None:
-            out.append(("item", _pow2_at_most(self.side.info.max_work_group_size), {}))
-        return list({(m, wg, tuple(sorted(e.items()))): (m, wg, e) for m, wg, e in out}.values())
-
-    def build(self, op: RowOp, variant: tuple[str, int, dict]) -> None:
-        """Build one program of :meth:`variants` (a build thread's job)."""
-        mapping, wg, extra = variant
-        self._program(op, mapping, wg, **extra)
 
     def _build(self, op: RowOp, fscal, stop) -> OpLaunches:
         mod = cl()
