@@ -176,7 +176,8 @@ class Workload:
         as :class:`~finepar.engine.Engine` takes them."""
         eng = Engine(pair, self.matrix, plan, self.app.ops, options=options,
                      lowerings=lowerings,
-                     built_ahead=self.app.built_ahead(tuple(plan.active_roles())))
+                     built_ahead=self.app.built_ahead(tuple(plan.active_roles())),
+                     column_vectors=self.app.column_vectors)
         t0 = time.perf_counter()
         self.app.prepared(eng, self.graph)
         eng.setup_seconds += time.perf_counter() - t0
@@ -286,7 +287,9 @@ class Workload:
         if params is not None:  # what the app builds whatever the plan: built while it plans
             from .apps.frontier import early_build
             from .engine.memory import likely_programs
-            early_build(pair, self.app.early_programs(pair, self.matrix, params))
+            from .engine.columns import programs as column_programs
+            early_build(pair, self.app.early_programs(pair, self.matrix, params)
+                        + column_programs(pair, self.app.column_vectors))
             if not alone:  # and, one at a time, the row operations' programs most plans build
                 for _, sources, defines in likely_programs(pair, self.matrix, self.app.ops,
                                                            (options or EngineOptions()).offsets):
@@ -556,6 +559,7 @@ class Workload:
                   "executor": summ["executor"], "push_role": eng.push_role(),
                   "memory": _memory_parts(summ["lowering"]),
                   "throttle": _throttle_report(plan, summ),
+                  "columns": summ.get("columns"),
                   "throttle_auto": plan.throttle_auto},
             threshold_source=source, timings=timings, throughput=throughput,
             result={"iterations": result.iterations, "converged": result.converged,

@@ -191,8 +191,11 @@ def exit_now(code: int) -> None:
     the process ends (NVIDIA's driver otherwise spent 0.13-0.3 s of each scale-24 run
     on the H100 destroying a context nothing uses again). Builds started ahead and not
     yet begun are dropped; one a compiler is running ends with the process, as it would
-    at an interrupt."""
+    at an interrupt. Under a profiler or a tracer (cProfile, coverage) the process exits
+    normally, so they write their data."""
     from . import parallel
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        sys.exit(code)  # a profiler or a coverage tool writes its data at the normal exit
     parallel.drop_queued_builds()
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -167,6 +167,9 @@ class App(ABC):
     name = ""
     title = ""
     ops: tuple = ()
+    #: Vectors the ops read by column and only the host writes (SpMV's ``x``): the GPU's
+    #: share may renumber its columns hottest first (:mod:`finepar.engine.columns`).
+    column_vectors: tuple = ()
     params: tuple = ()
     rate_unit = "nnz/s"
     exchanges = True

@@ -38,6 +38,7 @@ from .executors import (DeviceCounterExecutor, HostChunkExecutor, ProfilingExecu
                         StaticExecutor)
 from .launches import (RowOp, ShareLowering, lower_adaptive, lower_chunks, lower_ell,
                        lower_groups, lower_partitioned)
+from .columns import order_columns, scatter
 from .memory import SLOTS, SideStore, check_fits, lowered_programs
 from .timing import StepRecord, event_seconds, event_span, summarize
 
@@ -73,6 +74,11 @@ class EngineOptions:
     prebuild : bool
         Start building every row operation's programs when the engine is made (default);
         False builds each where it is first used (a run that may use none: CC's Afforest).
+    columns : {'auto', 'hot', 'none'}
+        Renumber the GPU share's columns hottest first on the device
+        (:mod:`finepar.engine.columns`) for an app that reads a vector by column: ``auto``
+        (default) where that vector exceeds the GPU's cache and its hottest columns take
+        most reads, ``hot`` wherever the share can be, ``none`` never.
     """
 
     offsets: str = "auto"
@@ -82,6 +88,7 @@ class EngineOptions:
     chunk_bytes: int | None = None
     profile: str = "batch"
     prebuild: bool = True
+    columns: str = "auto"
 
     def limit(self, role: str, side: Side) -> int:
         """The bytes FinePar may use on ``role``'s device: the budget given, else 90% of
@@ -125,6 +132,10 @@ class Engine:
     built_ahead : sequence of str, optional
         The names of the ops whose programs :meth:`prebuild` starts (default: all); the
         others are built where first used.
+    column_vectors : tuple of str
+        The vectors the ops read by column (:attr:`finepar.apps.base.App.column_vectors`):
+        where ``options.columns`` asks, the GPU share's columns are renumbered and these
+        vectors kept in that numbering on the GPU (:mod:`finepar.engine.columns`).
 
     Raises
     ------
@@ -135,7 +146,7 @@ class Engine:
 
     def __init__(self, pair: DevicePair, matrix: Graph, plan: Plan, ops, *,
                  options: EngineOptions | None = None, lowerings: dict | None = None,
-                 built_ahead=None):
+                 built_ahead=None, column_vectors: tuple = ()):
         t0 = time.perf_counter()
         self.pair, self.matrix, self.plan = pair, matrix, plan
         self.ops = (ops,) if isinstance(ops, RowOp) else tuple(ops)
@@ -189,6 +200,8 @@ class Engine:
                 self.fscal[r], self.stop[r] = self.fscal[self.roles[0]], self.stop[self.roles[0]]
         self.executor = self._executor()
         self._needs_halo = not pair.shared and len(self.roles) == 2 and not dynamic
+        self.columns = (order_columns(self, tuple(column_vectors), self.options.columns)
+                        if column_vectors else None)
         self.setup_seconds = time.perf_counter() - t0
         self.cache_seconds = 0.0  # set by a run whose preparation came from the cache
 
@@ -374,6 +387,32 @@ class Engine:
             self.write(name, init)
             return
         self._new_vector(name, init.size, init.dtype, lambda side: alloc(side, init))
+        if self._by_column(name):
+            scatter(self, self.columns, name)
+
+    def _by_column(self, name: str) -> bool:
+        """Whether vector ``name`` is read by column on a device whose columns were
+        renumbered (its copy there is kept in the new numbering)."""
+        c = self.columns
+        return c is not None and c.applied and name in c.names
+
+    def _plain(self, *names: str) -> None:
+        """Refuse a device-side operation that would mix the numberings of a vector read
+        by column on a renumbered device."""
+        for name in names:
+            if name and self._by_column(name):
+                raise DeviceError(f"vector {name!r} is kept in the renumbered columns' order "
+                                  f"on the {self.columns.role}: write it from the host "
+                                  f"(Engine.vector / write), or run with columns='none'")
+
+    def replace_indices(self, role: str, piece, indices) -> None:
+        """Make ``indices`` the column indices ``piece`` of ``role``'s store reads (and, for
+        a piece of the whole CSR, the whole CSR's on that side)."""
+        old = piece.indices
+        piece.indices = indices
+        for key, (indptr, idx, data) in list(self._global_csr.items()):
+            if idx is old:
+                self._global_csr[key] = (indptr, indices, data)
 
     def _new_vector(self, name: str, size: int, dtype, make) -> None:
         """Vector ``name``'s buffers, ``make(side)`` each: one for both roles in shared
@@ -447,6 +486,8 @@ class Engine:
 
     def swap(self, a: str, b: str) -> None:
         """Exchange the names of two vectors (double buffering)."""
+        if self._by_column(a) != self._by_column(b):
+            self._plain(a, b)
         self._vectors[a], self._vectors[b] = self._vectors[b], self._vectors[a]
         self._vec_dtype[a], self._vec_dtype[b] = self._vec_dtype[b], self._vec_dtype[a]
 
@@ -462,6 +503,8 @@ class Engine:
             done.add(id(buf))
             mod.enqueue_copy(self.pair.side(r).queue, buf, array, is_blocking=True)
             self.host_syncs += 1
+            if self._by_column(name) and r == self.columns.role:
+                scatter(self, self.columns, name)
 
     def _each_buffer(self, name: str, roles: tuple | None):
         """(side, buffer) of vector ``name`` on each role, once per distinct buffer."""
@@ -490,6 +533,8 @@ class Engine:
 
     def copy(self, src: str, dst: str, roles: tuple | None = None) -> None:
         """``dst <- src`` (vectors of one dtype and size) on the devices, no transfer."""
+        if self._by_column(src) != self._by_column(dst):
+            self._plain(src, dst)
         for side, buf in self._each_buffer(dst, roles):
             role = next(r for r in (roles or self.roles) if self.buffer(dst, r) is buf)
             cl().enqueue_copy(side.queue, buf, self.buffer(src, role))
@@ -503,6 +548,7 @@ class Engine:
         """Run ``opencl/vector.cl``'s ``kernel`` over vector ``out`` (and ``inputs``) on the
         devices: ``iota`` (out[i] = i) or ``multiply`` (out = inputs[0] * inputs[1])."""
         from .exchange import _TYPES
+        self._plain(out, *inputs)
         dtype = self._vec_dtype[out]
         size = self._vectors[out]["size"]
         for r in roles or self.roles:
@@ -517,6 +563,7 @@ class Engine:
     def set_entries(self, name: str, index: np.ndarray, values: np.ndarray,
                     roles: tuple | None = None) -> None:
         """Write a few entries of vector ``name`` (small host-to-device copies)."""
+        self._plain(name)
         mod = cl()
         dtype = self._vec_dtype[name]
         vals = np.ascontiguousarray(values, dtype=dtype)
@@ -554,6 +601,12 @@ class Engine:
         dtype = self._vec_dtype[name]
         size = self._vectors[name]["size"]
         out = np.empty(size, dtype=dtype)
+        if self._by_column(name):  # a copy in the input's numbering, else the renumbered one
+            cols = self.columns
+            r = role or next((x for x in self.roles if x != cols.role), cols.role)
+            read_staged(self.pair.side(r), out, self.buffer(name, r))
+            self.host_syncs += 1
+            return out[cols.perm_host(self.pair.side(r))] if r == cols.role else out
         if (self.pair.shared or role is not None or len(self.roles) == 1 or size != self.n
                 or self.plan.method == "dynamic"):  # dynamic: each side holds every entry
             r = role or self.roles[0]
@@ -834,6 +887,7 @@ class Engine:
         out["host_syncs"] = self.host_syncs
         out["executor"] = self.executor.name
         out["lowering"] = self.describe()
+        out["columns"] = self.columns.to_dict() if self.columns is not None else None
         ex = self.executor
         if isinstance(ex, ProfilingExecutor) and ex.cover is not None:
             st = ex.stime

@@ -1,0 +1,87 @@
+"""Hot columns first (finepar.engine.columns): the GPU share's columns renumbered on the
+device; every product the same as without, bit for bit, and against float64 numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import generated_graph
+from finepar import api, reference
+from finepar.engine import Engine, EngineOptions
+from finepar.engine.columns import CLASSES, hot_share
+from finepar.errors import DeviceError
+
+
+@pytest.fixture(scope="module")
+def split_pair():
+    return api.make_pair(memory="split", gpu="emulate")
+
+
+def _spmv(g, pair, x, columns, **kw):
+    return api.run("spmv", g, pair=pair, x=x, cache=False, warmup=False,
+                   options=EngineOptions(columns=columns), **kw)
+
+
+@pytest.mark.parametrize("grouping,threshold,devices", [
+    ("pow4", 60, "both"), ("adaptive", 60, "both"), ("none", None, "gpu"),
+    ("adaptive", None, "gpu")])
+def test_renumbered_columns_give_the_same_products(split_pair, grouping, threshold, devices):
+    g = generated_graph(12)
+    x = np.random.default_rng(3).random(g.n, dtype=np.float32)
+    plain, _ = _spmv(g, split_pair, x, "none", grouping=grouping, threshold=threshold,
+                     devices=devices)
+    hot, rep = _spmv(g, split_pair, x, "hot", grouping=grouping, threshold=threshold,
+                     devices=devices)
+    cols = rep.plan["columns"]
+    assert cols["applied"] and cols["vectors"] == ["x"], cols
+    assert np.array_equal(hot.values, plain.values)  # each row sums in its stored order
+    ref = reference.spmv(g, x)
+    assert np.all(np.abs(hot.values - ref) <= reference.spmv_error_bound(g, x))
+
+
+def test_the_numbering_is_a_permutation_hottest_first(split_pair):
+    g = generated_graph(12)
+    wl = api.Workload("spmv", g)
+    plan = api.plan_for(wl.matrix, threshold=None, devices="gpu", grouping="pow4")
+    eng = Engine(split_pair, wl.matrix, plan, wl.app.ops, options=EngineOptions(columns="hot"),
+                 column_vectors=wl.app.column_vectors)
+    order = eng.columns
+    assert order.applied
+    perm = order.perm_host(split_pair.gpu)
+    assert np.array_equal(np.sort(perm), np.arange(g.n))
+    reads = np.bincount(np.asarray(wl.matrix.indices), minlength=g.n)
+    cls = np.where(reads > 0, np.floor(np.log2(np.maximum(reads, 1))).astype(int) + 1, 0)
+    by_number = cls[np.argsort(perm)]
+    hot = by_number[by_number > 0]
+    assert np.all(np.diff(hot) <= 0) and np.all(by_number[hot.size:] == 0)
+    x, x2 = np.random.default_rng(4).random((2, g.n), dtype=np.float32)
+    eng.vector("x", x)  # a new vector, then one written again
+    assert np.array_equal(eng.read("x", role="gpu"), x)  # read back in the input's order
+    eng.vector("x", x2)
+    assert np.array_equal(eng.read("x"), x2)
+    with pytest.raises(DeviceError, match="renumbered"):
+        eng.iota("x")
+
+
+def test_auto_renumbers_only_past_the_cache_and_where_few_columns_take_most_reads():
+    g = generated_graph(12)
+    x = np.ones(g.n, np.float32)
+    roomy = api.make_pair(memory="split", gpu="emulate")
+    _, rep = _spmv(g, roomy, x, "auto", devices="gpu")
+    assert not rep.plan["columns"]["applied"] and "fits the cache" in rep.plan["columns"]["reason"]
+    small = api.make_pair(memory="split", gpu="emulate", config={"cache_overrides": {"": 4096}})
+    _, rep = _spmv(g, small, x, "auto", devices="gpu")
+    assert rep.plan["columns"]["applied"], rep.plan["columns"]
+    hist = np.zeros(CLASSES, np.int64)
+    hist[1] = 1000  # every column read once: the hot ones take a small share
+    assert hot_share(hist, 4 * 2 * 100, 4, 1000) == pytest.approx(0.1)
+    hist[11] = 10  # ten columns read 1024+ times each
+    assert hot_share(hist, 4 * 2 * 10, 4, 1000 + 10 * 1024) > 0.9
+
+
+def test_apps_reading_no_vector_by_column_are_left_alone(split_pair):
+    g = generated_graph(10)
+    _, rep = api.run("pagerank", g, pair=split_pair, cache=False,
+                     options=EngineOptions(columns="hot"))
+    assert rep.plan["columns"] is None
