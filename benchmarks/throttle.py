@@ -5,14 +5,19 @@ For SpMV (per product, ``--products`` products a run) and PageRank (per run and 
 iteration), on Graph500 scales (``--scales``) and real graphs (``--real``):
 
 * ``default``: FinePar's default (``api.run`` with no plan option: tuned split,
-  schedule ``auto``);
-* ``unthrottled``: FinePar on the GPU alone, schedule ``none``, no relabelling;
-* ``auto``: the GPU alone, schedule ``auto``;
+  schedule ``auto``, hot columns ``auto``); ``default, columns none``: the same with the
+  GPU share's columns kept in their order (:mod:`finepar.engine.columns`);
+* ``unthrottled``: FinePar on the GPU alone, schedule ``none``, no relabelling, columns
+  kept in their order;
+* ``hot columns``: the GPU alone, unthrottled, its columns renumbered hottest first on
+  the device (``--columns hot``);
+* ``auto``: the GPU alone, schedule ``auto``, hot columns ``auto``;
 * ``none+R``: the GPU alone, unthrottled on the graph relabelled by ``R``
   (``dbwp``: Algorithm 5 over the K-D tiling's partitions; ``degree``);
 * ``S B[+R]``: schedule ``S`` (cf, cf-q, sj, sj-q) over the cache-fit partitions of
   bisection ``B`` (``kd``: K-D tiling; ``spac``: coarsened SPAC, only on graphs of at
-  most ``--spac-max-nnz`` nonzeros), on the graph relabelled by ``R`` or not. One
+  most ``--spac-max-nnz`` nonzeros), on the graph relabelled by ``R`` or not (columns
+  kept in their order in these rows and the ``none+R`` ones). One
   partitioning per (bisection, relabelling) serves its four schedules; its time and
   the relabelling's are reported apart and as the iterations they take to pay back
   (cost over the saving per iteration against ``unthrottled``).
@@ -181,14 +186,20 @@ def finepar_rows(wl, pair, params, ref, args, bisects, row, res, budget, shared)
         res.save()
         return True
 
+    from finepar.engine import EngineOptions
     opts = dict(cache_bytes=args.cache_bytes)
-    for cfg in (Config("unthrottled", devices="gpu", throttle=ThrottleOptions(schedule="none")),
+    kept = EngineOptions(columns="none")
+    for cfg in (Config("unthrottled", devices="gpu", throttle=ThrottleOptions(schedule="none"),
+                       options=kept),
+                Config("hot columns", devices="gpu", throttle=ThrottleOptions(schedule="none"),
+                       options=EngineOptions(columns="hot")),
                 Config("auto", devices="gpu", throttle=ThrottleOptions(schedule="auto", **opts))):
         if not run(cfg):
             return perms
     explicit_rows(wl, pair, args, bisects, row, budget, shared, opts, run, perms)
     # the default last: its auto decision weighs the partitioning this machine just measured
-    for cfg in (Config("default"), Config("default, 1000-step job", steps=1000)):
+    for cfg in (Config("default, columns none", options=kept), Config("default"),
+                Config("default, 1000-step job", steps=1000)):
         if not run(cfg):
             break
     return perms
@@ -196,6 +207,7 @@ def finepar_rows(wl, pair, params, ref, args, bisects, row, res, budget, shared)
 
 def explicit_rows(wl, pair, args, bisects, row, budget, shared, opts, run, perms) -> None:
     """Every --schedules x --bisect x --remaps configuration, each partitioning made once."""
+    from finepar.engine import EngineOptions
     from finepar.throttle.plan import ThrottleOptions
     from measure import Config
     for remap in args.remaps.split(","):
@@ -216,7 +228,8 @@ def explicit_rows(wl, pair, args, bisects, row, budget, shared, opts, run, perms
                 perms[remap if remap == "degree" else f"{remap}-{bisect}"] = perm
             if perm is not None and k == 0:  # relabelling alone, unthrottled
                 if not run(Config(f"none+{remap}", devices="gpu",
-                                  throttle=ThrottleOptions(schedule="none", remap=remap)),
+                                  throttle=ThrottleOptions(schedule="none", remap=remap),
+                                  options=EngineOptions(columns="none")),
                            (wl_r, gpu_plan(wl_r), perm, remap_s)):
                     return
             for s in args.schedules.split(","):
@@ -224,7 +237,8 @@ def explicit_rows(wl, pair, args, bisects, row, budget, shared, opts, run, perms
                 plan_s.throttle = dataclasses.replace(spec, schedule=s)
                 cfg = Config(f"{s} {tag}", devices="gpu",
                              throttle=ThrottleOptions(schedule=s, bisect=bisect, remap=remap,
-                                                      **opts))
+                                                      **opts),
+                             options=EngineOptions(columns="none"))
                 if not run(cfg, (wl_r, plan_s, perm, remap_s)):
                     return
 
@@ -344,6 +358,24 @@ def _prep_targets(t, r, s: int) -> None:
             100, f"{fmt(kd['partition_s'], 2) if kd else '-'} s over "
             f"{fmt(saving * 1e3, 3) if saving else '-'} ms saved per product",
             "sj kd or unthrottled not measured, or SJ saved nothing", at_most=True)
+    _columns_payback(t, r)
+
+
+def _columns_payback(t, r) -> None:
+    """The default's hot columns (their seconds, from its report) paid back within 100
+    products by what they save per product against the default with columns kept."""
+    d = r["finepar"].get("default")
+    cols = (((d or {}).get("plan") or {}).get("columns") or {}).values()
+    kept, hot = _med(r["finepar"].get("default, columns none"), "per_iteration"), \
+        _med(d, "per_iteration")
+    saving = kept - hot if kept and hot else None
+    cost = sum(c["seconds"] for c in cols if c["applied"]) or None
+    t.ratio("the default's hot columns paid back within 100 products (their seconds over "
+            "the saving per product against the default with columns kept)",
+            cost / saving if cost and saving and saving > 0 else None, 100,
+            f"{fmt(cost * 1e3, 1) if cost else '-'} ms over "
+            f"{fmt(saving * 1e3, 3) if saving else '-'} ms saved per product",
+            "not renumbered, not measured, or nothing saved", at_most=True)
 
 
 def _peer_targets(t, r, s: int) -> None:

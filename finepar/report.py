@@ -147,11 +147,11 @@ class RunReport(Stamped):
                 + (f"; remap {thr['remap']} {thr['remap_seconds'] * 1e3:.1f} ms"
                    if thr.get("remap", "none") != "none" else "")
                 + (f"; SJ kept {len(sj['cover'])} launches" if sj else ""))
-        cols = p.get("columns")
-        if cols and cols.get("vectors") is not None and cols["reason"] != "not asked for":
-            what = ("renumbered hottest first" if cols["applied"] else "kept in their order")
-            lines.append(f"  columns    the {cols['role']}'s columns {what} ({cols['reason']}; "
-                         f"{cols['seconds'] * 1e3:.1f} ms)")
+        for role, cols in (p.get("columns") or {}).items():
+            if cols["reason"] != "not asked for":
+                what = "renumbered hottest first" if cols["applied"] else "kept in their order"
+                lines.append(f"  columns    the {role}'s columns {what} ({cols['reason']}; "
+                             f"{cols['seconds'] * 1e3:.1f} ms)")
         auto = p.get("throttle_auto")
         if auto:
             verdict = "throttled" if auto["throttle"] else "not throttled"

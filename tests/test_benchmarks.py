@@ -111,13 +111,17 @@ def test_throttle_runs_every_configuration_and_its_peers(throttle_doc):
     for r in doc["rows"]:
         fp = r["finepar"]
         # the default last: its auto decision weighs the partitionings measured before it
-        assert r["order"]["finepar"] == ["unthrottled", "auto", "cf kd", "sj-q kd", "none+dbwp",
-                                         "cf kd+dbwp", "sj-q kd+dbwp", "default",
+        assert r["order"]["finepar"] == ["unthrottled", "hot columns", "auto", "cf kd",
+                                         "sj-q kd", "none+dbwp", "cf kd+dbwp", "sj-q kd+dbwp",
+                                         "default, columns none", "default",
                                          "default, 1000-step job"]
         assert fp["default, 1000-step job"]["config"] == {"steps": 1000.0}
         for label, rec in fp.items():
             assert rec["correct"], (label, rec["problem"])
-        assert fp["unthrottled"]["config"] == {"devices": "gpu", "schedule": "none"}
+        assert fp["unthrottled"]["config"] == {"devices": "gpu", "schedule": "none",
+                                               "columns": "none"}
+        assert fp["hot columns"]["config"] == {"devices": "gpu", "schedule": "none",
+                                               "columns": "hot"}
         assert fp["cf kd"]["ran"]["schedule"] == "cf" and fp["cf kd"]["ran"]["partitions"] > 1
         assert fp["sj-q kd+dbwp"]["ran"]["remap"] == "dbwp"
         assert fp["cf kd+dbwp"]["prepare"]["remap_s"] > 0

@@ -1,5 +1,5 @@
-"""Hot columns first (finepar.engine.columns): the GPU share's columns renumbered on the
-device; every product the same as without, bit for bit, and against float64 numpy."""
+"""Hot columns first (finepar.engine.columns): each device's share's columns renumbered on
+that device; every product the same as without, bit for bit, and against float64 numpy."""
 
 from __future__ import annotations
 
@@ -33,8 +33,10 @@ def test_renumbered_columns_give_the_same_products(split_pair, grouping, thresho
                      devices=devices)
     hot, rep = _spmv(g, split_pair, x, "hot", grouping=grouping, threshold=threshold,
                      devices=devices)
-    cols = rep.plan["columns"]
+    cols = rep.plan["columns"]["gpu"]
     assert cols["applied"] and cols["vectors"] == ["x"], cols
+    if devices == "both":  # the CPU's share (its own buffers in split memory) too
+        assert rep.plan["columns"]["cpu"]["applied"], rep.plan["columns"]
     assert np.array_equal(hot.values, plain.values)  # each row sums in its stored order
     ref = reference.spmv(g, x)
     assert np.all(np.abs(hot.values - ref) <= reference.spmv_error_bound(g, x))
@@ -46,7 +48,7 @@ def test_the_numbering_is_a_permutation_hottest_first(split_pair):
     plan = api.plan_for(wl.matrix, threshold=None, devices="gpu", grouping="pow4")
     eng = Engine(split_pair, wl.matrix, plan, wl.app.ops, options=EngineOptions(columns="hot"),
                  column_vectors=wl.app.column_vectors)
-    order = eng.columns
+    order = eng.columns["gpu"]
     assert order.applied
     perm = order.perm_host(split_pair.gpu)
     assert np.array_equal(np.sort(perm), np.arange(g.n))
@@ -69,10 +71,11 @@ def test_auto_renumbers_only_past_the_cache_and_where_few_columns_take_most_read
     x = np.ones(g.n, np.float32)
     roomy = api.make_pair(memory="split", gpu="emulate")
     _, rep = _spmv(g, roomy, x, "auto", devices="gpu")
-    assert not rep.plan["columns"]["applied"] and "fits the cache" in rep.plan["columns"]["reason"]
+    cols = rep.plan["columns"]["gpu"]
+    assert not cols["applied"] and "fits the cache" in cols["reason"]
     small = api.make_pair(memory="split", gpu="emulate", config={"cache_overrides": {"": 4096}})
     _, rep = _spmv(g, small, x, "auto", devices="gpu")
-    assert rep.plan["columns"]["applied"], rep.plan["columns"]
+    assert rep.plan["columns"]["gpu"]["applied"], rep.plan["columns"]
     hist = np.zeros(CLASSES, np.int64)
     hist[1] = 1000  # every column read once: the hot ones take a small share
     assert hot_share(hist, 4 * 2 * 100, 4, 1000) == pytest.approx(0.1)

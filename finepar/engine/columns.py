@@ -1,4 +1,4 @@
-"""Hot columns first: the GPU share's columns renumbered by how often its entries read them.
+"""Hot columns first: a device's share's columns renumbered by how often its entries read them.
 
 A row operation gathers the vector it reads by column (SpMV's ``x``) at every entry. When
 that vector is larger than the GPU's L2 and a few columns take most reads (a power-law
@@ -12,8 +12,9 @@ pass and one rewrite of the share's column indices, both on the device
 (``benchmarks/probe_strips.py``, H100): a product over the renumbered columns took 4.20 ms
 against 6.29 ms with cuSPARSE, and 6.26 against 8.65 ms with a plain per-row kernel.
 
-Only the device copy changes: the rows, their entries' order (so every row's sum, bit for
-bit), the host's arrays and the other device's share stay as they are. The vectors read by
+Only that device's copy changes (each device's share is renumbered, or not, on its own): the
+rows, their entries' order (so every row's sum, bit for bit) and the host's arrays stay as
+they are. The vectors read by
 column (:attr:`finepar.apps.base.App.column_vectors`) are scattered into the new numbering
 as they are written to that device and gathered back when read from it
 (:class:`finepar.engine.Engine`).
@@ -133,8 +134,8 @@ def order_columns(engine, names: tuple, mode: str = "auto", role: str = "gpu") -
     if mode == "none" or not names:
         return kept("not asked for" if names else "the app reads no vector by column")
     if engine.pair.shared or role not in engine.stores:
-        return kept(f"no {role} share of its own (one memory for both devices)"
-                    if engine.pair.shared else f"no {role} share")
+        return kept("one memory for both devices" if engine.pair.shared
+                    else f"no {role} share")
     store, side = engine.stores[role], engine.pair.side(role)
     x_bytes = engine.n * 4
     if mode == "auto" and x_bytes <= side.info.cache_bytes:

@@ -75,10 +75,10 @@ class EngineOptions:
         Start building every row operation's programs when the engine is made (default);
         False builds each where it is first used (a run that may use none: CC's Afforest).
     columns : {'auto', 'hot', 'none'}
-        Renumber the GPU share's columns hottest first on the device
+        Renumber each device's share's columns hottest first on that device
         (:mod:`finepar.engine.columns`) for an app that reads a vector by column: ``auto``
-        (default) where that vector exceeds the GPU's cache and its hottest columns take
-        most reads, ``hot`` wherever the share can be, ``none`` never.
+        (default) where that vector exceeds the device's cache and its hottest columns
+        take most reads, ``hot`` wherever the share can be, ``none`` never.
     """
 
     offsets: str = "auto"
@@ -134,8 +134,9 @@ class Engine:
         others are built where first used.
     column_vectors : tuple of str
         The vectors the ops read by column (:attr:`finepar.apps.base.App.column_vectors`):
-        where ``options.columns`` asks, the GPU share's columns are renumbered and these
-        vectors kept in that numbering on the GPU (:mod:`finepar.engine.columns`).
+        where ``options.columns`` asks, a device's share's columns are renumbered and
+        these vectors kept in that numbering on that device (:mod:`finepar.engine.columns`;
+        :attr:`columns`, one :class:`~finepar.engine.columns.ColumnOrder` per role).
 
     Raises
     ------
@@ -200,8 +201,8 @@ class Engine:
                 self.fscal[r], self.stop[r] = self.fscal[self.roles[0]], self.stop[self.roles[0]]
         self.executor = self._executor()
         self._needs_halo = not pair.shared and len(self.roles) == 2 and not dynamic
-        self.columns = (order_columns(self, tuple(column_vectors), self.options.columns)
-                        if column_vectors else None)
+        self.columns = ({r: order_columns(self, tuple(column_vectors), self.options.columns, r)
+                         for r in self.roles} if column_vectors else {})
         self.setup_seconds = time.perf_counter() - t0
         self.cache_seconds = 0.0  # set by a run whose preparation came from the cache
 
@@ -387,14 +388,15 @@ class Engine:
             self.write(name, init)
             return
         self._new_vector(name, init.size, init.dtype, lambda side: alloc(side, init))
-        if self._by_column(name):
-            scatter(self, self.columns, name)
+        for r in self.roles:
+            if self._by_column(name, r):
+                scatter(self, self.columns[r], name)
 
-    def _by_column(self, name: str) -> bool:
-        """Whether vector ``name`` is read by column on a device whose columns were
-        renumbered (its copy there is kept in the new numbering)."""
-        c = self.columns
-        return c is not None and c.applied and name in c.names
+    def _by_column(self, name: str, role: str | None = None) -> bool:
+        """Whether vector ``name`` is read by column on ``role``'s device (any, for None)
+        whose columns were renumbered (its copy there is kept in the new numbering)."""
+        return any(c.applied and name in c.names for r, c in self.columns.items()
+                   if role is None or r == role)
 
     def _plain(self, *names: str) -> None:
         """Refuse a device-side operation that would mix the numberings of a vector read
@@ -402,8 +404,8 @@ class Engine:
         for name in names:
             if name and self._by_column(name):
                 raise DeviceError(f"vector {name!r} is kept in the renumbered columns' order "
-                                  f"on the {self.columns.role}: write it from the host "
-                                  f"(Engine.vector / write), or run with columns='none'")
+                                  f"on a device: write it from the host (Engine.vector / "
+                                  f"write), or run with columns='none'")
 
     def replace_indices(self, role: str, piece, indices) -> None:
         """Make ``indices`` the column indices ``piece`` of ``role``'s store reads (and, for
@@ -503,8 +505,8 @@ class Engine:
             done.add(id(buf))
             mod.enqueue_copy(self.pair.side(r).queue, buf, array, is_blocking=True)
             self.host_syncs += 1
-            if self._by_column(name) and r == self.columns.role:
-                scatter(self, self.columns, name)
+            if self._by_column(name, r):
+                scatter(self, self.columns[r], name)
 
     def _each_buffer(self, name: str, roles: tuple | None):
         """(side, buffer) of vector ``name`` on each role, once per distinct buffer."""
@@ -601,12 +603,14 @@ class Engine:
         dtype = self._vec_dtype[name]
         size = self._vectors[name]["size"]
         out = np.empty(size, dtype=dtype)
-        if self._by_column(name):  # a copy in the input's numbering, else the renumbered one
-            cols = self.columns
-            r = role or next((x for x in self.roles if x != cols.role), cols.role)
+        if self._by_column(name):  # a copy in the input's numbering, else a renumbered one
+            r = role or next((x for x in self.roles if not self._by_column(name, x)),
+                             self.roles[0])
             read_staged(self.pair.side(r), out, self.buffer(name, r))
             self.host_syncs += 1
-            return out[cols.perm_host(self.pair.side(r))] if r == cols.role else out
+            if self._by_column(name, r):
+                return out[self.columns[r].perm_host(self.pair.side(r))]
+            return out
         if (self.pair.shared or role is not None or len(self.roles) == 1 or size != self.n
                 or self.plan.method == "dynamic"):  # dynamic: each side holds every entry
             r = role or self.roles[0]
@@ -887,7 +891,8 @@ class Engine:
         out["host_syncs"] = self.host_syncs
         out["executor"] = self.executor.name
         out["lowering"] = self.describe()
-        out["columns"] = self.columns.to_dict() if self.columns is not None else None
+        out["columns"] = ({r: c.to_dict() for r, c in self.columns.items()}
+                          if self.columns else None)
         ex = self.executor
         if isinstance(ex, ProfilingExecutor) and ex.cover is not None:
             st = ex.stime
