@@ -10,7 +10,7 @@ paper (ATC'18) gets from cache-fit partitions, here without cutting rows, from o
 pass and one rewrite of the share's column indices, both on the device
 (``opencl/columns.cl``). Measured beside cuSPARSE on Graph500 scale 24
 (``benchmarks/probe_strips.py``, H100): a product over the renumbered columns took 4.20 ms
-against 6.29 ms with cuSPARSE, and 6.26 against 8.65 ms with a plain per-row kernel.
+against 6.31 ms with cuSPARSE, and 6.29 against 8.71 ms with a plain per-row kernel.
 
 Only that device's copy changes (each device's share is renumbered, or not, on its own): the
 rows, their entries' order (so every row's sum, bit for bit) and the host's arrays stay as
