@@ -69,6 +69,11 @@ class OpeningPair:
             self._thread = threading.Thread(target=opening, name="finepar-open", daemon=True)
             self._thread.start()
 
+    def wait(self) -> None:
+        """Wait for the contexts to open (or fail), raising nothing."""
+        if self._thread is not None:
+            self._thread.join()
+
     def result(self) -> DevicePair:
         """The open pair (waiting for its contexts).
 
@@ -288,9 +293,11 @@ class Workload:
             from .apps.frontier import early_build
             from .engine.memory import likely_programs
             from .engine.columns import programs as column_programs
+            mode = (options or EngineOptions()).columns
             early_build(pair, self.app.early_programs(pair, self.matrix, params)
-                        + column_programs(pair, self.app.column_vectors))
-            if not alone:  # and, one at a time, the row operations' programs most plans build
+                        + (column_programs(pair, self.app.column_vectors)
+                           if mode != "none" and devices != "cpu" else []))
+            if not alone and devices != "cpu":  # one at a time, the row operations' programs
                 for _, sources, defines in likely_programs(pair, self.matrix, self.app.ops,
                                                            (options or EngineOptions()).offsets):
                     pair.guess_build(pair.program, pair.gpu, sources, defines)

@@ -132,10 +132,11 @@ def _add_plan_options(p: argparse.ArgumentParser) -> None:
                         "packed) or degree (descending degree); results keep the input's ids "
                         "(default none)")
     t.add_argument("--columns", choices=("auto", "hot", "none"), default="auto",
-                   help="renumber the GPU share's columns hottest first on the device for an "
-                        "app that gathers a vector by column (SpMV's x): auto (default) where "
-                        "that vector exceeds the GPU's cache and a few columns take most "
-                        "reads, hot wherever possible, none")
+                   help="renumber each device's share's columns hottest first on that device "
+                        "for an app that gathers a vector by column (SpMV's x): auto (default) "
+                        "where that vector exceeds the device's cache and a few columns take "
+                        "most reads, hot wherever possible, none (one process; not in "
+                        "distributed runs)")
     t.add_argument("--cache-bytes", type=_size, default=None, metavar="SIZE",
                    help="the cache partitions must fit, e.g. 24MB or 50MiB (default: the GPU's "
                         "L2, from known sizes where the driver misreports it)")
@@ -352,8 +353,12 @@ def cmd_run(args) -> int:
     options = _engine_options(app, 0, args, config)
     cache = False if args.no_cache else _cache(config)
     t0 = time.perf_counter()
-    graph = load_graph(args.graph, drop_zeros=args.drop_zeros,
-                       check_size=memory_check(app.name, opening, options), cache=cache)
+    try:
+        graph = load_graph(args.graph, drop_zeros=args.drop_zeros,
+                           check_size=memory_check(app.name, opening, options), cache=cache)
+    except BaseException:
+        opening.wait()  # no context opens behind a failed command (a server's next one)
+        raise
     load_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     pair = opening.result()
@@ -376,8 +381,10 @@ def cmd_run(args) -> int:
 
 def build_summary(pair, since: float) -> dict:
     """The programs ``pair`` built since ``since`` (:func:`time.perf_counter` seconds) for
-    :attr:`finepar.report.RunReport.builds`."""
-    done = [dict(b, start=b["started"] - since) for b in pair.build_log if b["started"] >= since]
+    :attr:`finepar.report.RunReport.builds`; the log keeps no earlier entry (a resident
+    pair's log stays as long as one command's)."""
+    pair.build_log[:] = [b for b in pair.build_log if b["started"] >= since]
+    done = [dict(b, start=b["started"] - since) for b in pair.build_log]
     for b in done:
         del b["started"]
     return {"programs": len(done), "compiled": sum(not b["binary"] for b in done),

@@ -192,10 +192,12 @@ def exit_now(code: int) -> None:
     on the H100 destroying a context nothing uses again). Builds started ahead and not
     yet begun are dropped; one a compiler is running ends with the process, as it would
     at an interrupt. Under a profiler or a tracer (cProfile, coverage) the process exits
-    normally, so they write their data."""
+    normally, so they write their data, and so does a process that loaded MPI: its ranks
+    finalise together at exit (``mpiexec`` would otherwise end the others' work)."""
     from . import parallel
-    if sys.getprofile() is not None or sys.gettrace() is not None:
-        sys.exit(code)  # a profiler or a coverage tool writes its data at the normal exit
+    if (sys.getprofile() is not None or sys.gettrace() is not None
+            or "mpi4py.MPI" in sys.modules):
+        sys.exit(code)  # profilers and tracers write their data, MPI finalises, at exit
     parallel.drop_queued_builds()
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -64,6 +64,11 @@ def test_the_numbering_is_a_permutation_hottest_first(split_pair):
     assert np.array_equal(eng.read("x"), x2)
     with pytest.raises(DeviceError, match="renumbered"):
         eng.iota("x")
+    eng.vector("z", x)
+    with pytest.raises(DeviceError, match="cannot gather 'z'"):  # read in the old numbering
+        eng.rowop(x="z", y="y")
+    with pytest.raises(DeviceError, match="cannot write it by row"):
+        eng.rowop(x="x", y="x")
 
 
 def test_auto_renumbers_only_past_the_cache_and_where_few_columns_take_most_reads():

@@ -167,8 +167,8 @@ class App(ABC):
     name = ""
     title = ""
     ops: tuple = ()
-    #: Vectors the ops read by column and only the host writes (SpMV's ``x``): the GPU's
-    #: share may renumber its columns hottest first (:mod:`finepar.engine.columns`).
+    #: Vectors the ops read by column and only the host writes (SpMV's ``x``): each
+    #: device's share may renumber its columns hottest first (:mod:`finepar.engine.columns`).
     column_vectors: tuple = ()
     params: tuple = ()
     rate_unit = "nnz/s"

@@ -86,8 +86,9 @@ class ColumnOrder:
 
 def index_buffers(store) -> list | None:
     """``[(piece, entries)]`` of a store's pieces, whose ``indices`` buffers hold its column
-    indices (the whole CSR's for a share indexing it), or None where they cannot be
-    renumbered on the device (streamed chunks, padded ELL slots)."""
+    indices, or None where they cannot be renumbered on the device (streamed chunks, padded
+    ELL slots). A share indexing the whole CSR on its device holds every row's entries:
+    they are all counted and renumbered (the other device's rows among them)."""
     if store.low.ell is not None or any(p.streamed for p in store.pieces):
         return None
     from .memory import _WholePiece
@@ -144,15 +145,18 @@ def order_columns(engine, names: tuple, mode: str = "auto", role: str = "gpu") -
     held = index_buffers(store)
     if held is None:
         return kept("the share's indices stream from the host or are ELL slots")
-    counts, hist = _count(engine, side, held)
-    share = hot_share(hist, side.info.cache_bytes, 4, sum(count for _, count in held))
-    if mode == "auto" and share < MIN_HOT_SHARE:
-        return kept(f"the hottest columns that fill half the cache take {share:.0%} of the "
-                    f"reads (< {MIN_HOT_SHARE:.0%})", share)
+    entries = sum(count for _, count in held)
+    if not _fits(engine, role, side, entries):
+        return kept("no room in the device's budget for a renumbered copy of the indices")
     try:
+        counts, hist = _count(engine, side, held)
+        share = hot_share(hist, side.info.cache_bytes, 4, entries)
+        if mode == "auto" and share < MIN_HOT_SHARE:
+            return kept(f"the hottest columns that fill half the cache take {share:.0%} of "
+                        f"the reads (< {MIN_HOT_SHARE:.0%})", share)
         perm, renumbered = _renumber(engine, side, held, counts, hist)
-    except (cl().Error, MemoryError):  # no room for the new copy: the share stays as it is
-        return kept("no room on the device for a renumbered copy of the indices", share)
+    except (cl().Error, MemoryError):  # the device refused the room: the share stays as it is
+        return kept("no room on the device for a renumbered copy of the indices")
     for (piece, _), indices in zip(held, renumbered):
         engine.replace_indices(role, piece, indices)
     return ColumnOrder(role, True, f"the hottest columns that fill half the cache take "
@@ -160,8 +164,25 @@ def order_columns(engine, names: tuple, mode: str = "auto", role: str = "gpu") -
                        time.perf_counter() - t0)
 
 
+def _fits(engine, role: str, side, entries: int) -> bool:
+    """Whether the device's budget holds the share's indices twice (old and new, while they
+    are rewritten) beside its other arrays, the numbering and a vector's scratch copy."""
+    store = engine.stores[role]
+    held = sum(p.nbytes for p in store.pieces) or 4 * entries * (2 if store.has_data else 1)
+    return held + 4 * entries + 12 * engine.n <= engine.options.budget(role, side)
+
+
 def _kernel(engine, side, name: str):
     return engine.pair.kernel(side, ("columns.cl",), {}, name)
+
+
+def _local(engine, side, name: str) -> int:
+    """The work-group size of a columns kernel with local memory: 256 or the largest power
+    of two the device runs it with (its loops stride by the work-group's size)."""
+    k = _kernel(engine, side, name)
+    limit = k.get_work_group_info(cl().kernel_work_group_info.WORK_GROUP_SIZE,
+                                  side.queue.device)
+    return 1 << (min(_WG, max(int(limit), 1)).bit_length() - 1)
 
 
 def _count(engine, side, held: list) -> tuple:
@@ -171,11 +192,12 @@ def _count(engine, side, held: list) -> tuple:
     counts = alloc(side, nbytes=n * 4)
     mod.enqueue_fill_buffer(q, counts, np.zeros(1, np.int32), 0, n * 4)
     for piece, count in held:
-        _kernel(engine, side, "count_columns")(q, (_round(count),), (_WG,), piece.indices,
+        _kernel(engine, side, "count_columns")(q, (_round(count),), None, piece.indices,
                                                np.uint64(count), counts)
     hist = np.zeros(CLASSES, np.int32)
     hist_buf = alloc(side, hist)
-    _kernel(engine, side, "class_histogram")(q, (_round(n),), (_WG,), counts, np.int32(n),
+    wg = _local(engine, side, "class_histogram")
+    _kernel(engine, side, "class_histogram")(q, (_round(n, wg),), (wg,), counts, np.int32(n),
                                              hist_buf)
     mod.enqueue_copy(q, hist, hist_buf, is_blocking=True)
     engine.host_syncs += 1
@@ -190,12 +212,13 @@ def _renumber(engine, side, held: list, counts, hist: np.ndarray) -> tuple:
     base = np.zeros(CLASSES, np.int32)
     base[order] = np.concatenate(([0], np.cumsum(hist[order])[:-1])).astype(np.int32)
     perm = alloc(side, nbytes=n * 4)
-    _kernel(engine, side, "assign_columns")(q, (_round(n),), (_WG,), counts, np.int32(n),
+    wg = _local(engine, side, "assign_columns")
+    _kernel(engine, side, "assign_columns")(q, (_round(n, wg),), (wg,), counts, np.int32(n),
                                             alloc(side, base), perm)
     out = []
     for piece, count in held:
         out.append(alloc(side, nbytes=max(count, 1) * 4))
-        _kernel(engine, side, "relabel_columns")(q, (_round(count),), (_WG,), piece.indices,
+        _kernel(engine, side, "relabel_columns")(q, (_round(count),), None, piece.indices,
                                                  np.uint64(count), perm, out[-1])
     q.finish()
     engine.host_syncs += 1
@@ -212,7 +235,7 @@ def scatter(engine, order: ColumnOrder, name: str) -> None:
     tmp = alloc(side, nbytes=n * dtype.itemsize)
     cl().enqueue_copy(side.queue, tmp, buf)
     k = engine.pair.kernel(side, ("columns.cl",), {"T": _TYPES[dtype]}, "scatter_columns")
-    k(side.queue, (_round(n),), (_WG,), tmp, order.perm, np.int32(n), buf)
+    k(side.queue, (_round(n),), None, tmp, order.perm, np.int32(n), buf)
 
 
 def programs(engine_pair, names: tuple) -> list:
@@ -224,5 +247,6 @@ def programs(engine_pair, names: tuple) -> list:
     return [("gpu", ("columns.cl",), {}), ("gpu", ("columns.cl",), {"T": "float"})]
 
 
-def _round(count: int) -> int:
-    return max(-(-int(count) // _WG) * _WG, _WG)
+def _round(count: int, wg: int = _WG) -> int:
+    """``count`` work-items rounded up to whole work-groups of ``wg`` (at least one)."""
+    return max(-(-int(count) // wg) * wg, wg)

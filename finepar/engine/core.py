@@ -407,6 +407,21 @@ class Engine:
                                   f"on a device: write it from the host (Engine.vector / "
                                   f"write), or run with columns='none'")
 
+    def _numbering(self, roles: tuple, x: str | None, by_row: tuple) -> None:
+        """Refuse a step that would read ``x`` in another numbering than a renumbered
+        device's columns, or write a vector kept in that numbering by row."""
+        for r in roles:
+            c = self.columns.get(r)
+            if c is None or not c.applied:
+                continue
+            if x is not None and x not in c.names:
+                raise DeviceError(f"the {r}'s columns are renumbered for {sorted(c.names)}: a "
+                                  f"step cannot gather {x!r} by column there (columns='none')")
+            for name in by_row:
+                if name and name in c.names:
+                    raise DeviceError(f"vector {name!r} is kept in the renumbered columns' "
+                                      f"order on the {r}: a step cannot write it by row")
+
     def replace_indices(self, role: str, piece, indices) -> None:
         """Make ``indices`` the column indices ``piece`` of ``role``'s store reads (and, for
         a piece of the whole CSR, the whole CSR's on that side)."""
@@ -596,7 +611,8 @@ class Engine:
     def read(self, name: str, role: str | None = None) -> np.ndarray:
         """Vector ``name`` on the host: each entry from the side that owns its row.
 
-        With ``role`` given, that side's whole copy as it is.
+        With ``role`` given, that side's whole copy as it is (a vector kept in a device's
+        renumbered columns comes back in the input's numbering).
         """
         self.drain()
         mod = cl()
@@ -707,6 +723,7 @@ class Engine:
             float apps, int64 for integer apps).
         """
         roles = tuple(r for r in (roles or self.roles) if r in self.stores)
+        self._numbering(roles, x, (y, s0, s1, s2, aux, exchange))
         args = {"x": x, "y": y, "s0": s0, "s1": s1, "s2": s2, "aux": aux, "ia": ia}
         return self.executor.step(self, self.op(op), args, roles, wait=wait, exchange=exchange,
                                   slot=None if slot is None else slot % SLOTS)
