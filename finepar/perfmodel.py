@@ -62,6 +62,11 @@ TYPES = (1, 2)
 #: Smallest throughput a model may predict, as a fraction of its training median
 #: (a linear model can go negative far from its data).
 MIN_FRACTION = 0.02
+#: A share whose features lie outside the model's training range is predicted to run at
+#: most this many times the training median: a fit extrapolated past the largest shares it
+#: saw (a CPU share of a few hub rows of 70,000 entries each, say) may promise rates the
+#: device never reached (11 Gnnz/s from 16 Xeon cores through PoCL, which do 3-4).
+EXTRAPOLATION_CAP = 2.0
 
 
 @dataclass
@@ -111,8 +116,11 @@ class DeviceModel:
     def predict_many(self, X: np.ndarray) -> np.ndarray:
         """Throughput (nnz/s) for feature rows ``X`` of shape (k, 4); floored above 0."""
         X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+        outside = np.zeros(X.shape[0], dtype=bool)
         if self.x_min and self.x_max:
-            X = np.clip(X, self.x_min, self.x_max)
+            clipped = np.clip(X, self.x_min, self.x_max)
+            outside = (clipped != X).any(axis=1)
+            X = clipped
         if self.kind == "linear":
             y = X @ np.asarray(self.coef) + self.intercept
         elif self.kind == "loglinear":
@@ -124,7 +132,14 @@ class DeviceModel:
                 if i < len(self.layers) - 1:
                     h = np.maximum(h, 0.0)
             y = h.ravel() * self.median_throughput  # the MLP is fitted on y / median
+        y = np.where(outside, np.minimum(y, self._extrapolated_cap()), y)
         return np.maximum(y, MIN_FRACTION * max(self.median_throughput, 1.0))
+
+    def _extrapolated_cap(self) -> float:
+        """The most a share outside the training range may be predicted to run at:
+        :data:`EXTRAPOLATION_CAP` times the training median (inf for a model without one)."""
+        return EXTRAPOLATION_CAP * self.median_throughput if self.median_throughput > 0 \
+            else float("inf")
 
     def predict(self, f: Features) -> float:
         """Throughput (nnz/s) of one share. The tuner calls this thousands of times,
@@ -133,11 +148,15 @@ class DeviceModel:
         if self.kind not in ("linear", "loglinear"):
             return float(self.predict_many(f.vector()[None, :])[0])
         x = (f.AW, f.VW, math.log(max(f.NW, 1)), math.log(max(f.SW, 1)))
+        outside = False
         if self.x_min and self.x_max:
-            x = tuple(min(max(v, lo), hi) for v, lo, hi in zip(x, self.x_min, self.x_max))
+            inside = tuple(min(max(v, lo), hi) for v, lo, hi in zip(x, self.x_min, self.x_max))
+            outside, x = inside != x, inside
         y = self.intercept + sum(c * v for c, v in zip(self.coef, x))
         if self.kind == "loglinear":
             y = math.exp(min(y, 700.0))
+        if outside:
+            y = min(y, self._extrapolated_cap())
         return max(y, MIN_FRACTION * max(self.median_throughput, 1.0))
 
     def to_dict(self) -> dict:

@@ -516,3 +516,19 @@ def test_a_short_run_keeps_the_measured_split(pairs, rng):
     np.testing.assert_allclose(res.values, reference.spmv(g, x), rtol=1e-4, atol=1e-4)
 
 
+
+
+def test_a_share_past_the_training_range_is_not_promised_more_than_the_cap():
+    """A fit extrapolated past the largest shares it saw is capped at EXTRAPOLATION_CAP
+    times its training median; inside the range the fit stands, above the cap or not."""
+    from finepar.features import Features
+    from finepar.perfmodel import EXTRAPOLATION_CAP, DeviceModel
+    dm = DeviceModel(kind="loglinear", coef=[0.0, 0.0, 0.0, 2.0], intercept=0.0,
+                     median_throughput=1e6, x_min=[0.0, 0.0, 0.0, 0.0],
+                     x_max=[1e9, 1e18, 30.0, 12.0])
+    inside = Features(AW=10.0, VW=1.0, NW=10, SW=100_000)  # log SW 11.5: inside
+    outside = Features(AW=10.0, VW=1.0, NW=10, SW=10_000_000)  # log SW 16.1: past 12
+    assert dm.predict(inside) == pytest.approx(1e10, rel=1e-9)
+    assert dm.predict(outside) == pytest.approx(EXTRAPOLATION_CAP * 1e6)
+    both = dm.predict_many(np.array([inside.vector(), outside.vector()]))
+    assert both == pytest.approx([1e10, EXTRAPOLATION_CAP * 1e6], rel=1e-9)
