@@ -293,13 +293,13 @@ class Workload:
             from .apps.frontier import early_build
             from .engine.memory import likely_programs
             from .engine.columns import programs as column_programs
-            mode = (options or EngineOptions()).columns
+            opts = options or EngineOptions()
             early_build(pair, self.app.early_programs(pair, self.matrix, params)
                         + (column_programs(pair, self.app.column_vectors)
-                           if mode != "none" and devices != "cpu" else []))
+                           if opts.columns != "none" and devices != "cpu" else []))
             if not alone and devices != "cpu":  # one at a time, the row operations' programs
                 for _, sources, defines in likely_programs(pair, self.matrix, self.app.ops,
-                                                           (options or EngineOptions()).offsets):
+                                                           opts.offsets):
                     pair.guess_build(pair.program, pair.gpu, sources, defines)
         out = self._prepared(pair, throttle=throttle, threshold=threshold,
                              devices=alone or devices, grouping=grouping, model=model,

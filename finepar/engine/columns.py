@@ -35,7 +35,6 @@ CLASSES = 33
 #: ``auto`` renumbers where the hottest columns whose entries fill half the cache take at
 #: least this share of the reads.
 MIN_HOT_SHARE = 0.5
-MODES = ("auto", "hot", "none")
 _WG = 256
 
 
@@ -238,11 +237,11 @@ def scatter(engine, order: ColumnOrder, name: str) -> None:
     k(side.queue, (_round(n),), None, tmp, order.perm, np.int32(n), buf)
 
 
-def programs(engine_pair, names: tuple) -> list:
+def programs(pair, names: tuple) -> list:
     """``(role, sources, defines)`` of the programs :func:`order_columns` and :func:`scatter`
     build on the GPU for an app reading ``names`` by column (float vectors), to start early
     (:func:`finepar.apps.frontier.early_build`); none on one shared memory."""
-    if not names or engine_pair.shared:
+    if not names or pair.shared:
         return []
     return [("gpu", ("columns.cl",), {}), ("gpu", ("columns.cl",), {"T": "float"})]
 

@@ -31,8 +31,8 @@ from ..errors import DeviceError
 from ..graph import Graph
 from ..runtime import DevicePair, Side, alloc, cl
 from ..transfer import PinnedHost
-from .launches import (APPLY, MAPPINGS, REDUCE, REDUCE_STAGE, ROWOP, Launch, RowOp,
-                       ShareLowering)
+from .launches import (APPLY, MAPPINGS, REDUCE, REDUCE_STAGE, ROWOP, Launch, LaunchSpec,
+                       RowOp, ShareLowering)
 
 #: Partial-sum slots per side: device-side iterations write step k's sums to slot k % SLOTS.
 SLOTS = 256
@@ -106,19 +106,29 @@ def lowered_programs(side: Side, low: ShareLowering, matrix: Graph, op: RowOp,
     ``op`` (each once: its launches' mappings, the apply launch of rows cut into slots, the
     partial-sum reduction), known from the lowering alone, before the store uploads
     anything: :class:`~finepar.engine.Engine` starts their builds first."""
+    specs = [spec for spec in low.launches if spec.hi > spec.lo or spec.mapping == "dynamic"]
+    return _programs(side, specs, matrix, op, compact=low.compact,
+                     has_slots=low.seg_slot is not None,
+                     offset_type=offset_type(low, matrix, offsets),
+                     apply=bool(low.apply_rows.size))
+
+
+def _programs(side: Side, specs: list, matrix: Graph, op: RowOp, *, compact: bool,
+              has_slots: bool, offset_type: str, apply: bool) -> list[tuple[tuple, dict]]:
+    """``(sources, defines)`` of ``op``'s programs for launches ``specs`` over a store of the
+    given kind, with the apply launch (``apply``) and the partial-sum reduction, each once."""
     out = []
-    for spec in low.launches:
-        if spec.hi > spec.lo or spec.mapping == "dynamic":
-            wg, _, extra = geometry(side, spec, max(spec.hi - spec.lo, 1))
-            out.append((spec.mapping, wg, extra))
-    if low.apply_rows.size:
+    for spec in specs:
+        wg, _, extra = geometry(side, spec, max(spec.hi - spec.lo, 1))
+        out.append((spec.mapping, wg, extra))
+    if apply:
         out.append(("item", side.launch.wg_item, {}))
     if op.part_dtype is not None:
         out.append(("item", _pow2_at_most(side.info.max_work_group_size), {}))
-    kind = dict(compact=low.compact, has_slots=low.seg_slot is not None,
-                offset_type=offset_type(low, matrix, offsets))
     unique = {(m, wg, tuple(sorted(e.items()))): (m, wg, e) for m, wg, e in out}
-    return [((op.fragment, "rowop.cl"), rowop_defines(op, matrix, m, wg, **kind, **extra))
+    return [((op.fragment, "rowop.cl"),
+             rowop_defines(op, matrix, m, wg, compact=compact, has_slots=has_slots,
+                           offset_type=offset_type, **extra))
             for m, wg, extra in unique.values()]
 
 
@@ -137,21 +147,15 @@ def likely_programs(pair: DevicePair, matrix: Graph, ops, offsets: str = "auto")
     side = pair.gpu
     if pair.emulated or side.info.kind != "gpu":
         return []
-    lc = side.launch
     wide = offsets == "int64" or np.asarray(matrix.indptr).dtype == np.int64
-    kinds = [("item", lc.wg_item, {})]
-    kinds += [("team", lc.wg_team, {"LANES": lanes})
-              for lanes in sorted({team_lanes(lo, lc.lanes) for lo in (4, 16, 64)})]
-    kinds += [("group", lc.wg_group, {})]
-    out = []
-    for op in ops:
-        mine = kinds + ([("item", _pow2_at_most(side.info.max_work_group_size), {})]
-                        if op.part_dtype is not None else [])
-        out += [("gpu", (op.fragment, "rowop.cl"),
-                 rowop_defines(op, matrix, m, wg, compact=False, has_slots=False,
-                               offset_type="long" if wide else "int", **extra))
-                for m, wg, extra in mine]
-    return out
+    specs = ([LaunchSpec("item", 0, 1)]
+             + [LaunchSpec("team", 0, 1, lanes=team_lanes(lo)) for lo in (4, 16, 64)]
+             + [LaunchSpec("group", 0, 1)])
+    return [("gpu", sources, defines) for op in ops
+            for sources, defines in _programs(side, specs, matrix, op, compact=False,
+                                              has_slots=False,
+                                              offset_type="long" if wide else "int",
+                                              apply=False)]
 
 
 def _pow2_at_most(limit: int, cap: int = 256) -> int:
