@@ -25,7 +25,7 @@ from .graph import Graph
 from .io import from_scipy
 from .partition import GROUPINGS, Plan, fine_grained, single_device
 from .prepcache import InputDigest, PrepCache
-from .report import RunReport
+from .report import RunReport, human_bytes
 from .runtime import DevicePair, select_pair
 from .throttle.plan import ThrottleOptions, device_counter, remap_permutation, throttle_share
 
@@ -238,6 +238,8 @@ class Workload:
         """
         params = self.app.check_params(self.graph, params)  # bad parameters fail before any work
         throttle = (throttle or ThrottleOptions()).check()
+        if devices == "cpu":
+            unused_throttle(throttle, "--devices cpu gives the GPU no rows")
         cache = open_cache(cache)
         pair = engine.pair if engine is not None else (pair or make_pair(memory=memory))
         if engine is not None:
@@ -252,6 +254,9 @@ class Workload:
                 grouping=grouping, model=model, step=step, calibrate=calibrate,
                 options=options, cache=cache, steps=self.app.row_steps(self.graph, params),
                 params=params)
+        if "gpu" not in plan.active_roles():
+            unused_throttle(throttle, f"the plan ({source}) gives the GPU no rows; --devices "
+                                      f"gpu or --threshold T gives it rows to throttle")
         run_params = params if perm is None else self.app.permute_params(params, perm)
         warmup = warmup and not getattr(eng, "resident_hit", False)  # warm from its last run
         result, report = wl._execute(eng, run_params, warmup, load_seconds, source, tuning)
@@ -885,9 +890,37 @@ def _load_graph(spec: str, *, drop_zeros: bool, check_size, memory_limit, cache)
                 facts=facts)
 
 
-def memory_check(app_name: str, pair, options: EngineOptions | None = None):
+def unused_throttle(throttle: ThrottleOptions, why: str) -> None:
+    """Refuse a schedule or relabelling the user asked for (not ``auto`` / ``none``) that
+    cannot take effect, because the GPU runs no rows.
+
+    Raises
+    ------
+    UsageError
+        One line naming the option and ``why``.
+    """
+    asked = [f"--{name} {value}" for name, value, idle in (
+        ("schedule", throttle.schedule, ("auto", "none")), ("remap", throttle.remap, ("none",)))
+        if value not in idle]
+    if asked:
+        raise UsageError(f"{' and '.join(asked)}: cannot take effect: {why}")
+
+
+#: A declared size refused unless asked for (``--allow-isolated``): more vertices than
+#: this, and more than ISOLATED_RATIO vertices for each stored entry (nearly all of them
+#: isolated; most likely a mistyped size line).
+ISOLATED_MIN_VERTICES = 10_000_000
+ISOLATED_RATIO = 1000
+
+
+def memory_check(app_name: str, pair, options: EngineOptions | None = None,
+                 allow_isolated: bool = False):
     """A ``check_size(n, nnz)`` for :func:`load_graph`: refuse, before the graph is built,
-    a graph whose per-vertex state alone does not fit the devices' memory.
+    a graph whose per-vertex state alone does not fit the devices' memory, and (unless
+    ``allow_isolated``) one that declares more than :data:`ISOLATED_MIN_VERTICES`
+    vertices and more than :data:`ISOLATED_RATIO` of them per stored entry: a 93-byte
+    Matrix Market file declaring 200,000,000 vertices and 3 entries would otherwise run
+    PageRank over 200 M isolated vertices and write an 800 MB answer.
 
     ``pair`` is a :class:`~finepar.runtime.DevicePair`, an :class:`OpeningPair` or a
     :class:`~finepar.runtime.Selection`: only the chosen devices are needed, not their
@@ -907,13 +940,18 @@ def memory_check(app_name: str, pair, options: EngineOptions | None = None):
     sel = getattr(pair, "selection", pair)
 
     def check(n: int, nnz: int) -> None:
+        if not allow_isolated and n > ISOLATED_MIN_VERTICES and n > ISOLATED_RATIO * nnz:
+            raise UsageError(
+                f"the input declares {n:,} vertices for {nnz:,} stored entries (more than "
+                f"{ISOLATED_RATIO:,} vertices an entry: nearly all isolated); "
+                f"--allow-isolated runs it anyway")
         need = app.state_bytes(n)
         for role in ("gpu", "cpu"):
             info = getattr(sel, role)
             limit = options.limit_of(role, info, sel.host_memory(role))
             if need > limit:
                 raise UsageError(
-                    f"{app.name} on {n:,} vertices needs {need / 2**30:.1f} GiB of vectors on "
-                    f"the {role} ({info.name}) but it may use {limit / 2**30:.1f} GiB "
+                    f"{app.name} on {n:,} vertices needs {human_bytes(need)} of vectors on "
+                    f"the {role} ({info.name}) but it may use {human_bytes(limit)} "
                     f"(--{role}-memory)")
     return check

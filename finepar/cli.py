@@ -17,6 +17,7 @@ from pathlib import Path
 from . import __version__
 from .errors import BuildError, FineParError, UsageError
 from .files import check_output
+from .report import human_bytes
 
 DEFAULT_GRAPH = "graph500:16"
 GRAPH_HELP = (f"input: .mtx, .mtx.gz, SNAP .txt/.txt.gz, .npz, or graph500:SCALE[:SEED] "
@@ -78,14 +79,6 @@ _POSITIVE = _int_at_least(1)
 _UNIT_OPEN = _float_in(0.0, 1.0, open_low=True, open_high=True)
 _UNIT_CLOSED = _float_in(0.0, 1.0, open_low=False, open_high=False)
 _POSITIVE_FLOAT = _float_in(0.0, float("inf"), open_low=True, open_high=True)
-
-
-def _human_bytes(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
 
 
 def _add_device_options(p: argparse.ArgumentParser) -> None:
@@ -164,6 +157,9 @@ def _add_common_options(p: argparse.ArgumentParser) -> None:
                         "(env FINEPAR_NO_CALIBRATE=1); use the nearest model or profile instead")
     p.add_argument("--drop-zeros", action="store_true",
                    help="drop explicit zeros stored in the input (default: keep them)")
+    p.add_argument("--allow-isolated", action="store_true",
+                   help="run an input that declares over 10 M vertices and over 1,000 per "
+                        "stored entry (refused by default: nearly all would be isolated)")
 
 
 def _param_type(param):
@@ -200,9 +196,13 @@ def _add_app_params(p: argparse.ArgumentParser, app) -> None:
                            metavar="ID" if prm.kind == "vertex" else prm.kind.upper())
 
 
-def _app_params(app, args, graph) -> dict:
-    """The app's parameters from the command line; vertex ids as the input names them are
-    mapped to rows (a one-line error for an id the input does not have)."""
+def cli_params(app, args) -> dict:
+    """The app's parameters the command line gave, as given (vertex ids as the input
+    names them): every option that was set, ``0`` included; flags only when on.
+
+    Both the one-process and the distributed ``finepar run`` take their parameters
+    from here, so an option reaches every rank unchanged.
+    """
     out = {}
     for prm in app.params:
         if not prm.cli:
@@ -210,12 +210,20 @@ def _app_params(app, args, graph) -> dict:
         v = getattr(args, prm.name, None)
         if v is None or (prm.kind == "flag" and not v):
             continue
-        if prm.kind == "vertex":
-            try:
-                v = graph.vertex_index(v)
-            except ValueError as exc:
-                raise UsageError(f"{prm.option} {v}: {exc}") from None
         out[prm.name] = v
+    return out
+
+
+def _app_params(app, args, graph) -> dict:
+    """The app's parameters from the command line; vertex ids as the input names them are
+    mapped to rows (a one-line error for an id the input does not have)."""
+    out = cli_params(app, args)
+    for prm in app.params:
+        if prm.kind == "vertex" and prm.name in out:
+            try:
+                out[prm.name] = graph.vertex_index(out[prm.name])
+            except ValueError as exc:
+                raise UsageError(f"{prm.option} {out[prm.name]}: {exc}") from None
     return out
 
 
@@ -255,11 +263,11 @@ def cmd_devices(args) -> int:
             if d.address == sel.gpu.address:
                 roles.append("gpu (emulated)" if sel.emulated else "gpu")
             role = "+".join(roles)
-        cache = _human_bytes(d.cache_bytes)
+        cache = human_bytes(d.cache_bytes)
         if d.cache_source != "driver":
-            cache += f" ({d.cache_source}; driver says {_human_bytes(d.cache_bytes_reported)})"
+            cache += f" ({d.cache_source}; driver says {human_bytes(d.cache_bytes_reported)})"
         rows.append([d.address, d.platform[:28], d.name[:34], d.kind, role, d.compute_units,
-                     _human_bytes(d.global_mem_bytes), _human_bytes(d.max_alloc_bytes), cache,
+                     human_bytes(d.global_mem_bytes), human_bytes(d.max_alloc_bytes), cache,
                      "yes" if d.host_unified_memory else "no"])
     if args.json != "-":
         if rows:
@@ -355,7 +363,8 @@ def cmd_run(args) -> int:
     t0 = time.perf_counter()
     try:
         graph = load_graph(args.graph, drop_zeros=args.drop_zeros,
-                           check_size=memory_check(app.name, opening, options), cache=cache)
+                           check_size=memory_check(app.name, opening, options,
+                                                    allow_isolated=args.allow_isolated), cache=cache)
     except BaseException:
         opening.wait()  # no context opens behind a failed command (a server's next one)
         raise
@@ -454,7 +463,7 @@ def cmd_cache(args) -> int:
     cache = PrepCache()
     if args.cache_command == "clear":
         count, freed = cache.clear()
-        print(f"removed {count} prepared entries and {_human_bytes(freed)} from {cache.root}")
+        print(f"removed {count} prepared entries and {human_bytes(freed)} from {cache.root}")
         return 0
     if args.json:
         _check_outputs(args, json_=(".json",))
@@ -475,14 +484,14 @@ def cmd_cache(args) -> int:
         atomic_write_text(args.json, text + "\n")
     from .report import format_table
     total = sum(e.nbytes for e in entries)
-    print(f"{cache.dir}: {len(entries)} entries, {_human_bytes(total)} of "
-          f"{_human_bytes(cache.max_bytes)}")
+    print(f"{cache.dir}: {len(entries)} entries, {human_bytes(total)} of "
+          f"{human_bytes(cache.max_bytes)}")
     if rows:
         print(format_table(["key", "app", "graph", "T_f", "grouping", "schedule", "prepared in",
                             "size", "last used"],
                            [[r["key"][:12], r["app"], r["graph"], r["threshold"], r["grouping"],
                              r["schedule"], f"{r['prepare_seconds'] or 0:.2f} s",
-                             _human_bytes(r["bytes"]), r["used"]] for r in rows]))
+                             human_bytes(r["bytes"]), r["used"]] for r in rows]))
     return 0
 
 
@@ -703,7 +712,8 @@ def cmd_compare(args) -> int:
     pair = make_pair(cpu=args.cpu, gpu=args.gpu, memory=args.memory or "auto", config=config)
     t0 = time.perf_counter()
     graph = load_graph(args.graph, drop_zeros=args.drop_zeros,
-                       check_size=memory_check(args.app, pair))
+                       check_size=memory_check(args.app, pair,
+                                                        allow_isolated=args.allow_isolated))
     load_s = time.perf_counter() - t0
     params = _app_params(apps.get(args.app), args, graph)
     cmp = compare(args.app, graph, pair=pair, methods=methods, repeats=args.repeats,

@@ -217,6 +217,16 @@ class RunReport(Stamped):
         return "\n".join(lines)
 
 
+def human_bytes(n: float) -> str:
+    """``n`` bytes in the binary unit that shows its size: ``512 B``, ``3.4 MiB``,
+    ``1.5 GiB``."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
 def format_table(headers: list[str], rows: list[list[Any]], *, align: str | None = None) -> str:
     """A plain-text table with a header rule; ``align`` is one char per column
     (``l`` or ``r``; default: right for numbers, left otherwise)."""

@@ -12,6 +12,7 @@ import pytest
 from finepar import reference
 from finepar.cli import main
 from finepar.io import load
+from conftest import data_file
 
 
 def run_cli(capsys, *argv):
@@ -115,3 +116,80 @@ def test_default_root_is_the_highest_degree_vertex(capsys, tmp_path):
     assert rc == 0, err
     g = load(p)
     np.testing.assert_array_equal(np.load(tmp_path / "lv.npy"), reference.bfs_levels(g, 5))
+
+
+@pytest.mark.parametrize("command", ["run", "compare"])
+def test_a_size_line_of_mostly_isolated_vertices_is_refused_before_any_work(
+        capsys, tmp_path, command):
+    """93 bytes declaring 200,000,000 vertices and 3 entries: one line naming the declared
+    size and the option that allows it (PageRank once ran 146 s and wrote 800 MB)."""
+    path = tmp_path / "huge.mtx"
+    path.write_text("%%MatrixMarket matrix coordinate real general\n"
+                    "200000000 200000000 3\n1 2 1.0\n2 3 1.0\n3 1 1.0\n")
+    before = set(os.listdir(tmp_path))
+    out_args = ("-o", tmp_path / "pr.npy") if command == "run" else ()
+    rc, out, err = run_cli(capsys, command, "pagerank", path, *out_args)
+    assert rc == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "200,000,000 vertices" in lines[0] and "3 stored" in lines[0]
+    assert "--allow-isolated" in lines[0]
+    assert set(os.listdir(tmp_path)) == before
+
+
+def test_isolated_vertex_check_bounds_and_its_option():
+    from finepar.api import memory_check
+    from finepar.errors import UsageError
+    from finepar.runtime import select_pair
+    sel = select_pair(None, "emulate")
+    check = memory_check("bfs", sel)
+    check(10_000_000, 3)  # at the vertex bound: allowed
+    check(20_000_000, 20_000)  # 1,000 vertices an entry: allowed
+    with pytest.raises(UsageError, match="20,000,001 vertices for 20,000 stored"):
+        check(20_000_001, 20_000)
+    memory_check("bfs", sel, allow_isolated=True)(20_000_001, 3)
+
+
+def test_a_sub_gib_memory_limit_shows_its_numbers():
+    from finepar.api import memory_check
+    from finepar.engine import EngineOptions
+    from finepar.errors import UsageError
+    from finepar.runtime import select_pair
+    sel = select_pair(None, "emulate")
+    with pytest.raises(UsageError) as exc:
+        memory_check("pagerank", sel, EngineOptions(gpu_memory=1 << 20))(1 << 20, 1 << 22)
+    text = str(exc.value)
+    assert "0.0 GiB" not in text and "1.0 MiB (--gpu-memory)" in text
+
+
+def test_an_explicit_schedule_the_cpu_alone_cannot_use_is_refused_before_any_work(
+        capsys, tmp_path, path3):
+    rc, out, err = run_cli(capsys, "run", "spmv", path3, "--devices", "cpu", "--schedule", "cf",
+                           "-o", tmp_path / "y.npy")
+    lines = err.strip().splitlines()
+    assert rc == 2 and out == "" and len(lines) == 1, err
+    assert "--schedule cf" in lines[0] and "--devices cpu" in lines[0]
+    assert not (tmp_path / "y.npy").exists()
+
+
+@pytest.mark.parametrize("schedule,remap", [("sj", "none"), ("auto", "degree"), ("cf", "dbwp")])
+def test_an_explicit_schedule_is_refused_where_the_plan_gives_the_gpu_no_rows(
+        pairs, schedule, remap):
+    """Once dropped silently when the tuner gave every row to the CPU."""
+    import finepar
+    from finepar.errors import UsageError
+    from finepar.partition import fine_grained, single_device
+    from finepar.throttle.plan import ThrottleOptions
+    g = load(data_file("ca-GrQc.mtx"))
+    cpu_only = single_device(np.diff(g.indptr), "cpu")  # as a tuner's T_f below every row
+    assert "gpu" not in cpu_only.active_roles()
+    with pytest.raises(UsageError, match="gives the GPU no rows"):
+        finepar.run("spmv", g, pair=pairs["shared"], plan=cpu_only,
+                    throttle=ThrottleOptions(schedule=schedule, remap=remap))
+    # the same options on a plan with GPU rows take effect
+    both = fine_grained(np.diff(g.indptr), 8)
+    _, rep = finepar.run("spmv", g, pair=pairs["shared"], plan=both,
+                         throttle=ThrottleOptions(schedule=schedule, remap=remap))
+    if schedule != "auto":
+        assert rep.plan["throttle"]["schedule"] == schedule
+    if remap != "none":
+        assert rep.plan["remap"]["kind"] == remap
