@@ -1071,7 +1071,13 @@ def _mirror(path: str, rows: np.ndarray, cols: np.ndarray, data: np.ndarray | No
 
 
 def _clean_message(e: BaseException) -> str:
-    return " ".join(str(e).split()) or type(e).__name__
+    """``e``'s message on one line; numpy's advice to pass ``allow_pickle=True`` (a
+    keyword no command-line user has, and a security hole for a file's stored
+    objects) becomes what it means."""
+    text = " ".join(str(e).split()) or type(e).__name__
+    if "allow_pickle" in text:
+        return "an array holds Python objects (pickled), which FinePar never loads"
+    return text
 
 
 def _load_npz(ctx: _Load) -> Graph:

@@ -527,6 +527,12 @@ def test_npz_with_bad_contents(tmp_path):
         np.savez(f, format=np.array(b"csr"), shape=np.array([2, 2]), data=np.ones(2),
                  indices=np.array([0, 5]), indptr=np.array([0, 1, 2]))
     expect_input_error(broken, "broken.npz")
+    pickled = tmp_path / "pickled.npz"
+    np.savez(pickled, format=np.array("csr"), shape=np.array([3, 3]),
+             data=np.array([1, "a"], dtype=object), indices=np.array([0, 1]),
+             indptr=np.array([0, 1, 2, 2]))
+    message = expect_input_error(pickled, "holds Python objects")
+    assert "allow_pickle" not in message  # numpy's advice: no such option here
 
 
 def one_line(err: pytest.ExceptionInfo, *phrases: str) -> None:
