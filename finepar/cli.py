@@ -3,7 +3,10 @@
 Subcommands: ``devices``, ``run``, ``generate`` (and, where present,
 ``train``, ``models``, ``compare``). Every error FinePar raises on purpose is
 printed as one line ``finepar: error: ...`` with exit status 2 (bad input,
-bad option) or 1 (device, build, model), and leaves no partial output file.
+bad option) or 1 (device, build, model), and leaves no partial output file. An
+iterative app that stops at its default cap unconverged (PageRank, RWR, HITS)
+writes its outputs, says so in one line and exits with status 3
+(:data:`NOT_CONVERGED`), unless ``--max-iter`` asked for that many iterations.
 """
 
 from __future__ import annotations
@@ -30,6 +33,10 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str):
         print(f"finepar: error: {message} (see '{self.prog} --help')", file=sys.stderr)
         raise SystemExit(2)
+
+
+#: Exit status of a run that stopped unconverged at the app's own cap.
+NOT_CONVERGED = 3
 
 
 def _int_at_least(low: int):
@@ -446,14 +453,26 @@ def finish_run(args, result, report, ids) -> int:
     elif args.json:
         report.write_json(args.json)
     if not args.quiet:
-        print(report.text())
+        print(report.text(title=f"finepar run {report.app}"))
         if args.output:
             extra = (f" (vertex i is input id ids[i], saved as "
                      f"{str(args.output)[:-4]}.ids.npy)" if ids is not None else "")
             print(f"  output     {args.output}{extra}")
         if args.json:
             print(f"  report     {args.json}")
-    return 0
+    return _unconverged(args, result, report.app)
+
+
+def _unconverged(args, result, app: str) -> int:
+    """0, or :data:`NOT_CONVERGED` with one line on standard error where the run stopped
+    at the app's own cap before its tolerance (a cap the user set is the user's)."""
+    if result.converged or getattr(args, "max_iter", None) is not None:
+        return 0
+    sys.stdout.flush()
+    print(f"finepar: error: {app} did not converge in {result.iterations:,} iterations "
+          f"(the answer was written as it stands); --max-iter N runs exactly N",
+          file=sys.stderr)
+    return NOT_CONVERGED
 
 
 def cmd_cache(args) -> int:

@@ -108,11 +108,13 @@ class RunReport(Stamped):
     cache: dict | None = None
     builds: dict | None = None
 
-    def text(self) -> str:
-        """The short human summary ``finepar run`` prints."""
+    def text(self, title: str | None = None) -> str:
+        """The short human summary ``finepar run`` prints, headed ``title`` (default
+        ``finepar.APP``, the API's call; the command line passes ``finepar run APP``)."""
         g, d, p, t = self.graph, self.devices, self.plan, self.timings
         st = p.get("stats", {})
-        lines = [f"finepar run {self.app} on {g['name']}: {g['n']:,} rows, {g['nnz']:,} nnz"]
+        lines = [f"{title or 'finepar.' + self.app} on {g['name']}: {g['n']:,} rows, "
+                 f"{g['nnz']:,} nnz"]
         lines.append(f"  devices    {d['describe']}")
         if d.get("emulated"):
             lines.append("             (EMULATED pair: both roles are the same CPU device; "

@@ -174,3 +174,36 @@ def test_compare_throttling_methods(capsys):
     for m in ("org", "org+r", "cf", "cf-q", "sj", "sj-q"):
         assert f"\n{m} " in out
     assert "WRONG" not in out and "columns:" in out
+
+
+def test_unconverged_at_the_default_cap_exits_3_unless_the_cap_was_asked_for(capsys, tmp_path):
+    """An answer stopped short of its tolerance is impossible to miss: one line and exit
+    status 3, the answer still written; a user's --max-iter is the user's choice."""
+    g, out = data_file("ca-GrQc.mtx"), tmp_path / "pr.npy"
+    rc, text, err = run_cli(capsys, "run", "pagerank", g, "--tol", "1e-30", "-o", out)
+    assert rc == 3 and "NOT converged" in text and out.exists()
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "did not converge in 100 iterations" in lines[0]
+    assert "--max-iter" in lines[0]
+    rc, text, err = run_cli(capsys, "run", "pagerank", g, "--tol", "1e-30", "--max-iter", 7)
+    assert rc == 0 and err == "" and "NOT converged" in text
+    rc, _, err = run_cli(capsys, "run", "pagerank", g, "-q")
+    assert rc == 0 and err == ""
+
+
+@pytest.mark.parametrize("app", ["pagerank", "bfs", "spmv"])
+def test_max_iter_help_says_its_default(capsys, app):
+    with pytest.raises(SystemExit):
+        from finepar.cli import build_parser
+        build_parser().parse_args(["run", app, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--max-iter INT iteration cap (>= 1; default " in text
+
+
+def test_report_text_is_titled_by_the_call_that_made_it(capsys, pairs):
+    import finepar
+    g = shared_graph("ca-GrQc.mtx")
+    _, report = finepar.pagerank(g, pair=pairs["shared"])
+    assert report.text().startswith("finepar.pagerank on ")
+    rc, text, _ = run_cli(capsys, "run", "pagerank", data_file("ca-GrQc.mtx"))
+    assert rc == 0 and text.startswith("finepar run pagerank on ")

@@ -127,7 +127,16 @@ def in_unit(name: str, value) -> float:
     return v
 
 
-MAX_ITER = Param("max_iter", "int", None, "iteration cap (>= 1)", at_least(1))
+def iteration_cap(default: str) -> Param:
+    """The iteration cap's parameter; ``default`` says, for ``--help``, what an app does
+    without it. Its value stays None unless given, so an app can tell a cap the user
+    set from its own default."""
+    return Param("max_iter", "int", None, f"iteration cap (>= 1; default {default})",
+                 at_least(1))
+
+
+#: The cap of an app that runs until its work is done (a frontier empties).
+MAX_ITER = iteration_cap("none: until done")
 
 
 # ----------------------------------------------------------------------------- apps

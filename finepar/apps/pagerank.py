@@ -21,8 +21,8 @@ import numpy as np
 from ..engine import Engine, RowOp
 from ..graph import Graph
 from . import register
-from .base import (MAX_ITER, App, AppResult, Param, in_open_unit, positive, top_vertices,
-                   vertex_label)
+from .base import (App, AppResult, Param, in_open_unit, iteration_cap, positive,
+                   top_vertices, vertex_label)
 
 _F32 = np.dtype(np.float32)
 #: Largest batch of iterations enqueued between two reads of their sums.
@@ -52,7 +52,7 @@ class PageRank(App):
     params = (Param("damping", "float", 0.85, "damping factor d, in (0, 1) (0.85)", in_open_unit),
               Param("tol", "float", 1e-6, "stop when the L1 change is below this (1e-6)",
                     positive),
-              MAX_ITER)
+              iteration_cap("100"))
 
     matrix_form = "transpose"
 

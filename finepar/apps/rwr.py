@@ -23,7 +23,7 @@ from ..engine import Engine
 from ..errors import UsageError
 from ..graph import Graph
 from . import register
-from .base import MAX_ITER, AppResult, Param, in_open_unit, positive, vertex_label
+from .base import AppResult, Param, in_open_unit, iteration_cap, positive, vertex_label
 from .pagerank import PageRank, _ops
 
 
@@ -70,7 +70,7 @@ class RandomWalkWithRestart(PageRank):
                                                    "(0, 1) (0.15)", in_open_unit),
               Param("tol", "float", 1e-6, "stop when the L1 change is below this (1e-6)",
                     positive),
-              MAX_ITER)
+              iteration_cap("100"))
 
     def extra_params(self) -> tuple:
         return ("restart",)

@@ -8,7 +8,7 @@ from ..engine import Engine, RowOp
 from ..errors import UsageError
 from ..graph import Graph
 from . import register
-from .base import MAX_ITER, App, AppResult, Param, at_least
+from .base import App, AppResult, Param, at_least, iteration_cap
 
 
 @register
@@ -25,7 +25,7 @@ class SpMV(App):
     column_vectors = ("x",)
     params = (Param("repeat", "int", 10, "products to run and time (10)", at_least(1)),
               Param("seed", "int", 0, "seed of the random x in [-1, 1) (0)", at_least(0)),
-              MAX_ITER)
+              iteration_cap("none: --repeat products"))
     exchanges = False
     weighted = True
 

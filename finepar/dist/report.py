@@ -115,10 +115,12 @@ class DistReport(Stamped):
     result: dict
     ranks: list
 
-    def text(self) -> str:
-        """The summary rank 0 prints."""
+    def text(self, title: str | None = None) -> str:
+        """The summary rank 0 prints, headed ``title`` (default ``finepar.dist.run APP``,
+        the API's call; the command line passes ``finepar run APP``)."""
         g, t, p = self.graph, self.timings, self.partition
-        lines = [f"finepar run {self.app} on {g['name']}: {g['n']:,} vertices, {g['nnz']:,} nnz, "
+        head = title or f"finepar.dist.run {self.app}"
+        lines = [f"{head} on {g['name']}: {g['n']:,} vertices, {g['nnz']:,} nnz, "
                  f"{p['ranks']} ranks ({p['method']} partition)",
                  f"  loading    {g['loaded']}"]
         if any(r["emulated"] for r in self.ranks):
