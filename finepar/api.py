@@ -20,7 +20,7 @@ from . import apps
 from .apps.base import AppResult
 from .engine import Engine, EngineOptions
 from .engine.launches import ShareLowering
-from .errors import FineParError, UsageError
+from .errors import FineParError, InputError, UsageError
 from .graph import Graph
 from .io import from_scipy
 from .partition import GROUPINGS, Plan, fine_grained, single_device
@@ -857,9 +857,14 @@ def load_graph(spec: str, *, drop_zeros: bool = False, check_size=None,
         generated = spec.startswith("graph500:")
         key = ("spec", spec) if generated else resident.file_key(spec, drop_zeros, memory_limit)
         path = spec if generated else os.path.abspath(spec)  # the source a later client,
-        g = resident.kept("graph", key, lambda: _load_graph(  # in another folder, reads right
-            path, drop_zeros=drop_zeros, check_size=check_size, memory_limit=memory_limit,
-            cache=cache))
+        try:  # in another folder, reads right
+            g = resident.kept("graph", key, lambda: _load_graph(
+                path, drop_zeros=drop_zeros, check_size=check_size,
+                memory_limit=memory_limit, cache=cache))
+        except InputError as exc:  # named as the user typed it, as without a server
+            if exc.path != path:
+                raise
+            raise InputError(spec, exc.problem) from None
         if check_size is not None:
             check_size(g.n, g.nnz)
         return g

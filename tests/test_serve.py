@@ -148,6 +148,15 @@ def test_a_relative_path_means_the_file_in_the_clients_folder(server, tmp_path):
     for folder, name, scale in (("y", "../x/g.npz", 1), ("y", "g.npz", 3),
                                 ("x", "../y/g.npz", 3), ("x", "g.npz", 1)):
         np.testing.assert_allclose(spmv_in(folder, name), scale * ya, rtol=1e-4, atol=1e-4)
+    # a served error names the file as the client typed it, as a local run does
+    (tmp_path / "x" / "bad.mtx").write_text("%%MatrixMarket matrix coordinate real general\n")
+    for extra in ((), ("--no-server",)):
+        done = subprocess.run([sys.executable, "-m", "finepar", "run", "spmv", "bad.mtx", *extra],
+                              env=env, cwd=tmp_path / "x", capture_output=True, text=True,
+                              check=False, timeout=300)
+        assert done.returncode == 2
+        assert done.stderr.startswith("finepar: error: bad.mtx: "), done.stderr
+        assert str(tmp_path) not in done.stderr
 
 
 def test_the_client_keeps_to_its_own_sockets_and_flags(tmp_path, monkeypatch):
