@@ -1928,6 +1928,8 @@ def _mat_in_child(ctx: _Load) -> Graph:
     pid = os.fork()
     if pid == 0:  # the child: never returns
         try:
+            import faulthandler
+            faulthandler.disable()  # its crash is the parent's one line, not a stack dump
             os.close(r)
             with os.fdopen(w, "wb") as out:
                 _mat_child(ctx, out)

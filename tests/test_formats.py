@@ -357,6 +357,8 @@ def reader_crashes(path) -> bool:
     """Whether scipy.io.loadmat kills the process reading `path` (tried in a forked child)."""
     pid = os.fork()
     if pid == 0:
+        import faulthandler
+        faulthandler.disable()  # pytest's handler writes to its own copy of stderr
         os.close(2)
         try:
             scipy.io.loadmat(path, squeeze_me=True, struct_as_record=False)
@@ -377,6 +379,26 @@ def test_mat_reader_crash_is_contained(tmp_path):
     crashes = reader_crashes(path)
     message = expect_error(path, "corrupt .mat file")
     assert ("reader crashed on it (signal" in message) == crashes
+
+
+def test_a_crashing_mat_reader_prints_nothing(tmp_path):
+    """The contained crash leaves no 'Fatal Python error' dump on stderr, even with
+    Python's fault handler on."""
+    import subprocess
+    import sys
+    a = sp.csr_array(np.array([[0, 1.5, 0, 2], [0, 0, 3, 0], [4, 0, 0, 0], [0, 5, 6, 0]]))
+    path = tmp_path / "damaged.mat"
+    scipy.io.savemat(path, {"Problem": {"A": a, "Zeros": sp.csr_array(np.eye(4))}})
+    blob = path.read_bytes()
+    path.write_bytes(blob[:274] + b"'weight': " + blob[274:])
+    if not reader_crashes(path):
+        pytest.skip("this scipy's MATLAB reader does not crash on the damaged file")
+    code = ("import sys; from finepar.io import load\n"
+            "try:\n    load(sys.argv[1])\nexcept Exception as e:\n    print(e)")
+    done = subprocess.run([sys.executable, "-X", "faulthandler", "-c", code, str(path)],
+                          capture_output=True, text=True, timeout=120)
+    assert "reader crashed on it" in done.stdout
+    assert "Fatal Python error" not in done.stderr and done.stderr == ""
 
 
 # --------------------------------------------------------------------------
