@@ -4,7 +4,9 @@
 
 ``CASES.json`` lists cases ``{"id", "app", "graph", "memory", "partition", "params",
 "in_memory"}``; ``in_memory``: every rank loads the graph itself and passes the Graph (the
-API's in-memory path). Every rank runs every case (:func:`finepar.dist.run`, the emulated
+API's in-memory path). A case with ``"argv"`` instead runs that ``finepar run`` command
+line on every rank (``finepar.cli.main``, ``--distributed``), rank 0 writing ``ID.npy`` and
+``ID.json``. Every rank runs every case (:func:`finepar.dist.run`, the emulated
 pair, ``T_f`` 64); rank 0 writes ``OUT_DIR/ID.npz`` (the answer's vectors) and ``OUT_DIR/ID.json`` (the
 report). A failing case is written as ``OUT_DIR/ID.error`` and the others still run.
 """
@@ -27,6 +29,9 @@ def main(out: str, cases_file: str) -> int:
     out_dir = Path(out)
     cases = json.loads(Path(cases_file).read_text())
     for case in cases:
+        if "argv" in case:
+            _command_line(case, out_dir, comm.rank)
+            continue
         graph = case["graph"]
         if case.get("in_memory"):
             from finepar.io import load
@@ -52,6 +57,16 @@ def main(out: str, cases_file: str) -> int:
             report.write_json(out_dir / f"{case['id']}.json")
     comm.close()
     return 0
+
+
+def _command_line(case: dict, out_dir: Path, rank: int) -> None:
+    """``finepar run ARGV`` on this rank, as ``mpiexec ... python -m finepar run`` runs it."""
+    from finepar.cli import main
+    ident = case["id"]
+    code = main(["run", *case["argv"], "--distributed", "--gpu", "emulate", "-q",
+                 "-o", str(out_dir / f"{ident}.npy"), "--json", str(out_dir / f"{ident}.json")])
+    if code and rank == 0:
+        (out_dir / f"{ident}.error").write_text(f"exit status {code}")
 
 
 if __name__ == "__main__":

@@ -55,6 +55,14 @@ def _cases() -> list[dict]:
 
 CASES = _cases()
 
+#: ``finepar run`` command lines run on every rank: BFS and SSSP from vertex 0 (owned by
+#: rank 0), from the last vertex (owned by the last rank) and from the default root.
+ROOTS = {"root-0": 0, "root-last": 511, "root-default": None}
+CLI_CASES = [{"id": f"cli-{app}-{name}", "app": app, "root": root,
+              "argv": [app, "graph500:9", "-T", "64", "--memory", "split",
+                       *(["--root", str(root)] if root is not None else [])]}
+             for app in ("bfs", "sssp") for name, root in ROOTS.items()]
+
 
 def mpiexec() -> str:
     """The launcher beside this Python (the mpich wheel's), else on PATH."""
@@ -95,7 +103,7 @@ def distributed(ranks: int, inputs) -> Path:
         out = d / f"ranks-{ranks}"
         out.mkdir()
         cases = [dict(c, graph=str(d / c["graph"]) if not c["graph"].startswith("graph500:")
-                      else c["graph"]) for c in CASES]
+                      else c["graph"]) for c in CASES] + CLI_CASES
         (out / "cases.json").write_text(json.dumps(cases))
         proc = subprocess.run([mpiexec(), "-n", str(ranks), sys.executable, str(WORKER),
                                str(out), str(out / "cases.json")], capture_output=True,
@@ -144,6 +152,30 @@ def test_answer_matches_one_process(ranks, case, inputs, pairs):
     mine = replace(plain, values=got["values"], extra={**plain.extra, **extra})
     params = app.reference_params(graph, case.get("params", {}))
     assert app.check(graph, mine, app.reference(graph, params), params) == ""
+
+
+@pytest.mark.parametrize("ranks", RANKS)
+@pytest.mark.parametrize("case", CLI_CASES, ids=[c["id"] for c in CLI_CASES])
+def test_command_line_root_reaches_every_rank(ranks, case, inputs):
+    """``--root`` (0 included) reaches every rank unchanged: the answer is the reference
+    traversal from that root, and the report names it."""
+    from finepar import apps
+    out = distributed(ranks, inputs)
+    err = out / f"{case['id']}.error"
+    assert not err.exists(), err.read_text()
+    graph = inputs[1]["graph500:9"]
+    app = apps.get(case["app"])
+    root = case["root"]
+    if root is None:
+        root = int(np.argmax(np.diff(graph.indptr)))
+    want = app.reference(graph, app.reference_params(graph, {"root": root}))
+    want = want[0] if isinstance(want, tuple) else want  # SSSP: (lengths, hops)
+    got = np.load(out / f"{case['id']}.npy")
+    # BFS levels (-1 unreached) and SSSP's unit lengths (inf unreached) are exact
+    np.testing.assert_array_equal(np.asarray(got, np.float64), np.asarray(want, np.float64))
+    rep = json.loads((out / f"{case['id']}.json").read_text())
+    assert rep["partition"]["ranks"] == ranks
+    assert dict(rep["result"]["summary"])["root"] == str(root)
 
 
 #: Apps whose steps exchange a halo, and how many exchanges one iteration makes.

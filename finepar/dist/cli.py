@@ -65,7 +65,7 @@ def _run(args, comm) -> int:
     from .. import apps
     from ..api import make_pair, memory_check
     from ..cli import (_check_outputs, _engine_options, _throttle_options, check_output,
-                       finish_run)
+                       cli_params, finish_run)
     from ..config import load_config
     from .comm import checked
     from .runner import run
@@ -84,14 +84,15 @@ def _run(args, comm) -> int:
                                            memory=args.memory or "auto", config=config))
     options = checked(comm, _engine_options, app, 0, args, config)
     throttle = checked(comm, _throttle_options, args, config)
-    params = {p.name: getattr(args, p.name) for p in app.params
-              if p.cli and getattr(args, p.name, None) not in (None, False)}
+    params = cli_params(app, args)  # vertex ids as given: mapped to rows in the run
     result, report = run(app.name, args.graph, comm=comm, pair=pair, partition=args.partition,
                          threshold=args.threshold, devices=args.devices, grouping=args.grouping,
                          warmup=not args.no_warmup, options=options, model=args.model,
                          step=(config.get("tuner") or {}).get("step", 64),
                          calibrate=False if args.no_calibrate else None, throttle=throttle,
                          drop_zeros=args.drop_zeros,
-                         check_size=memory_check(app.name, pair, options), input_ids=True,
+                         check_size=memory_check(app.name, pair, options,
+                                                allow_isolated=args.allow_isolated),
+                         input_ids=True,
                          **params)
     return finish_run(args, result, report, report.ids) if comm.rank == 0 else 0
