@@ -1,6 +1,7 @@
 """RWR, HITS, SSSP and graph colouring beyond the generic test (tests/test_apps.py): the
-references against networkx, weighted and exact SSSP, restart vectors, both HITS paths,
-Jones-Plassmann replayed on the host, and bad parameters through the command line."""
+references against networkx, weighted and exact SSSP, restart vectors, Jones-Plassmann
+replayed on the host, and bad parameters through the command line (HITS's own tests are
+in tests/test_hits.py)."""
 
 from __future__ import annotations
 
@@ -48,16 +49,6 @@ def test_rwr_reference_matches_networkx():
         want = nx.pagerank(G, alpha=0.8, personalization=dict(enumerate(restart)), tol=1e-13,
                            max_iter=1000, weight=None)
         assert np.abs(got - np.array([want[i] for i in range(g.n)])).sum() < 1e-8
-
-
-@pytest.mark.parametrize("name", ["wiki-Vote.txt", "graph500:10"])
-def test_hits_reference_matches_networkx(name):
-    g = generated_graph(10, 1) if name.startswith("graph500") else shared_graph(name)
-    hubs, auths, it, converged = reference.hits(g, tol=1e-13, max_iter=10000)
-    assert converged and abs(hubs.sum() - 1) < 1e-12 and abs(auths.sum() - 1) < 1e-12
-    h, a = nx.hits(digraph(g), max_iter=10000, tol=1e-12)
-    assert np.abs(hubs - np.array([h[i] for i in range(g.n)])).sum() < 1e-6
-    assert np.abs(auths - np.array([a[i] for i in range(g.n)])).sum() < 1e-6
 
 
 def test_sssp_reference_matches_networkx(weighted):
@@ -193,31 +184,6 @@ def test_rwr_bad_restart_vectors(bad, needle):
         apps.get("rwr").check_params(g, {"restart": bad})
     with pytest.raises(UsageError, match="not both"):
         apps.get("rwr").check_params(g, {"restart": np.ones(g.n), "seed": 3})
-
-
-# ------------------------------------------------------------------------- HITS
-
-
-def test_hits_device_and_host_paths(pairs):
-    """One device (iterations batched, the stop test on the device) and two (the host
-    combines each step's sums) stop at the same iteration with the reference's answer;
-    the results are networkx's hubs and authorities."""
-    g = shared_graph("wiki-Vote.txt")
-    ref = reference.hits(g)
-    alone, rep1 = api.run("hits", g, pair=pairs["shared"], devices="gpu", warmup=False)
-    both, rep2 = api.run("hits", g, pair=pairs["split"], threshold=16, warmup=False)
-    assert alone.extra["device_steps"] and not both.extra["device_steps"]
-    assert alone.iterations == both.iterations == ref[2] and alone.converged
-    for res in (alone, both):
-        assert not apps.get("hits").check(g, res, ref, {})
-        assert abs(res.values.sum() - 1) < 1e-6
-    assert rep1.timings["steps"] == 2 * alone.iterations  # none past convergence counted
-    h, a = nx.hits(digraph(g), max_iter=1000, tol=1e-10)
-    assert np.abs(alone.values - np.array([h[i] for i in range(g.n)])).sum() < 1e-4
-    assert np.abs(alone.extra["authorities"] - np.array([a[i] for i in range(g.n)])).sum() < 1e-4
-    capped, _ = api.run("hits", g, pair=pairs["shared"], devices="gpu", warmup=False,
-                        max_iter=3)
-    assert capped.iterations == 3 and not capped.converged
 
 
 # ---------------------------------------------------------------------- colouring
