@@ -29,7 +29,30 @@ from .report import RunReport, human_bytes
 from .runtime import DevicePair, select_pair
 from .throttle.plan import ThrottleOptions, device_counter, remap_permutation, throttle_share
 
-DEVICES_CHOICES = ("both", "cpu", "gpu")
+DEVICES_CHOICES = ("auto", "both", "cpu", "gpu")
+
+#: Why ``devices='auto'`` runs an emulated pair's CPU alone.
+EMULATED_ALONE = ("the CPU alone: no GPU, and the emulated gpu role would run on the same "
+                  "CPU cores, so a split adds only its overhead (--devices both splits "
+                  "anyway)")
+
+
+def auto_devices(devices: str, pair, threshold: int | None) -> tuple[str, str | None]:
+    """``devices`` with ``'auto'`` decided for ``pair``: ``'cpu'`` where the pair is
+    emulated (both roles are one CPU device, so no split can beat it alone) and no
+    ``threshold`` asks for a split; else ``'both'``, the tuner's split.
+
+    Returns
+    -------
+    (devices, reason)
+        ``'both'``, ``'cpu'`` or ``'gpu'``, and why ``auto`` chose one device (None
+        where nothing was decided here).
+    """
+    if devices != "auto":
+        return devices, None
+    if getattr(pair, "emulated", False) and threshold is None:
+        return "cpu", EMULATED_ALONE
+    return "both", None
 
 
 def as_graph(graph: Any, name: str = "matrix") -> Graph:
@@ -132,6 +155,8 @@ def plan_for(matrix: Graph, *, threshold: int | None, devices: str, grouping: st
         raise UsageError(f"threshold (T_f) must be an integer >= 0, not {threshold!r}")
     if devices in ("cpu", "gpu"):
         return single_device(lengths, devices, grouping=grouping)
+    if threshold is None:
+        raise UsageError("a split on both devices needs a threshold (T_f)")
     return fine_grained(lengths, int(threshold), grouping=grouping)
 
 
@@ -212,7 +237,12 @@ class Workload:
                     grouping: str, model: Any, step: int, calibrate: Any, scale: Any = None,
                     options: EngineOptions | None = None):
         """The plan of a run: one device, a given T_f, or the tuner's; returns
-        ``(plan, source, tuning)``."""
+        ``(plan, source, tuning)``. ``devices='auto'`` is decided by :func:`auto_devices`."""
+        devices, why = auto_devices(devices, pair, threshold)
+        if why is not None:  # one work-item a row: length groups only add launches on a
+            # CPU (PageRank at Graph500 scale 16, 2-core EPYC: 6.5 ms an iteration, 6.8 pow4)
+            return plan_for(self.matrix, threshold=None, devices=devices,
+                            grouping="none" if grouping == "auto" else grouping), why, None
         if devices in ("cpu", "gpu"):
             return plan_for(self.matrix, threshold=None, devices=devices,
                             grouping=grouping), "single-device", None
@@ -226,7 +256,7 @@ class Workload:
                          grouping=tr.grouping), "tuner", tr.to_dict())
 
     def run(self, *, pair: DevicePair | None = None, threshold: int | None = None,
-            devices: str = "both", memory: str = "auto", grouping: str = "auto",
+            devices: str = "auto", memory: str = "auto", grouping: str = "auto",
             warmup: bool = True, plan: Plan | None = None, engine: Engine | None = None,
             load_seconds: float = 0.0, model: Any = None, step: int = 64,
             options: EngineOptions | None = None, calibrate: Any = None,
@@ -290,10 +320,12 @@ class Workload:
             came from (``single-device``, ``flag``, ``tuner``) and the tuning record.
         """
         alone = (self.app.one_device(pair, self.matrix, params, options)
-                 if params is not None and threshold is None and devices == "both" else None)
+                 if params is not None and threshold is None and devices in ("auto", "both")
+                 else None)
         if alone:  # its row operations may never run: each is built where first used
             from dataclasses import replace
             options = replace(options or EngineOptions(), prebuild=False)
+        decided = auto_devices(devices, pair, threshold)[0]
         if params is not None:  # what the app builds whatever the plan: built while it plans
             from .apps.frontier import early_build
             from .engine.memory import likely_programs
@@ -301,8 +333,8 @@ class Workload:
             opts = options or EngineOptions()
             early_build(pair, self.app.early_programs(pair, self.matrix, params)
                         + (column_programs(pair, self.app.column_vectors)
-                           if opts.columns != "none" and devices != "cpu" else []))
-            if not alone and devices != "cpu":  # one at a time, the row operations' programs
+                           if opts.columns != "none" and decided != "cpu" else []))
+            if not alone and decided != "cpu":  # one at a time, the row operations' programs
                 for _, sources, defines in likely_programs(pair, self.matrix, self.app.ops,
                                                            opts.offsets):
                     pair.guess_build(pair.program, pair.gpu, sources, defines)
@@ -691,8 +723,10 @@ def run(app: str, graph: Any, **kw: Any) -> tuple[AppResult, RunReport]:
     threshold : int, optional
         ``T_f``: rows with more nonzeros go to the CPU. Default: the tuner's
         starting point.
-    devices : {'both', 'cpu', 'gpu'}
-        ``cpu`` / ``gpu`` run everything on one device.
+    devices : {'auto', 'both', 'cpu', 'gpu'}
+        ``cpu`` / ``gpu`` run everything on one device; ``both`` splits at
+        ``threshold`` or the tuner's ``T_f``; ``auto`` (default): ``both``, except
+        on an emulated pair, where the CPU runs alone (:func:`auto_devices`).
     memory : {'auto', 'shared', 'split'}
     grouping : {'auto', 'none', 'pow4', 'adaptive'}
         ``pow4``: §4.1's length groups, one launch per group, each with its

@@ -107,6 +107,9 @@ class Comparison:
     emulated : bool
     results : list of MethodResult
     date : str
+    choice : str
+        Why the ``finepar`` row ran what it ran, where FinePar's default chose one
+        device (:func:`finepar.api.auto_devices`); empty where it tuned a split.
     """
 
     app: str
@@ -117,6 +120,7 @@ class Comparison:
     emulated: bool
     results: list
     date: str = ""
+    choice: str = ""
 
     def result(self, method: str) -> MethodResult | None:
         return next((r for r in self.results if r.method == method), None)
@@ -138,6 +142,7 @@ class Comparison:
         sd = self.single_device()
         return {"app": self.app, "graph": self.graph, "n": self.n, "nnz": self.nnz,
                 "devices": self.devices, "emulated": self.emulated, "date": self.date,
+                "choice": self.choice,
                 "single_device": sd.method if sd else None,
                 "results": [{**r.__dict__, "speedup": self.speedup(r.method)}
                             for r in self.results]}
@@ -161,6 +166,8 @@ class Comparison:
         if self.emulated:
             head += ("EMULATED pair: both roles are the same CPU device; the times check the "
                      "code paths, not a GPU.\n")
+        if self.choice:
+            head += f"finepar's choice: {self.choice}.\n"
         foot = (f"\ncolumns: time = the whole run (median of repeats), ms/iter = per iteration, "
                 f"speedup = single-device time / this time (single-device = "
                 f"{sd.method if sd else '-'}, the faster of cpu-only and gpu-only), split = the "
@@ -251,7 +258,7 @@ def compare(app: str, graph, *, pair, methods=METHODS, repeats: int = 3,
         For an unknown method or an oracle step outside (0, 5].
     """
     import datetime as _dt
-    from .api import Workload
+    from .api import Workload, auto_devices, plan_for
     from .partition import coarse_grained, dynamic, fine_grained, single_device
     from .progress import Progress
     from .throttle.plan import ThrottleOptions
@@ -304,9 +311,12 @@ def compare(app: str, graph, *, pair, methods=METHODS, repeats: int = 3,
         return mr
 
     results, tuned = [], None
-    bar = Progress(len(methods), f"compare {app} on {graph.name}", enabled=progress)
+    # a method's weight: the timed runs it makes (the oracle one per point of its sweep)
+    sweep_runs = int(math.floor(100 / oracle_step + 1e-9)) + 2
+    weight = {m: sweep_runs if m == "coarse-oracle" else 1 for m in methods}
+    bar = Progress(sum(weight.values()), f"compare {app} on {graph.name}", enabled=progress)
     for m in methods:
-        bar.step(m)
+        bar.step(m, weight[m])
         t0 = time.perf_counter()
         if m in ("cpu-only", "gpu-only"):
             role = m.split("-")[0]
@@ -356,6 +366,14 @@ def compare(app: str, graph, *, pair, methods=METHODS, repeats: int = 3,
             r.split = f"T_f={tuned.threshold} {tuned.grouping}" + (
                 f", {plan.throttle.partitioning.n_parts} partitions" if plan.throttle else "")
             r.detail = {"throttle": eng.summary()["lowering"].get("gpu", {}).get("throttle")}
+        elif m == "finepar" and auto_devices("auto", pair, None)[1]:
+            # FinePar's default chose one device (an emulated pair: the CPU alone), with
+            # its grouping and the app's own adaptation, as `finepar run` would
+            role, choice = auto_devices("auto", pair, None)
+            r = static_run(plan_for(wl.matrix, threshold=None, devices=role, grouping="none"),
+                           {})
+            r.split = f"all rows on {role} (FinePar's choice)"
+            r.detail = {"choice": choice}
         else:
             # FinePar-original: one launch per device, no dynamic adaptation; FinePar: the
             # tuner's T_f and grouping, and the app's own frontier adaptation
@@ -369,6 +387,9 @@ def compare(app: str, graph, *, pair, methods=METHODS, repeats: int = 3,
         r.method = m
         results.append(r)
     bar.close()
+    choice = next((r.detail["choice"] for r in results
+                   if r.method == "finepar" and "choice" in (r.detail or {})), "")
     return Comparison(app=app, graph=graph.name, n=graph.n, nnz=graph.nnz,
                       devices=pair.describe(), emulated=pair.emulated, results=results,
+                      choice=choice,
                       date=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))

@@ -15,9 +15,12 @@ and do not calibrate again; ``finepar train --recipe full`` (same default
 platform name) replaces it with a better one.
 
 The single switch is ``calibrate`` (:func:`enabled`): ``None`` calibrates
-unless ``$FINEPAR_NO_CALIBRATE`` is set; ``False`` never does (the nearest
-model is used with a warning naming it, or, without any, T_f comes from
-measured profiling, §3.4's fallback).
+unless ``$FINEPAR_NO_CALIBRATE`` is set, or the pair is emulated and a model
+is near (the gpu role is the CPU itself: a minute of measurements would teach
+nothing about a GPU, and a default run on such a pair runs the CPU alone,
+:func:`finepar.api.auto_devices`); ``False`` never does (the nearest model is
+used with a warning naming it, or, without any, T_f comes from measured
+profiling, §3.4's fallback); ``True`` or a recipe always does.
 """
 
 from __future__ import annotations
@@ -81,7 +84,7 @@ def choose_model(pair, model=None, *, calibrate=None) -> ModelMatch:
     match = match_model(pair.selection, name=model)
     if match.exact or model:
         return match
-    if enabled(calibrate):
+    if enabled(calibrate) and not (calibrate is None and pair.emulated and match.model):
         from .training import Recipe
         try:
             return calibrate_pair(pair, calibrate if isinstance(calibrate, Recipe) else None)

@@ -107,8 +107,10 @@ def _add_plan_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--threshold", "-T", type=_NONNEG, metavar="N",
                    help="T_f: rows with more than N nonzeros go to the CPU "
                         "(default: chosen by the tuner)")
-    g.add_argument("--devices", choices=("both", "cpu", "gpu"), default="both",
-                   help="run on both devices (default) or on one alone")
+    g.add_argument("--devices", choices=("auto", "both", "cpu", "gpu"), default="auto",
+                   help="both: split the rows between the devices; cpu, gpu: one alone; "
+                        "auto (default): both, except on an emulated pair (no GPU), where "
+                        "the CPU runs alone")
     g.add_argument("--grouping", choices=("auto", *GROUPINGS), default="auto",
                    help="pow4: each device's rows grouped by length in powers of 4, one launch "
                         "per group with a thread mapping per group (§4.1); none: one launch per "

@@ -173,7 +173,7 @@ def test_a_generated_graph_is_kept_and_read_back(tmp_path, monkeypatch):
 
 def test_second_run_reuses_the_plan_without_tuning(tmp_path, monkeypatch, pairs):
     g = shared_graph("cnr-2000.mtx.gz")
-    first_vals, first = api.pagerank(g, pair=pairs["shared"], cache=tmp_path)
+    first_vals, first = api.pagerank(g, pair=pairs["shared"], cache=tmp_path, devices="both")
     assert first.cache["hit"] is False and first.threshold_source == "tuner"
     # other options are another entry: a given T_f does not use the tuned one
     _, other = api.pagerank(g, pair=pairs["shared"], cache=tmp_path, threshold=64)
@@ -184,7 +184,7 @@ def test_second_run_reuses_the_plan_without_tuning(tmp_path, monkeypatch, pairs)
     monkeypatch.setattr(tuner, "tune", no_tuning)
     from finepar.engine import Engine
     monkeypatch.setattr(Engine, "lower", no_tuning)  # the stored lowering is used
-    vals, second = api.pagerank(g, pair=pairs["shared"], cache=tmp_path)
+    vals, second = api.pagerank(g, pair=pairs["shared"], cache=tmp_path, devices="both")
     assert second.cache["hit"] is True
     assert second.plan["threshold"] == first.plan["threshold"]
     assert second.tuning["trajectory"] == first.tuning["trajectory"]

@@ -165,7 +165,7 @@ def test_first_run_calibrates_and_later_runs_use_the_cached_model(home, no_shipp
     second = tuner.tune(wl, pair)
     assert second.model_path == str(path) and second.model_exact
     assert second.calibration_seconds == 0 and second.model_origin == "user"
-    _, report = wl.run(pair=pair, repeat=1)
+    _, report = wl.run(pair=pair, repeat=1, devices="both")  # the split, on the emulated pair
     assert str(path) in report.text()
     assert "calibrating" not in capsys.readouterr().err and path.stat().st_mtime_ns == stamp
 

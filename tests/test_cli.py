@@ -33,7 +33,7 @@ def test_run_pagerank_on_cnr_matches_reference(capsys, tmp_path):
     g = shared_graph("cnr-2000.mtx.gz")
     out_npy, out_json = tmp_path / "pr.npy", tmp_path / "pr.json"
     rc, out, err = run_cli(capsys, "run", "pagerank", data_file("cnr-2000.mtx.gz"), "--output",
-                           out_npy, "--json", out_json)
+                           out_npy, "--json", out_json, "--devices", "both")
     assert rc == 0, err
     pr = np.load(out_npy)
     assert np.abs(pr - reference.pagerank(g)).sum() < 1e-4
@@ -160,7 +160,7 @@ def test_train_and_models_commands(capsys, tmp_path, monkeypatch):
     assert f"{model} (user)" in out and "applies to the devices in use: yes: exact" in out
     rc, out, _ = run_cli(capsys, "models", "show")  # the one matching the devices
     assert rc == 0 and "model here" in out
-    rc, out, _ = run_cli(capsys, "run", "spmv", "graph500:10", "--repeat", 2)
+    rc, out, _ = run_cli(capsys, "run", "spmv", "graph500:10", "--repeat", 2, "--devices", "both")
     assert rc == 0 and "T_f from tuner" in out and f"model here ({model}, user)" in out
     rc, _, err = run_cli(capsys, "models", "show", "nope")
     assert rc == 2 and "no model named" in err
@@ -207,3 +207,32 @@ def test_report_text_is_titled_by_the_call_that_made_it(capsys, pairs):
     assert report.text().startswith("finepar.pagerank on ")
     rc, text, _ = run_cli(capsys, "run", "pagerank", data_file("ca-GrQc.mtx"))
     assert rc == 0 and text.startswith("finepar run pagerank on ")
+
+
+def test_an_emulated_pair_runs_the_cpu_alone_by_default_and_says_why(capsys, tmp_path):
+    """No GPU: the gpu role would share the CPU's cores, so FinePar's default (devices
+    auto) runs the CPU alone and the report names the reason; --devices both splits."""
+    g = data_file("ca-GrQc.mtx")
+    rc, out, err = run_cli(capsys, "run", "pagerank", g, "--json", tmp_path / "a.json")
+    rep = json.loads((tmp_path / "a.json").read_text())
+    assert rc == 0 and rep["devices"]["emulated"]
+    assert rep["plan"]["stats"]["gpu_nnz"] == 0 and rep["plan"]["stats"]["cpu_rows"] > 0
+    assert rep["threshold_source"].startswith("the CPU alone: no GPU")
+    assert "T_f from the CPU alone: no GPU" in out
+    rc, out, err = run_cli(capsys, "run", "pagerank", g, "--devices", "both", "--json",
+                           tmp_path / "b.json")
+    assert rc == 0 and json.loads((tmp_path / "b.json").read_text())["threshold_source"] == "tuner"
+
+
+def test_compare_on_an_emulated_pair_says_finepars_choice(capsys, tmp_path):
+    js = tmp_path / "c.json"
+    rc, out, err = run_cli(capsys, "compare", "spmv", data_file("ca-GrQc.mtx"), "--methods",
+                           "cpu-only,finepar", "--repeats", 1, "--json", js, "-q")
+    assert rc == 0, err
+    d = json.loads(js.read_text())
+    assert d["choice"].startswith("the CPU alone: no GPU")
+    fp = next(r for r in d["results"] if r["method"] == "finepar")
+    assert fp["split"] == "all rows on cpu (FinePar's choice)" and fp["correct"]
+    rc, out, _ = run_cli(capsys, "compare", "spmv", data_file("ca-GrQc.mtx"), "--methods",
+                         "finepar", "--repeats", 1)
+    assert "finepar's choice: the CPU alone: no GPU" in out

@@ -41,7 +41,7 @@ def _weights(app):
 
 def run(app: str, graph: Any, *, comm=None, pair=None, cpu: str | None = None,
         gpu: str | None = None, memory: str = "auto", config: dict | None = None,
-        partition: str = "nnz", threshold: int | None = None, devices: str = "both",
+        partition: str = "nnz", threshold: int | None = None, devices: str = "auto",
         grouping: str = "auto", warmup: bool = True, options=None, model=None, step: int = 64,
         calibrate=None, throttle=None, drop_zeros: bool = False, check_size=None,
         input_ids: bool = False, **params: Any):

@@ -111,7 +111,7 @@ def rank_plan(app, matrix, owned: np.ndarray, pair, *, threshold, devices: str, 
     (Plan, str, dict or None)
         The plan (global row ids), where ``T_f`` came from, the tuner's record.
     """
-    from ..api import plan_for
+    from ..api import auto_devices, plan_for
     from ..throttle.plan import throttle_share
     if throttle is not None and throttle.remap != "none":
         raise UsageError("--remap relabels one process's vertices; a distributed run keeps "
@@ -119,8 +119,9 @@ def rank_plan(app, matrix, owned: np.ndarray, pair, *, threshold, devices: str, 
     lengths = matrix.row_lengths()
     sub = _Rows(lengths[owned])
     tuning, source = None, "flag"
+    devices, why = auto_devices(devices, pair, threshold)
     if devices in ("cpu", "gpu"):
-        source = "single-device"
+        source = why or "single-device"
     elif threshold is None:
         from ..tuner import tune
         tr = tune(RankWorkload(app, matrix, owned), pair, model=model, step=step,
