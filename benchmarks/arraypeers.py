@@ -398,14 +398,8 @@ def _rwr_reference(backend, app, g, params):
     return x
 
 
-def _hits_reference(backend, app, g, params):
-    out = hits(ArrayGraph(backend, g), tol=params.get("tol", TOL),
-               max_iter=params.get("max_iter") or MAX_ITER, dtype=np.float64)
-    backend.free()
-    return out
-
-
 #: Apps whose reference :func:`inputs.reference` may iterate on a GPU backend, in the
-#: form the app's own ``reference`` returns (see :mod:`finepar.reference`).
-FLOAT64_REFERENCES = {"pagerank": _pagerank_reference, "rwr": _rwr_reference,
-                      "hits": _hits_reference}
+#: form the app's own ``reference`` returns (see :mod:`finepar.reference`). HITS is not
+#: among them: its reference is the power iteration's limit (ARPACK on the host), which a
+#: power iteration stopped by its L1 change misses by up to 2.7e-4 on slowly mixing graphs.
+FLOAT64_REFERENCES = {"pagerank": _pagerank_reference, "rwr": _rwr_reference}

@@ -471,7 +471,9 @@ def _unconverged(args, result, app: str) -> int:
     if result.converged or getattr(args, "max_iter", None) is not None:
         return 0
     sys.stdout.flush()
-    print(f"finepar: error: {app} did not converge in {result.iterations:,} iterations "
+    why = (" (its change stopped shrinking at float32's rounding: --tol is below what "
+           "float32 reaches)" if result.extra.get("stalled") else "")
+    print(f"finepar: error: {app} did not converge in {result.iterations:,} iterations{why} "
           f"(the answer was written as it stands); --max-iter N runs exactly N",
           file=sys.stderr)
     return NOT_CONVERGED

@@ -236,3 +236,10 @@ def test_compare_on_an_emulated_pair_says_finepars_choice(capsys, tmp_path):
     rc, out, _ = run_cli(capsys, "compare", "spmv", data_file("ca-GrQc.mtx"), "--methods",
                          "finepar", "--repeats", 1)
     assert "finepar's choice: the CPU alone: no GPU" in out
+
+
+def test_an_unreachable_tolerance_says_why(capsys, tmp_path):
+    """HITS whose change stalls at float32's rounding: exit 3, and the line says why."""
+    rc, _, err = run_cli(capsys, "run", "hits", data_file("wiki-Vote.txt"), "--tol", "1e-12",
+                         "-q")
+    assert rc == 3 and "float32's rounding" in err and len(err.strip().splitlines()) == 1
