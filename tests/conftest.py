@@ -38,6 +38,18 @@ SHARED_GRAPHS = ("USPowerGrid.mtx", "adder_dcop_05.mtx", "ca-GrQc.mtx", "cnr-200
                  "luxembourg.mtx", "memplus.mtx", "rajat01.mtx", "soc-Slashdot0902.txt.gz",
                  "wiki-Vote.txt")
 
+#: The real graphs whose sweeps are marked ``slow`` (cnr-2000: 3.2 M entries; the others
+#: the next largest): README's command (``-m "not slow"``) runs every app, schedule and
+#: memory mode on the smaller ones, and ``.ci/run`` runs these too.
+LARGE_GRAPHS = ("cnr-2000.mtx.gz", "soc-Slashdot0902.txt.gz", "luxembourg.mtx")
+
+
+def graph_params(names, slow=LARGE_GRAPHS) -> list:
+    """``names`` for ``pytest.mark.parametrize``, those in ``slow`` (default
+    :data:`LARGE_GRAPHS`) marked ``slow``."""
+    return [pytest.param(n, marks=pytest.mark.slow) if n in slow else n for n in names]
+
+
 _GRAPH_CACHE: dict = {}
 
 

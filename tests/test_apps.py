@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import INPUT_PARAMS, SHARED_GRAPHS, generated_graph, shared_graph
+from conftest import INPUT_PARAMS, SHARED_GRAPHS, generated_graph, graph_params, shared_graph
 from finepar import api, apps, reference
 
 #: T_f values: everything on the CPU (0), a real split (4 and 32), everything on the GPU.
@@ -53,7 +53,7 @@ def app_reference(app, name, g, params):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("name", GRAPHS)
+@pytest.mark.parametrize("name", graph_params(GRAPHS, slow=("cnr-2000.mtx.gz",)))
 @pytest.mark.parametrize("app_name", apps.names())
 def test_every_app_matches_its_reference(app_name, name, mode, pairs):
     """Every registered app, on every graph, at three thresholds (one device, a real split,

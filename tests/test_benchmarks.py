@@ -13,6 +13,9 @@ import pytest
 
 from conftest import DATA, generated_graph
 
+#: Each script runs end to end in its own processes: in .ci/run's slow set.
+pytestmark = pytest.mark.slow
+
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 sys.path.insert(0, str(BENCH))
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import generated_graph, shared_graph
+from conftest import generated_graph, graph_params, shared_graph
 from finepar import api, apps
 from finepar.engine import Engine, EngineOptions, RowOp
 from finepar.errors import DeviceError
@@ -39,7 +39,7 @@ def gpu_share_nnz(app_name, g, plan_kw) -> int:
 
 
 @pytest.mark.parametrize("mode", ["shared", "split"])
-@pytest.mark.parametrize("name", GRAPHS)
+@pytest.mark.parametrize("name", graph_params(GRAPHS))
 @pytest.mark.parametrize("app_name", apps.names())
 def test_chunked_runs_match_the_reference(app_name, name, mode, pairs):
     g = get(name)

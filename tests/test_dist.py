@@ -126,6 +126,8 @@ def one_process(case: dict, graphs: dict, pairs):
     return _PLAIN[key]
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("mpiexec")  # one worker keeps each P's run (_RUNS)
 @pytest.mark.parametrize("ranks", RANKS)
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
 def test_answer_matches_one_process(ranks, case, inputs, pairs):
@@ -154,6 +156,8 @@ def test_answer_matches_one_process(ranks, case, inputs, pairs):
     assert app.check(graph, mine, app.reference(graph, params), params) == ""
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("mpiexec")  # one worker keeps each P's run (_RUNS)
 @pytest.mark.parametrize("ranks", RANKS)
 @pytest.mark.parametrize("case", CLI_CASES, ids=[c["id"] for c in CLI_CASES])
 def test_command_line_root_reaches_every_rank(ranks, case, inputs):
@@ -182,6 +186,8 @@ def test_command_line_root_reaches_every_rank(ranks, case, inputs):
 EXCHANGES_PER_ITERATION = {"pagerank": 1, "rwr": 1, "hits": 2}
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("mpiexec")  # one worker keeps each P's run (_RUNS)
 @pytest.mark.parametrize("ranks", RANKS)
 def test_reports_account_for_every_row_entry_and_halo_byte(ranks, inputs):
     from finepar import apps
@@ -221,6 +227,8 @@ def test_reports_account_for_every_row_entry_and_halo_byte(ranks, inputs):
             assert sent > 0
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("mpiexec")  # one worker keeps each P's run (_RUNS)
 def test_cli_under_mpiexec(inputs, tmp_path, pairs):
     """``mpiexec -n 2 python -m finepar run``: rank 0 alone prints and writes; the answer
     is one process's."""
@@ -240,6 +248,8 @@ def test_cli_under_mpiexec(inputs, tmp_path, pairs):
     np.testing.assert_array_equal(np.load(out), plain.values)
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("mpiexec")  # one worker keeps each P's run (_RUNS)
 def test_cli_error_under_mpiexec_is_one_line(tmp_path):
     out = tmp_path / "scores.npy"
     proc = subprocess.run([mpiexec(), "-n", "2", sys.executable, "-m", "finepar", "run",
@@ -251,6 +261,8 @@ def test_cli_error_under_mpiexec_is_one_line(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("mpiexec")  # one worker keeps each P's run (_RUNS)
 def test_distributed_flag_runs_one_rank_without_mpiexec(tmp_path):
     report = tmp_path / "report.json"
     proc = subprocess.run([sys.executable, "-m", "finepar", "run", "cc", "graph500:8",

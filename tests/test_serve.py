@@ -72,6 +72,7 @@ def server(tmp_path):
         proc.wait(timeout=60)
 
 
+@pytest.mark.slow  # servers and clients in their own processes
 def test_a_served_rerun_reuses_the_engine_and_follows_the_file(server, tmp_path):
     env, proc = server
     g = generated_graph(10, 1)
@@ -108,6 +109,7 @@ def test_a_served_rerun_reuses_the_engine_and_follows_the_file(server, tmp_path)
     assert _finepar(env, "serve", "--stop").returncode == 2  # none listens now
 
 
+@pytest.mark.slow  # servers and clients in their own processes
 def test_a_client_runs_here_when_no_server_listens(tmp_path, monkeypatch):
     env = _env(tmp_path)
     (tmp_path / "s.sock").write_text("")  # a stale file, not a socket anyone listens on
@@ -122,6 +124,7 @@ def test_a_client_runs_here_when_no_server_listens(tmp_path, monkeypatch):
     assert rep["cache"]["resident"] is False
 
 
+@pytest.mark.slow  # servers and clients in their own processes
 def test_a_relative_path_means_the_file_in_the_clients_folder(server, tmp_path):
     """Two folders hold a g.npz each, of one shape and other values: a served run of each,
     named relatively from its own folder (and one through the other's), answers for the

@@ -9,7 +9,7 @@ import itertools
 import numpy as np
 import pytest
 
-from conftest import INPUT_PARAMS, SHARED_GRAPHS, generated_graph, shared_graph
+from conftest import INPUT_PARAMS, SHARED_GRAPHS, generated_graph, graph_params, shared_graph
 from finepar import api, apps
 from finepar.errors import UsageError
 
@@ -53,7 +53,7 @@ def test_every_combination(app_name, pairs):
         assert (rep.plan.get("remap") or {}).get("kind", "none") == remap, where
 
 
-@pytest.mark.parametrize("name", SHARED_GRAPHS)
+@pytest.mark.parametrize("name", graph_params(SHARED_GRAPHS))
 @pytest.mark.parametrize("app_name", apps.names())
 def test_throttled_on_every_graph(app_name, name, pairs):
     """One combination per graph (rotating through them), in both memory modes."""
