@@ -105,6 +105,8 @@ def one_process(cmd: list, env: dict, answer: Path, report: Path | None) -> dict
     t0 = time.perf_counter()
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     rec = {"wall_s": time.perf_counter() - t0, "rc": out.returncode}
+    if out.stderr.strip():  # a successful run prints nothing there: keep whatever it did
+        rec["stderr"] = out.stderr[-2000:]
     if out.returncode != 0:
         rec["problem"] = (out.stderr.strip().splitlines() or ["?"])[-1][:400]
         return rec
@@ -114,6 +116,7 @@ def one_process(cmd: list, env: dict, answer: Path, report: Path | None) -> dict
         rep = json.loads(report.read_text())
         rec["phases"] = {k: v for k, v in rep["timings"].items() if isinstance(v, (int, float))}
         rec["cache_hit"] = bool((rep.get("cache") or {}).get("hit"))
+        rec["resident"] = bool((rep.get("cache") or {}).get("resident"))
         rec["plan"] = rep["plan"]["label"]
         rec["iterations"] = rep["result"]["iterations"]
         rec["builds"] = rep.get("builds")
@@ -166,7 +169,10 @@ def measure(system: str, app, g, path: Path, params: dict, ref, repeats: int,
         runs.append(rec)
     if server is not None:
         _stop_server(server, _env(warm_dir, drivers=drivers, server=server))
-    return summarise(system, runs, problem, path)
+    out = summarise(system, runs, problem, path)
+    if server is not None:  # the server's line per command: what it kept, each run's time
+        out["server_log"] = server.log.read_text().splitlines()[-12:]
+    return out
 
 
 def _start_server(warm_dir: Path, drivers: bool):
@@ -175,8 +181,8 @@ def _start_server(warm_dir: Path, drivers: bool):
     sock = warm_dir / "s.sock"
     proc = subprocess.Popen([sys.executable, "-m", "finepar", "serve", "--idle-timeout", "900"],
                             env=_env(warm_dir, drivers=drivers, server=sock),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    proc.socket = sock
+                            stdout=open(warm_dir / "server.log", "w"), stderr=subprocess.STDOUT)
+    proc.socket, proc.log = sock, warm_dir / "server.log"
     for _ in range(1200):
         if sock.exists() or proc.poll() is not None:
             break
@@ -215,6 +221,10 @@ def summarise(system: str, runs: list, problem: str, path: Path) -> dict:
             out[k] = runs[-1][k]
     if any(r.get("builds") for r in runs):  # each run's kernel programs (FinePar's report)
         out["builds"] = [r.get("builds") for r in runs]
+    if any("resident" in r for r in runs):  # a served run's engine kept from the last one
+        out["resident"] = [r.get("resident") for r in runs]
+    if any(r.get("stderr") for r in runs):
+        out["stderr"] = [r.get("stderr", "") for r in runs]
     return out
 
 

@@ -185,3 +185,24 @@ def test_the_client_keeps_to_its_own_sockets_and_flags(tmp_path, monkeypatch):
     refused = _finepar(env, "serve", "--socket", str(path))
     assert refused.returncode == 2 and "not a socket" in refused.stderr
     assert path.read_text() == "not a socket"
+
+
+def test_a_kept_engine_starts_no_builds_ahead(tmp_path, monkeypatch):
+    """A rerun on an engine a resident process kept guesses no programs: the guesses it
+    once started (and then waited for) cost a served PageRank rerun 1.96 s on the H100."""
+    from finepar import api
+    from finepar.apps import frontier
+    pair = api.make_pair(memory="shared", gpu="emulate")
+    g = generated_graph(10, 3)
+    guessed = []  # every start of the builds ahead goes through early_build
+    real = frontier.early_build
+    monkeypatch.setattr(frontier, "early_build", lambda *a: guessed.append(a) or real(*a))
+    resident.install(resident.Resident(4))
+    try:
+        _, first = api.run("pagerank", g, pair=pair, cache=tmp_path, devices="both")
+        ahead = len(guessed)
+        _, again = api.run("pagerank", g, pair=pair, cache=tmp_path, devices="both")
+    finally:
+        resident.install(None)
+    assert first.cache["resident"] is False and again.cache["resident"] is True
+    assert ahead > 0 and len(guessed) == ahead
