@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from finepar import api, reference
-from finepar.graph500 import kronecker
+from finepar.io.graph500 import kronecker
 
 
 def main() -> int:

@@ -38,7 +38,7 @@ HOST_PAGERANK_TOL = 1e-10
 #: The child that generates a Graph500 graph and writes it: prints one JSON line.
 _GENERATE = """
 import json, resource, sys, time
-from finepar.graph500 import kronecker
+from finepar.io.graph500 import kronecker
 from finepar.io import save
 scale, seed, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 t0 = time.perf_counter()

@@ -924,7 +924,7 @@ def _load_graph(spec: str, *, drop_zeros: bool, check_size, memory_limit, cache)
     from .errors import InputError
     from .io import load
     if spec.startswith("graph500:"):
-        from .graph500 import kronecker, parse_spec
+        from .io.graph500 import kronecker, parse_spec
         try:
             scale, seed = parse_spec(spec)
             if check_size is not None:

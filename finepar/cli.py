@@ -521,7 +521,7 @@ def cmd_cache(args) -> int:
 def cmd_generate(args) -> int:
     import resource  # Unix only, as PoCL
     import time
-    from .graph500 import diagonal_copy, kronecker
+    from .io.graph500 import diagonal_copy, kronecker
     from .io import save
     _check_outputs(args, output=(".npz", ".mtx", ".mtx.gz"))
     out = Path(args.output)

@@ -4,7 +4,7 @@ A :class:`Graph` holds ``indptr`` / ``indices`` / ``data`` with column indices
 sorted within each row and no duplicate entries; row ``i`` lists the
 out-edges of vertex ``i`` (``A[i, j] != 0`` means an edge ``i -> j``).
 Loaders and generators build graphs (:mod:`finepar.io`,
-:mod:`finepar.graph500`); this module holds the type and the operations on
+:mod:`finepar.io.graph500`); this module holds the type and the operations on
 it: transpose, symmetrise, permute, and the nonzero positions of a row set.
 
 Index types: ``indices`` are int32 (vertex ids below 2**31); ``indptr`` is
@@ -59,7 +59,7 @@ class Graph:
 
     Construct graphs with :func:`finepar.io.load`, :func:`~finepar.io.from_csr`,
     :func:`~finepar.io.from_scipy`, :func:`~finepar.io.from_edges` or the
-    generators in :mod:`finepar.graph500`; they validate and canonicalise their
+    generators in :mod:`finepar.io.graph500`; they validate and canonicalise their
     input. The constructor itself trusts its arguments (use
     :func:`finepar.io.validate` to check a hand-made instance).
 

@@ -4,7 +4,7 @@ numpy releases the GIL inside its array loops (comparisons, reductions, copies,
 ``take``), and ``os.preadv`` releases it while it reads, so threads over disjoint
 chunks of one large array use every core the process may run on. Used where a
 single pass over ``nnz`` entries would otherwise run on one core: reading an
-``.npz`` (:mod:`finepar.npz`), validating CSR arrays (:mod:`finepar.io`), gathering
+``.npz`` (:mod:`finepar.io.npz`), validating CSR arrays (:mod:`finepar.io`), gathering
 a share's entries (:mod:`finepar.engine.launches`), hashing a graph
 (:mod:`finepar.prepcache`), and the Graph500 generator.
 """

@@ -379,7 +379,7 @@ class PrepCache:
         Graph
             Generated, or read from the kept file (its ``source``; a note says so).
         """
-        from . import edges, graph500
+        from .io import edges, graph500
         from .io import load, save
         tag = hashlib.sha256(b"".join(Path(m.__file__).read_bytes()
                                       for m in (graph500, edges))).hexdigest()[:10]

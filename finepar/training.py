@@ -187,7 +187,7 @@ def measure_overhead(pair, *, repeats: int = 30, scale: int = 10) -> tuple[dict,
         ``{role: LaunchOverhead}`` and the co-running extra, seconds.
     """
     from .api import Workload
-    from .graph500 import kronecker
+    from .io.graph500 import kronecker
     from .features import length_group
     from .partition import subset_plan
     from .perfmodel import LaunchOverhead
@@ -225,7 +225,7 @@ def measure_exchange_round(pair, *, repeats: int = 30, scale: int = 10) -> float
     Split memory only; this is :class:`~finepar.perfmodel.TransferModel`'s
     ``round_s``."""
     from .api import Workload
-    from .graph500 import kronecker
+    from .io.graph500 import kronecker
     from .partition import fine_grained
     wl = Workload("spmv", kronecker(scale, seed=7))
     lengths = wl.matrix.row_lengths()
@@ -296,7 +296,7 @@ def _plan(rec: Recipe, records: list, unneeded_before: list) -> list[dict]:
         (the ``(T_f, grouping)`` splits to run), ``resumed`` (splits with
         records) and ``unneeded`` (splits found earlier to need no run).
     """
-    from .graph500 import random_quadruplet
+    from .io.graph500 import random_quadruplet
     recorded = {(r["matrix"], r["T_f"], r.get("split", r.get("grouping", "none")))
                 for r in records}
     unneeded = set(map(tuple, unneeded_before)) - recorded
@@ -519,7 +519,7 @@ def _measure_all(pair, rec: Recipe, plan: list[dict], store: _Store, counts: dic
                  log: TrainingLog) -> None:
     """Measure every matrix of ``plan`` with splits to do, saving and logging a
     progress line after each; ``counts`` is updated in place."""
-    from .graph500 import diagonal_copy, kronecker
+    from .io.graph500 import diagonal_copy, kronecker
     eta, t0, graphs = _ETA(plan), time.perf_counter(), {}
     for item in plan:
         if not item["todo"]:

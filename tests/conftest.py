@@ -73,7 +73,7 @@ def data_file(name: str):
 def generated_graph(scale: int, seed: int = 0):
     key = ("graph500", scale, seed)
     if key not in _GRAPH_CACHE:
-        from finepar.graph500 import kronecker
+        from finepar.io.graph500 import kronecker
         _GRAPH_CACHE[key] = kronecker(scale, seed=seed)
     return _GRAPH_CACHE[key]
 

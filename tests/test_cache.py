@@ -105,11 +105,10 @@ def test_input_digest_follows_content_and_file(tmp_path):
 def test_a_sorted_file_is_scanned_for_order_once(tmp_path, monkeypatch):
     import os
     import scipy.sparse as sp
-    from finepar import io
-    from finepar.io import save
+    from finepar.io import construct, save
     scans = []
-    real = io._first_unsorted
-    monkeypatch.setattr(io, "_first_unsorted", lambda *a: scans.append(1) or real(*a))
+    real = construct.first_unsorted
+    monkeypatch.setattr(construct, "first_unsorted", lambda *a: scans.append(1) or real(*a))
     g = generated_graph(8)
     path = tmp_path / "g.npz"
     save(g, path)
@@ -144,7 +143,7 @@ def test_a_sorted_file_is_scanned_for_order_once(tmp_path, monkeypatch):
 
 
 def test_a_generated_graph_is_kept_and_read_back(tmp_path, monkeypatch):
-    from finepar import graph500
+    from finepar.io import graph500
     cache = PrepCache(tmp_path)
     first = api.load_graph("graph500:9:3", cache=cache)
     (kept,) = (tmp_path / "inputs").glob("graph500-s9-ef16-seed3-*.npz")

@@ -79,7 +79,7 @@ def mpiexec() -> str:
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
     """The input files, and the graphs a one-process run reads."""
-    from finepar.graph500 import kronecker
+    from finepar.io.graph500 import kronecker
     from finepar.io import from_csr, load, save
     d = tmp_path_factory.mktemp("dist-inputs")
     g = kronecker(9, seed=2, symmetric=False)
@@ -302,7 +302,7 @@ def test_npz_member_reads_element_ranges(tmp_path, compressed):
     import zipfile
 
     from finepar.dist.load import NpzMember
-    from finepar.npz import stored_members
+    from finepar.io.npz import stored_members
     a = np.arange(100_000, dtype=np.int32) * 7
     path = tmp_path / "a.npz"
     (np.savez_compressed if compressed else np.savez)(path, indices=a)
@@ -331,7 +331,7 @@ def test_each_local_rank_takes_its_gpu_from_a_list():
 def test_generator_spec_parsed_once_for_every_path():
     from finepar.api import load_graph
     from finepar.errors import InputError
-    from finepar.graph500 import parse_spec
+    from finepar.io.graph500 import parse_spec
     assert parse_spec("graph500:9:3") == (9, 3)
     for bad, why in (("graph500:x", "graph500:SCALE"), ("graph500:31", "scale must be from 1")):
         with pytest.raises(ValueError, match=why):

@@ -1,4 +1,4 @@
-"""Tests of finepar.edges: edge lists gathered by row range into one pattern CSR."""
+"""Tests of finepar.io.edges: edge lists gathered by row range into one pattern CSR."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 import scipy.sparse as sp
 
 import finepar.graph
-from finepar import edges
-from finepar.edges import RowBuckets, pattern_csr
+from finepar.io import edges
+from finepar.io.edges import RowBuckets, pattern_csr
 from finepar.errors import InputError
 
 

@@ -1,4 +1,4 @@
-"""Tests of finepar.graph500: the Kronecker generator, type-1 copies and random quadruplets."""
+"""Tests of finepar.io.graph500: the Kronecker generator, type-1 copies and random quadruplets."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import pytest
 import scipy.sparse as sp
 
 import finepar.graph
-from finepar import edges
-from finepar import graph500 as g5
+from finepar.io import edges
+from finepar.io import graph500 as g5
 from finepar.graph import Graph
 from finepar.io import from_edges, validate
-from finepar.graph500 import DEFAULT_ABCD, diagonal_copy, kronecker, kronecker_edges, random_quadruplet
+from finepar.io.graph500 import DEFAULT_ABCD, diagonal_copy, kronecker, kronecker_edges, random_quadruplet
 
 
 def assert_same_graph(x: Graph, y: Graph) -> None:

@@ -14,7 +14,8 @@ import pytest
 import scipy.io
 import scipy.sparse as sp
 
-from finepar import edges, files
+from finepar import files
+from finepar.io import edges
 from finepar.errors import InputError
 from finepar.graph import Graph
 from finepar.io import from_csr, from_edges, from_scipy, load, save, validate

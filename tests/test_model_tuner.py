@@ -52,7 +52,7 @@ def test_launch_counts_match_the_plans(rng):
 
 def test_type_detection_sampling_agrees_with_exact_count():
     g2 = generated_graph(14, 3)
-    from finepar.graph500 import diagonal_copy
+    from finepar.io.graph500 import diagonal_copy
     g1 = diagonal_copy(g2)
     for g, expect in ((g1, 1), (g2, 2)):
         exact = features.detect_type(g.indptr, g.indices, g.n, sample_ratio=None)

@@ -16,7 +16,7 @@ from scipy.sparse import csgraph
 
 from conftest import generated_graph, shared_graph
 from finepar import reference
-from finepar.graph500 import kronecker
+from finepar.io.graph500 import kronecker
 from finepar.io import from_edges
 
 nx = pytest.importorskip("networkx")

@@ -1,13 +1,13 @@
 """Graph500 Kronecker graphs generated rank by rank (DESIGN.md §3, "dist").
 
-The edges of :func:`finepar.graph500.kronecker` come in fixed chunks of ``2**20``, chunk
+The edges of :func:`finepar.io.graph500.kronecker` come in fixed chunks of ``2**20``, chunk
 ``k`` drawn from its own seed, and the vertex labels from one seeded permutation
-(:mod:`finepar.graph500`). Rank ``r`` draws chunks ``r, r + P, r + 2P, ...``, counts the
+(:mod:`finepar.io.graph500`). Rank ``r`` draws chunks ``r, r + P, r + 2P, ...``, counts the
 degrees of its entries (both directions, self-loops dropped), and the ranks sum the
 counts to draw contiguous vertex ranges of about equal entries. Then, one round per
 chunk, every rank sends each entry to the rank owning its row (``MPI_Alltoallv``), and
 each rank builds the CSR rows of its range, duplicates removed
-(:class:`finepar.edges.RowBuckets`). The result is exactly the rows of the graph one
+(:class:`finepar.io.edges.RowBuckets`). The result is exactly the rows of the graph one
 process generates; no rank holds more than its share of the edges.
 """
 
@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..edges import RowBuckets
+from ..io.edges import RowBuckets
 from ..parallel import n_workers, thread_map
 from ..errors import InputError
-from ..graph500 import (_CHUNK, DEFAULT_ABCD, _chunk_edges, _name, _permutation, _seeds,
+from ..io.graph500 import (_CHUNK, DEFAULT_ABCD, _chunk_edges, _name, _permutation, _seeds,
                         parse_spec)
 from .comm import Communicator, checked
 from .load import RankRows, finish_rows
@@ -30,7 +30,7 @@ _COUNT_BATCH = 16
 
 
 def _parse(spec: str) -> tuple[int, int]:
-    """:func:`finepar.graph500.parse_spec`, its errors naming the spec."""
+    """:func:`finepar.io.graph500.parse_spec`, its errors naming the spec."""
     try:
         return parse_spec(spec)
     except ValueError as exc:

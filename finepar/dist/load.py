@@ -224,7 +224,7 @@ def _whole_on_root(spec: str, comm: Communicator, method: str, weights, drop_zer
 
 class NpzMember:
     """One ``.npy`` member of a zip archive, read by element ranges without reading the
-    rest: straight from the file where it is stored (:func:`finepar.npz.read_member`),
+    rest: straight from the file where it is stored (:func:`finepar.io.npz.read_member`),
     by a seek in its inflated stream where it is deflated.
 
     Parameters
@@ -235,7 +235,7 @@ class NpzMember:
     key : str
         The array's name (the member is ``key + '.npy'``).
     stored : dict
-        :func:`finepar.npz.stored_members` of the archive.
+        :func:`finepar.io.npz.stored_members` of the archive.
     """
 
     def __init__(self, archive: zipfile.ZipFile, path: str, key: str, stored: dict):
@@ -257,7 +257,7 @@ class NpzMember:
 
     def read(self, start: int, stop: int) -> np.ndarray:
         """Elements ``start .. stop`` (a new array)."""
-        from ..npz import read_member
+        from ..io.npz import read_member
         if self.stored:
             return read_member(self.path, self.member, start, stop)
         count = max(int(stop) - int(start), 0)
@@ -293,7 +293,7 @@ def _npz_rows(path: str, comm: Communicator, drop_zeros: bool, check_size) -> Ra
     from ..io import validate
 
     def read():
-        from ..npz import stored_members
+        from ..io.npz import stored_members
         stored = stored_members(path, min_bytes=0)
         with zipfile.ZipFile(path) as z:
             shape = tuple(int(s) for s in np.atleast_1d(_npz_scalar(z, "shape")))

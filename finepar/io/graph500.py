@@ -37,8 +37,8 @@ from collections.abc import Callable
 import numpy as np
 
 from .edges import RowBuckets
-from .parallel import n_workers, thread_map
-from .graph import Graph, pattern_values
+from ..parallel import n_workers, thread_map
+from ..graph import Graph, pattern_values
 
 __all__ = ["kronecker_edges", "kronecker", "diagonal_copy", "random_quadruplet", "parse_spec",
            "DEFAULT_ABCD"]

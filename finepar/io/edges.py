@@ -13,19 +13,19 @@ No array of all edges is ever sorted, and the peak memory is about 8 bytes per
 gathered entry (an int32 row and column) plus one batch and one bucket of work
 per thread; the result then takes 4 bytes per distinct entry plus ``indptr``.
 Used by the edge-list loaders (:mod:`finepar.io`) and the Kronecker generator
-(:mod:`finepar.graph500`).
+(:mod:`finepar.io.graph500`).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 
-from .errors import InputError
-from .graph import as_indptr
-from .parallel import n_workers, thread_map
+from ..errors import InputError
+from ..graph import as_indptr
+from ..parallel import n_workers, thread_map
 
 __all__ = ["RowBuckets", "pattern_csr", "n_workers", "thread_map"]  # the last two from .parallel
 
