@@ -1,4 +1,4 @@
-"""Distributed runs (finepar.dist): PageRank, BFS and CC on Graph500 over P ranks (MPI)
+"""Distributed runs (finepar.mpi): PageRank, BFS and CC on Graph500 over P ranks (MPI)
 beside one process.
 
 For each scale and app: ``finepar run APP FILE`` in one process (today's FinePar, one

@@ -349,9 +349,9 @@ def _cache(config: dict):
 
 
 def cmd_run(args) -> int:
-    from .dist.cli import wanted
+    from .mpi.cli import wanted
     if wanted(args):  # mpiexec started several ranks, or --distributed
-        from .dist.cli import cmd_run as distributed
+        from .mpi.cli import cmd_run as distributed
         return distributed(args)
     import time
     from . import apps
@@ -765,7 +765,7 @@ def cmd_compare(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from . import apps
     from .baselines import METHODS, THROTTLE_METHODS
-    from .dist.cli import add_options as add_distributed_options
+    from .mpi.cli import add_options as add_distributed_options
     p = _Parser(
         prog="finepar",
         description="Run irregular graph and sparse-matrix work on a CPU and a GPU at once, "

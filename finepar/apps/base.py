@@ -197,7 +197,7 @@ class App(ABC):
 
     # ------------------------------------------------------------- the matrix
     #: How :meth:`matrix` makes the work's matrix from the graph, for runs that build its
-    #: rows rank by rank (:mod:`finepar.dist`): ``graph`` (A itself), ``transpose`` (A^T),
+    #: rows rank by rank (:mod:`finepar.mpi`): ``graph`` (A itself), ``transpose`` (A^T),
     #: ``symmetrized`` (the pattern of A + A^T) or ``stacked`` (``[[0, A], [A^T, 0]]``,
     #: the pattern, 2n rows).
     matrix_form = "graph"

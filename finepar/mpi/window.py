@@ -1,5 +1,5 @@
 """Collectives through a shared-memory window when every rank runs on one host
-(DESIGN.md §3, "dist").
+(DESIGN.md §3, "mpi").
 
 MPICH moves a large message between two processes of one host through its
 shared-memory cells, one 2-3 GB/s stream at a time (measured on the two-H100 machine:

@@ -1,4 +1,4 @@
-"""Per-rank loading: each rank reads only its rows (DESIGN.md §3, "dist").
+"""Per-rank loading: each rank reads only its rows (DESIGN.md §3, "mpi").
 
 * ``.npz`` in CSR layout (:func:`finepar.io.save`, :func:`scipy.sparse.save_npz`): every
   rank reads the row pointers, draws the partition from them, then reads only its
@@ -6,7 +6,7 @@
   stored uncompressed (its bytes sit at a fixed offset in the archive), by seeking in
   the inflated stream where it is deflated.
 * ``graph500:SCALE[:SEED]``: every rank generates its share of the edge chunks and
-  routes each entry to the rank owning its row (:mod:`finepar.dist.kronecker`).
+  routes each entry to the rank owning its row (:mod:`finepar.mpi.kronecker`).
 * anything else, and every METIS partition: rank 0 loads the whole input (the one
   reader of text formats; METIS needs the whole graph) and sends each rank its rows.
 

@@ -1,13 +1,13 @@
-"""A distributed run: an app over several ranks, each a FinePar pair (DESIGN.md §3, "dist").
+"""A distributed run: an app over several ranks, each a FinePar pair (DESIGN.md §3, "mpi").
 
 Under ``mpiexec -n P``, every rank calls :func:`run` with the same arguments::
 
     from finepar import dist
     scores, report = dist.run("pagerank", "graph500:20")   # every rank gets the answer
 
-Each rank reads its rows (:mod:`finepar.dist.load`), builds its rows of the app's matrix
-(:mod:`finepar.dist.matrix`), chooses its own split (:mod:`finepar.dist.setup`) and runs
-the app's own code on a :class:`~finepar.dist.engine.DistEngine`. The answer is whole
+Each rank reads its rows (:mod:`finepar.mpi.load`), builds its rows of the app's matrix
+(:mod:`finepar.mpi.matrix`), chooses its own split (:mod:`finepar.mpi.setup`) and runs
+the app's own code on a :class:`~finepar.mpi.engine.DistEngine`. The answer is whole
 on every rank, in the input's vertex ids.
 """
 
@@ -60,7 +60,7 @@ def run(app: str, graph: Any, *, comm=None, pair=None, cpu: str | None = None,
         This rank's devices; default: the CPU and this rank's GPU (:func:`local_gpu`),
         in ``memory`` mode.
     partition : {'nnz', 'metis'}
-        How rows are spread over the ranks (:mod:`finepar.dist.partition`).
+        How rows are spread over the ranks (:mod:`finepar.mpi.partition`).
     threshold, devices, grouping, options, model, step, calibrate, throttle
         Each rank's split, as :func:`finepar.api.run` takes them (``throttle`` default:
         ``ThrottleOptions()``, the ``auto`` schedule).

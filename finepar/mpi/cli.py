@@ -1,5 +1,5 @@
 """``finepar run`` over several ranks: ``mpiexec -n P python -m finepar run APP GRAPH ...``
-(DESIGN.md §3, "dist").
+(DESIGN.md §3, "mpi").
 
 The run path takes this branch when the MPI launcher started several processes, or
 when ``--distributed`` asks for it on one. Every rank parses the same command line and

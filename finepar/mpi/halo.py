@@ -1,5 +1,5 @@
 """The halo between ranks: vector entries a rank's rows read from other ranks' rows
-(DESIGN.md §3, "dist").
+(DESIGN.md §3, "mpi").
 
 Once per engine, each rank lists the columns its rows read that other ranks own and
 asks their owners for them (``MPI_Alltoallv`` of the ids); each owner orders what it
@@ -13,7 +13,7 @@ the entries, and tells the askers that order. Each exchange then:
 3. copies what arrived to every side of the rank and unpacks it (``scatter``).
 
 Entries are moved as 32-bit words whatever the vector's type. Frontier bitmaps are
-merged separately (:meth:`finepar.dist.engine.DistEngine.merge_bits`).
+merged separately (:meth:`finepar.mpi.engine.DistEngine.merge_bits`).
 """
 
 from __future__ import annotations

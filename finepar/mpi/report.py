@@ -1,5 +1,5 @@
 """The report of a distributed run: every rank's rows, halo, exchange and compute, and
-the whole run's time (DESIGN.md §3, "dist").
+the whole run's time (DESIGN.md §3, "mpi").
 
 Per rank: the rows and entries of the app's matrix it owns, its plan (its own CPU and
 GPU shares), the halo entries it sends and receives per exchange and the bytes per
@@ -19,7 +19,7 @@ from ..report import Stamped, format_table
 
 def rank_record(comm, eng, rs: dict, rows, result, times: dict, source: str, tuning) -> dict:
     """This rank's part of the report (small, picklable); ``rs`` is the engine's
-    :meth:`~finepar.dist.engine.DistEngine.rank_summary` of the timed run."""
+    :meth:`~finepar.mpi.engine.DistEngine.rank_summary` of the timed run."""
     summ = eng.summary()
     halo = rs["halo"]
     iters = max(int(result.iterations), 1)
@@ -116,10 +116,10 @@ class DistReport(Stamped):
     ranks: list
 
     def text(self, title: str | None = None) -> str:
-        """The summary rank 0 prints, headed ``title`` (default ``finepar.dist.run APP``,
+        """The summary rank 0 prints, headed ``title`` (default ``finepar.mpi.run APP``,
         the API's call; the command line passes ``finepar run APP``)."""
         g, t, p = self.graph, self.timings, self.partition
-        head = title or f"finepar.dist.run {self.app}"
+        head = title or f"finepar.mpi.run {self.app}"
         lines = [f"{head} on {g['name']}: {g['n']:,} vertices, {g['nnz']:,} nnz, "
                  f"{p['ranks']} ranks ({p['method']} partition)",
                  f"  loading    {g['loaded']}"]

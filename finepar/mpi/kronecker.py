@@ -1,4 +1,4 @@
-"""Graph500 Kronecker graphs generated rank by rank (DESIGN.md §3, "dist").
+"""Graph500 Kronecker graphs generated rank by rank (DESIGN.md §3, "mpi").
 
 The edges of :func:`finepar.io.graph500.kronecker` come in fixed chunks of ``2**20``, chunk
 ``k`` drawn from its own seed, and the vertex labels from one seeded permutation

@@ -1,4 +1,4 @@
-"""The communicator of distributed runs: MPI through mpi4py (DESIGN.md §3, "dist").
+"""The communicator of distributed runs: MPI through mpi4py (DESIGN.md §3, "mpi").
 
 Every collective a distributed run makes goes through :class:`Communicator`, which
 wraps an mpi4py communicator, times its MPI calls and keeps the reductions that
@@ -90,7 +90,7 @@ class Communicator:
         Collectives that went through the shared window so far.
     window : NodeWindow or None
         The shared-memory window large collectives go through when every rank runs on
-        one host (:mod:`finepar.dist.window`); None across hosts, on one rank, or when
+        one host (:mod:`finepar.mpi.window`); None across hosts, on one rank, or when
         turned off.
 
     Parameters

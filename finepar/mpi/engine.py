@@ -1,4 +1,4 @@
-"""The engine of one rank of a distributed run (DESIGN.md §3, "dist").
+"""The engine of one rank of a distributed run (DESIGN.md §3, "mpi").
 
 A :class:`DistEngine` is an :class:`~finepar.engine.Engine` over the rank's rows (its
 matrix holds only those; row ids and vectors stay global, full length), run by the
@@ -8,7 +8,7 @@ changes what crosses the ranks and nothing else, so the apps' code is shared:
 * a row operation's two sums are summed over the ranks (the apps' stop tests and
   counts see the whole graph's);
 * a vector whose halo a step exchanges (``rowop(exchange=...)``, :meth:`exchange`)
-  moves between ranks too (:class:`~finepar.dist.halo.RankHalo`);
+  moves between ranks too (:class:`~finepar.mpi.halo.RankHalo`);
 * :meth:`read` gathers each entry from the rank owning its row;
 * a frontier bitmap that each rank fills for its own rows is merged
   (:meth:`merge_bits`), sent as a list of vertices or as the rank's words of the

@@ -1,4 +1,4 @@
-"""A rank's rows of an app's matrix, and the graph its app sees (DESIGN.md §3, "dist").
+"""A rank's rows of an app's matrix, and the graph its app sees (DESIGN.md §3, "mpi").
 
 Each app names how its matrix comes from the graph (:attr:`finepar.apps.base.App.matrix_form`);
 a rank builds only the rows of the vertices it owns, with global column ids:

@@ -1,5 +1,5 @@
 """What each rank of a distributed run sets up on its own: its device pair and its plan
-(DESIGN.md §3, "dist").
+(DESIGN.md §3, "mpi").
 
 One rank per GPU: a rank takes the GPU its index among the ranks of its host names
 (``--gpu`` as a list, or the ``k``-th of the GPUs a selector matches). Each rank is a

@@ -1,7 +1,7 @@
-"""Distributed runs (finepar.dist) under ``mpiexec -n P`` on the emulated pair.
+"""Distributed runs (finepar.mpi) under ``mpiexec -n P`` on the emulated pair.
 
 One ``mpiexec`` per rank count (1, 2, 3) runs every case of :data:`CASES`
-(``tests/dist_cases.py``): every app in both memory modes on a small directed, valued
+(``tests/mpi_cases.py``): every app in both memory modes on a small directed, valued
 graph read rank by rank from an uncompressed ``.npz``, and a few apps on a Graph500
 graph generated rank by rank, a deflated ``.npz``, a Matrix Market file read by rank 0
 and METIS partitions. Each answer is compared with a one-process run on the same pair
@@ -24,7 +24,7 @@ import pytest
 pytest.importorskip("mpi4py")
 
 HERE = Path(__file__).resolve().parent
-WORKER = HERE / "dist_cases.py"
+WORKER = HERE / "mpi_cases.py"
 RANKS = (1, 2, 3)
 APPS = ("spmv", "pagerank", "rwr", "hits", "bfs", "cc", "sssp", "coloring")
 
@@ -33,7 +33,7 @@ def _cases() -> list[dict]:
     # colouring: across ranks only Jones-Plassmann runs (the speculative rounds need one
     # device holding the whole CSR), so the one-process run it is compared with uses it too
     # the shared-memory cases move every halo, gather and merge through the ranks' shared
-    # window (finepar.dist.window), the split ones through MPI's own collectives
+    # window (finepar.mpi.window), the split ones through MPI's own collectives
     out = [{"id": f"{app}-{mem}", "app": app, "graph": "directed.npz", "memory": mem,
             "window": mem == "shared",
             **({"params": {"algorithm": "jp"}} if app == "coloring" else {})}
@@ -277,7 +277,7 @@ def test_distributed_flag_runs_one_rank_without_mpiexec(tmp_path):
 
 
 def test_nnz_bounds_balance_entries_and_give_every_rank_a_row():
-    from finepar.dist.partition import by_nnz
+    from finepar.mpi.partition import by_nnz
     lengths = np.array([1000, 1, 1, 1, 1, 1, 1, 1, 1, 1])
     indptr = np.concatenate(([0], np.cumsum(lengths)))
     b = by_nnz(indptr, 4)
@@ -290,7 +290,7 @@ def test_nnz_bounds_balance_entries_and_give_every_rank_a_row():
 
 
 def test_stacked_partition_owns_both_blocks_of_a_vertex():
-    from finepar.dist.partition import RowPartition
+    from finepar.mpi.partition import RowPartition
     p = RowPartition(np.array([0, 3, 10]), 10).stacked(2)
     assert p.ranges(1) == [(3, 10), (13, 20)]
     np.testing.assert_array_equal(p.owner(np.array([0, 2, 3, 12, 13, 19])), [0, 0, 1, 0, 1, 1])
@@ -301,7 +301,7 @@ def test_stacked_partition_owns_both_blocks_of_a_vertex():
 def test_npz_member_reads_element_ranges(tmp_path, compressed):
     import zipfile
 
-    from finepar.dist.load import NpzMember
+    from finepar.mpi.load import NpzMember
     from finepar.io.npz import stored_members
     a = np.arange(100_000, dtype=np.int32) * 7
     path = tmp_path / "a.npz"
@@ -314,7 +314,7 @@ def test_npz_member_reads_element_ranges(tmp_path, compressed):
 
 
 def test_launcher_size_read_from_the_environment(monkeypatch):
-    from finepar.dist import launched_size
+    from finepar.mpi import launched_size
     for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE"):
         monkeypatch.delenv(var, raising=False)
     assert launched_size() == 1
@@ -323,7 +323,7 @@ def test_launcher_size_read_from_the_environment(monkeypatch):
 
 
 def test_each_local_rank_takes_its_gpu_from_a_list():
-    from finepar.dist.setup import local_gpu
+    from finepar.mpi.setup import local_gpu
     assert [local_gpu(k, "0:0, 1:0") for k in range(3)] == ["0:0", "1:0", "0:0"]
     assert local_gpu(5, "emulate") == "emulate"
 
@@ -346,7 +346,7 @@ def test_frontier_part_round_trips_in_its_form(density, clustered):
     """A rank's words of a frontier bitmap, encoded (ids, word pairs or words, by their
     bytes) and OR-ed into a merged bitmap, give back exactly its bits; clustered bits
     (few words, many bits each) take the pairs."""
-    from finepar.dist.engine import _encode, _or_segment
+    from finepar.mpi.engine import _encode, _or_segment
     from finepar.throttle.kdcount import popcount
     rng = np.random.default_rng(int(density * 1e6))
     if clustered:

@@ -1,12 +1,12 @@
-"""Runs distributed cases for tests/test_dist.py, under ``mpiexec -n P``.
+"""Runs distributed cases for tests/test_mpi.py, under ``mpiexec -n P``.
 
-    mpiexec -n P python tests/dist_cases.py OUT_DIR CASES.json
+    mpiexec -n P python tests/mpi_cases.py OUT_DIR CASES.json
 
 ``CASES.json`` lists cases ``{"id", "app", "graph", "memory", "partition", "params",
 "in_memory"}``; ``in_memory``: every rank loads the graph itself and passes the Graph (the
 API's in-memory path). A case with ``"argv"`` instead runs that ``finepar run`` command
 line on every rank (``finepar.cli.main``, ``--distributed``), rank 0 writing ``ID.npy`` and
-``ID.json``. Every rank runs every case (:func:`finepar.dist.run`, the emulated
+``ID.json``. Every rank runs every case (:func:`finepar.mpi.run`, the emulated
 pair, ``T_f`` 64); rank 0 writes ``OUT_DIR/ID.npz`` (the answer's vectors) and ``OUT_DIR/ID.json`` (the
 report). A failing case is written as ``OUT_DIR/ID.error`` and the others still run.
 """
@@ -21,9 +21,9 @@ import numpy as np
 
 
 def main(out: str, cases_file: str) -> int:
-    from finepar import dist
-    from finepar.dist import window
-    from finepar.dist.comm import Communicator, RankFailure
+    from finepar import mpi
+    from finepar.mpi import window
+    from finepar.mpi.comm import Communicator, RankFailure
     comm = Communicator()
     min_bytes = window.MIN_BYTES
     out_dir = Path(out)
@@ -40,7 +40,7 @@ def main(out: str, cases_file: str) -> int:
         # small test graphs' messages go through MPI's own collectives)
         window.MIN_BYTES = 0 if case.get("window") else min_bytes
         try:
-            result, report = dist.run(case["app"], graph, comm=comm,
+            result, report = mpi.run(case["app"], graph, comm=comm,
                                       memory=case["memory"], gpu="emulate", threshold=64,
                                       partition=case.get("partition", "nnz"),
                                       **case.get("params", {}))

@@ -1,4 +1,4 @@
-"""Row partitions across ranks: contiguous vertex ranges (DESIGN.md §3, "dist").
+"""Row partitions across ranks: contiguous vertex ranges (DESIGN.md §3, "mpi").
 
 Rank ``r`` owns vertices ``bounds[r] .. bounds[r+1]``, and the matrix rows of those
 vertices: row ``v`` (and row ``n + v`` of HITS's stacked matrix). Two ways to draw the
