@@ -87,8 +87,9 @@ def code_tag() -> str:
             dirs[:] = sorted(d for d in dirs if d != "__pycache__")
             for name in sorted(files):
                 if name.endswith((".py", ".cl")):
-                    st = os.stat(os.path.join(base, name))
-                    parts.append(f"{name}:{st.st_size}:{st.st_mtime_ns}")
+                    path = os.path.join(base, name)
+                    st = os.stat(path)
+                    parts.append(f"{os.path.relpath(path, folder)}:{st.st_size}:{st.st_mtime_ns}")
     import hashlib
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
 

@@ -271,7 +271,7 @@ def test_frontier_list_carries_its_offsets(mode, pairs):
     g = generated_graph(12, 4)
     wl = api.Workload("bfs", g)
     eng = wl.engine(pairs[mode], single_device(wl.matrix.row_lengths(), "gpu"))
-    q = FrontierQueue(eng, "gpu", g, ("bfs.cl", "frontier.cl"))
+    q = FrontierQueue(eng, "gpu", g, ("apps/bfs/frontier.cl", "skeleton/frontier.cl"))
     assert q.edge_bits == tally_bits(g.n, g.nnz) == 64 - g.n.bit_length()
     chosen = np.flatnonzero(np.random.default_rng(3).random(g.n) < 0.3)
     bm = np.zeros((g.n + 31) // 32, np.uint32)

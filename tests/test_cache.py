@@ -275,13 +275,13 @@ def test_program_binaries_kept_for_drivers_without_a_build_cache(tmp_path, monke
     monkeypatch.setattr(runtime, "driver_caches_builds", lambda side: False)
     defines = {"T": "float", "FINEPAR_TEST_KEY": 7}
     pairs["split"]._programs.clear()
-    first = pairs["split"].program(side, ("vector.cl",), defines)
+    first = pairs["split"].program(side, ("skeleton/vector.cl",), defines)
     kept = list((tmp_path / "programs").iterdir())
     assert len(kept) == 1 and kept[0].stat().st_size > 0
     pairs["split"]._programs.clear()
     built = []  # a build from source stores its binary: a load from the binary does not
     monkeypatch.setattr(runtime, "_store_binary", lambda *a: built.append(a))
-    again = pairs["split"].program(side, ("vector.cl",), defines)
+    again = pairs["split"].program(side, ("skeleton/vector.cl",), defines)
     assert built == [] and again.get_info(runtime.cl().program_info.NUM_KERNELS) \
         == first.get_info(runtime.cl().program_info.NUM_KERNELS)
     monkeypatch.undo()
@@ -289,5 +289,5 @@ def test_program_binaries_kept_for_drivers_without_a_build_cache(tmp_path, monke
     monkeypatch.setenv("FINEPAR_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(runtime, "driver_caches_builds", lambda side: False)
     other = dict(defines, T="int")  # other options: another binary
-    pairs["split"].program(side, ("vector.cl",), other)
+    pairs["split"].program(side, ("skeleton/vector.cl",), other)
     assert len(list((tmp_path / "programs").iterdir())) == 2

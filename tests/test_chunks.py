@@ -78,7 +78,7 @@ def test_streamed_steps_report_the_upload_and_overlap(pairs):
 def test_int64_kernels_equal_int32(pairs, mode):
     """The same products through 32- and 64-bit offsets (chunked and whole), bit for bit."""
     g = shared_graph("soc-Slashdot0902.txt.gz")
-    op = RowOp("spmv", "app_spmv.cl", has_data=True)
+    op = RowOp("spmv", "apps/spmv/rowop.cl", has_data=True)
     x = np.random.default_rng(4).uniform(-1, 1, g.n).astype(np.float32)
     outs = []
     for opt in (EngineOptions(), EngineOptions(offsets="int64"),
@@ -97,7 +97,7 @@ def test_int64_kernels_equal_int32(pairs, mode):
 
 def test_budget_too_small_is_one_line_before_any_work(pairs):
     g = shared_graph("cnr-2000.mtx.gz")
-    op = RowOp("spmv", "app_spmv.cl", has_data=True)
+    op = RowOp("spmv", "apps/spmv/rowop.cl", has_data=True)
     plan = fine_grained(g.row_lengths(), 10**6, grouping="pow4")  # whole rows, up to 2,716
     with pytest.raises(DeviceError) as e:  # a chunk smaller than the longest row
         Engine(pairs["split"], g, plan, op, options=EngineOptions(chunk_bytes=4000))

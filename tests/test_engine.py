@@ -14,7 +14,7 @@ from finepar.engine.launches import (APPLY, REDUCE, REDUCE_STAGE, ROWOP, cut_row
 from finepar.partition import dynamic, fine_grained, single_device
 from finepar.runtime import cl
 
-SPMV = RowOp("spmv", "app_spmv.cl", has_data=True)
+SPMV = RowOp("spmv", "apps/spmv/rowop.cl", has_data=True)
 
 
 def spmv_ok(g, eng, x) -> None:
@@ -32,7 +32,7 @@ def test_signatures_name_the_kernels_arguments(pairs):
     mod = cl()
     pair = pairs["split"]
     src = "\n".join(__import__("finepar.runtime", fromlist=["kernel_source"]).kernel_source(n)
-                    for n in ("app_pagerank.cl", "rowop.cl"))
+                    for n in ("apps/pagerank/rowop.cl", "skeleton/rowop.cl"))
     prg = mod.Program(pair.cpu.context, src).build(
         options=["-cl-kernel-arg-info", "-DWG=64", "-DMAPPING=0"])
     for sig in (ROWOP, APPLY, REDUCE, REDUCE_STAGE):
@@ -177,7 +177,7 @@ def test_likely_programs_are_those_a_pow4_gpu_share_builds():
     wl.engine(pair, plan)
     pair.settle()
     built = {(tuple(b["sources"]), tuple(b["options"])) for b in pair.build_log
-             if "rowop.cl" in b["sources"]}
+             if "skeleton/rowop.cl" in b["sources"]}
     assert {gr.mapping for gr in plan.shares["gpu"].groups} >= {"item", "team"}
     gpu = SimpleNamespace(info=SimpleNamespace(kind="gpu", max_work_group_size=(
         pair.gpu.info.max_work_group_size)), launch=pair.gpu.launch)

@@ -1,4 +1,4 @@
-"""The K-D grid tiling's histogram kernel (opencl/kdgrid.cl, finepar.throttle.kdcount) on
+"""The K-D grid tiling's histogram kernel (opencl/skeleton/kdgrid.cl, finepar.throttle.kdcount) on
 the emulated pair's GPU side, against the host pass of finepar.throttle.kdgrid: the same
 counts on every graph and grid, in one chunk of rows or many, and the same partitions when
 a throttled share is cut with it."""

@@ -19,8 +19,13 @@ from finepar.errors import BuildError, ConfigError, DeviceError
 
 
 def test_kernels_are_package_data():
-    names = [p.name for p in resources.files("finepar.opencl").iterdir() if p.name.endswith(".cl")]
-    assert {"rowop.cl", "vector.cl", "frontier.cl", "app_spmv.cl", "app_pagerank.cl"} <= set(names)
+    root = resources.files("finepar.opencl")
+    names = [f"skeleton/{f.name}" for f in root.joinpath("skeleton").iterdir()
+             if f.name.endswith(".cl")]
+    names += [f"apps/{a.name}/{f.name}" for a in root.joinpath("apps").iterdir() if a.is_dir()
+              for f in a.iterdir() if f.name.endswith(".cl")]
+    assert {"skeleton/rowop.cl", "skeleton/vector.cl", "skeleton/frontier.cl",
+            "apps/spmv/rowop.cl", "apps/pagerank/rowop.cl"} <= set(names)
     for name in names:
         assert "#define" in runtime.kernel_source(name) or "__kernel" in runtime.kernel_source(name)
 
@@ -108,15 +113,15 @@ def test_shared_mode_refuses_two_platforms():
 def test_build_errors_carry_the_log():
     pair = runtime.DevicePair(runtime.select_pair(gpu="emulate"), "split")
     with pytest.raises(BuildError) as e:
-        pair.program(pair.cpu, ("rowop.cl",), {"WG": 64})  # no app fragment: #error
-    assert "rowop.cl" in str(e.value) and e.value.log
+        pair.program(pair.cpu, ("skeleton/rowop.cl",), {"WG": 64})  # no app fragment: #error
+    assert "skeleton/rowop.cl" in str(e.value) and e.value.log
     assert "\n" not in str(e.value)
 
 
 def test_program_memo_and_kernel_reuse():
     pair = runtime.DevicePair(runtime.select_pair(gpu="emulate"), "split")
     defines = {"WG": 64, "MAPPING": 0}
-    src = ("app_spmv.cl", "rowop.cl")
+    src = ("apps/spmv/rowop.cl", "skeleton/rowop.cl")
     p1 = pair.program(pair.cpu, src, defines)
     assert pair.program(pair.cpu, src, dict(defines)) is p1
     assert pair.program(pair.gpu, src, defines) is not p1  # other context

@@ -3,7 +3,7 @@ Connectivity Computation via Subgraph Sampling", IPDPS 2018) on one device.
 
 On the symmetrised graph, a forest ``comp`` (every vertex's parent, a root its own) is
 built by links that hook the larger of two roots under the smaller by compare-and-swap
-(``opencl/afforest.cl``):
+(``opencl/apps/cc/afforest.cl``):
 
 1. **neighbour sampling**: ``rounds`` rounds (k = 2, the paper's choice) in which every
    vertex links to its r-th neighbour, each followed by pointer jumping (compression):
@@ -56,7 +56,7 @@ class Afforest:
         sym = engine.matrix
         self.engine, self.role, self.n = engine, role, sym.n
         self.side = engine.pair.side(role)
-        self.queue = FrontierQueue(engine, role, sym, ("afforest.cl", "frontier.cl"),
+        self.queue = FrontierQueue(engine, role, sym, ("apps/cc/afforest.cl", "skeleton/frontier.cl"),
                                    local=False)
         n = max(self.n, 1)
         self.comp = filled(self.side, n, np.int32)
@@ -78,7 +78,7 @@ class Afforest:
         """Label every vertex with its component's smallest vertex id (left in
         :attr:`comp` on the device). Returns the phases run, for the trace."""
         eng, q, n = self.engine, self.queue, np.int32(self.n)
-        k = eng.pair.kernel(self.side, ("vector.cl",), {"T": "int"}, "iota")
+        k = eng.pair.kernel(self.side, ("skeleton/vector.cl",), {"T": "int"}, "iota")
         k(self.side.queue, (-(-self.n // 64) * 64,), None, n, self.comp)
         trace = []
         for r in range(rounds):

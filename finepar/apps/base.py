@@ -4,7 +4,7 @@ logic, and an independent reference that checks its answers (DESIGN.md §2, "app
 An app is one Python module defining a subclass of :class:`App` and registering
 it (:func:`finepar.apps.register`), plus one OpenCL fragment
 (``opencl/app_NAME.cl``) that defines the semiring and the per-row epilogue on
-``opencl/rowop.cl``. The command line, the Python API, the baselines, the tuner
+``opencl/skeleton/rowop.cl``. The command line, the Python API, the baselines, the tuner
 and the benchmarks read everything they need from the class attributes and
 methods below: none of them branches on an app's name.
 """

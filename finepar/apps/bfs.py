@@ -45,7 +45,7 @@ class BFS(FrontierApp, App):
 
     name = "bfs"
     title = "breadth-first search from one root (direction-optimising)"
-    ops = (RowOp("bfs", "app_bfs.cl", acc_dtype=np.dtype(np.int32),
+    ops = (RowOp("bfs", "apps/bfs/rowop.cl", acc_dtype=np.dtype(np.int32),
                  part_dtype=np.dtype(np.int64), writes=("y", "s0")),)
     params = (
         Param("root", "vertex", None, "source vertex: the input's own id; default the vertex "
@@ -83,7 +83,7 @@ class BFS(FrontierApp, App):
 
     def early_programs(self, pair, matrix: Graph, params: dict) -> list:
         """The push list's program on the GPU (the usual push role)."""
-        return [("gpu", ("bfs.cl", "frontier.cl"), queue_defines(pair.gpu.info, matrix))]
+        return [("gpu", ("apps/bfs/frontier.cl", "skeleton/frontier.cl"), queue_defines(pair.gpu.info, matrix))]
 
     def prepare(self, engine: Engine, graph: Graph) -> dict:
         n = graph.n
@@ -97,7 +97,7 @@ class BFS(FrontierApp, App):
         pp = self.prepare_push(engine)
         push = pp["push_role"]
         return {"outdeg": outdeg, "words": words, **pp,
-                "queue": (FrontierQueue(engine, push, graph, ("bfs.cl", "frontier.cl"))
+                "queue": (FrontierQueue(engine, push, graph, ("apps/bfs/frontier.cl", "skeleton/frontier.cl"))
                           if push is not None else None)}
 
     # ------------------------------------------------------------ the loop's hooks

@@ -56,7 +56,7 @@ class ConnectedComponents(FrontierApp, App):
 
     name = "cc"
     title = "connected components (Afforest or FastSV; weak for directed input)"
-    ops = (RowOp("cc", "app_cc.cl", acc_dtype=np.dtype(np.int32), writes=("y",)),)
+    ops = (RowOp("cc", "apps/cc/rowop.cl", acc_dtype=np.dtype(np.int32), writes=("y",)),)
     params = (Param("algorithm", "choice", "auto",
                     "afforest (sampling, giant component skipped; one device holding the "
                     "whole CSR), fastsv (rounds over the plan), or auto: afforest where a "
@@ -85,12 +85,12 @@ class ConnectedComponents(FrontierApp, App):
         for name in ("f", "f_old", "gf", "mn", "stamp"):
             engine.blank(name, n, np.int32)  # start() sets each on the devices
         push, vrole = engine.push_role(), engine.vertex_role()
-        q = (FrontierQueue(engine, push, sym, ("cc.cl", "frontier.cl"), local=False) if push
+        q = (FrontierQueue(engine, push, sym, ("apps/cc/frontier.cl", "skeleton/frontier.cl"), local=False) if push
              else None)
         wide = sym.indptr.dtype == np.int64
         side = engine.pair.side(vrole)
         prg = (q.program if q else engine.pair.program(
-            side, ("cc.cl", "frontier.cl"), {"OFFSET_T": "long" if wide else "int"}))
+            side, ("apps/cc/frontier.cl", "skeleton/frontier.cl"), {"OFFSET_T": "long" if wide else "int"}))
         return {"push_role": push, "vertex_role": vrole, "queue": q,
                 "indptr": q.indptr if q else engine.scratch(vrole, sym.indptr),
                 "counters": engine.scratch(vrole, np.zeros(4, np.uint32)),
@@ -190,8 +190,8 @@ class ConnectedComponents(FrontierApp, App):
         if role is None:
             return []
         info = pair.side(role).info
-        return [(role, (src, "frontier.cl"), queue_defines(info, matrix, local=False))
-                for src in ("afforest.cl", "cc.cl")]
+        return [(role, (src, "skeleton/frontier.cl"), queue_defines(info, matrix, local=False))
+                for src in ("apps/cc/afforest.cl", "apps/cc/frontier.cl")]
 
     def algorithm(self, engine: Engine, asked: str, static: bool = False) -> str:
         """The algorithm a run takes: ``auto`` is Afforest where a device holds the whole

@@ -10,7 +10,7 @@
   of rounds. It needs one device holding the whole CSR.
 * **jp**: Jones-Plassmann (Jones and Plassmann, SIAM J. Sci. Comput. 14(3), 1993) over
   the plan, both devices. Every vertex gets a random priority, distinct (a seeded
-  bijection of the vertex ids, made on the devices: ``opencl/coloring.cl``). A round:
+  bijection of the vertex ids, made on the devices: ``opencl/apps/coloring/priorities.cl``). A round:
   (1) **selection**, a row operation over every row of the plan: an uncoloured vertex
   whose priority beats every uncoloured neighbour's wins (the (max, second) semiring over
   the uncoloured neighbours' priorities); (2) **assignment**, a second row operation:
@@ -55,7 +55,7 @@ GREEDY_SUMMARY_NNZ = 1 << 22
 
 
 def priority_key(seed: int) -> int:
-    """The 32-bit key that ``opencl/coloring.cl`` adds to every vertex id before mixing
+    """The 32-bit key that ``opencl/apps/coloring/priorities.cl`` adds to every vertex id before mixing
     (the seed times the golden-ratio constant, modulo 2**32)."""
     return (int(seed) * 0x9E3779B9) & 0xFFFFFFFF
 
@@ -73,9 +73,9 @@ def priorities(n: int, seed: int) -> np.ndarray:
 
 def _ops() -> tuple:
     parts = np.dtype(np.int64)
-    return (RowOp("coloring", "app_coloring.cl", acc_dtype=np.dtype(np.uint32),
+    return (RowOp("coloring", "apps/coloring/rowop.cl", acc_dtype=np.dtype(np.uint32),
                   part_dtype=parts, writes=("s0",)),
-            RowOp("coloring-assign", "app_coloring.cl", acc_dtype=np.dtype(np.uint64),
+            RowOp("coloring-assign", "apps/coloring/rowop.cl", acc_dtype=np.dtype(np.uint64),
                   part_dtype=parts, defines=(("ASSIGN", True),), writes=("y",)))
 
 
@@ -125,7 +125,7 @@ class Coloring(App):
             if id(buf) in done:
                 continue
             done.add(id(buf))
-            k = engine.pair.kernel(engine.pair.side(role), ("coloring.cl",), {}, "priorities")
+            k = engine.pair.kernel(engine.pair.side(role), ("apps/coloring/priorities.cl",), {}, "priorities")
             engine.launch(role, k, engine.n, (np.int32(engine.n), np.uint32(priority_key(seed)),
                                               buf), kind="priorities", wg=64)
 

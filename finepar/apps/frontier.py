@@ -17,7 +17,7 @@ levels whose stop test is on the device (an empty list makes a level a no-op; a
 list the app's limit refuses, e.g. Beamer's switch to bottom-up, stops the batch)
 and reads the lists' tallies once per batch (:class:`FrontierQueue`). The batch
 doubles while the frontier stays small. A list that fits one work-group's local
-memory runs many levels in one launch (``advance_local`` in ``opencl/frontier.cl``).
+memory runs many levels in one launch (``advance_local`` in ``opencl/skeleton/frontier.cl``).
 A pull level reads its tally at once (it decides the next direction).
 
 Every iteration is recorded in a trace: its direction, where it ran, the frontier's
@@ -40,11 +40,11 @@ from ..runtime import cl, filled
 MAX_BATCH = 64
 #: Most levels of one ``advance_local`` launch.
 MAX_LOCAL_LEVELS = 2048
-#: 64-bit words of app state before the tallies (``STATE`` in opencl/frontier.cl).
+#: 64-bit words of app state before the tallies (``STATE`` in opencl/skeleton/frontier.cl).
 STATE = 4
 #: A push limit that never stops a run (see :meth:`FrontierQueue.run`).
 NO_LIMIT = (0.0, 0, 0, 0, 0)
-#: The tally marks of opencl/frontier.cl.
+#: The tally marks of opencl/skeleton/frontier.cl.
 REFUSED = np.uint64(0xFFFFFFFFFFFFFFFF)
 PAUSED = np.uint64(0xFFFFFFFFFFFFFFFE)
 
@@ -108,12 +108,12 @@ class RowMover:
             ss, ds = eng.pair.side(src), eng.pair.side(dst)
             count, host = p["count"], p["host"].view(dtype)
             grid = (-(-count // 64) * 64,)
-            eng.pair.kernel(ss, ("vector.cl",), {"T": _TYPES[dtype]}, "gather")(
+            eng.pair.kernel(ss, ("skeleton/vector.cl",), {"T": _TYPES[dtype]}, "gather")(
                 ss.queue, grid, None, np.int32(count), p["idx"][src], eng.buffer(name, src),
                 p["tmp"][src])
             eng.read_buffer(src, host, p["tmp"][src])
             mod.enqueue_copy(ds.queue, p["tmp"][dst], host, is_blocking=False)
-            eng.pair.kernel(ds, ("vector.cl",), {"T": _TYPES[dtype]}, "scatter")(
+            eng.pair.kernel(ds, ("skeleton/vector.cl",), {"T": _TYPES[dtype]}, "scatter")(
                 ds.queue, grid, None, np.int32(count), p["idx"][dst], p["tmp"][dst],
                 eng.buffer(name, dst))
 
@@ -154,7 +154,7 @@ def round_trip_seconds(engine: Engine, role: str, repeats: int = 3) -> float:
     """The least time of an empty launch and a blocking 8-byte read on ``role`` (what a
     push level costs before any work; not counted as a run's host sync)."""
     side = engine.pair.side(role)
-    k = engine.pair.kernel(side, ("vector.cl",), {"T": "int"}, "iota")
+    k = engine.pair.kernel(side, ("skeleton/vector.cl",), {"T": "int"}, "iota")
     buf, host = engine.dummy(role), np.zeros(2, np.int32)
     best = float("inf")
     for _ in range(repeats):
@@ -217,7 +217,7 @@ def count_roots(side, program, labels, n: int) -> int:
 
 def tally_bits(n: int, nnz: int) -> int:
     """Bits of a list's 64-bit tally that sum out-degrees (the rest count up to ``n``
-    vertices); see opencl/frontier.cl.
+    vertices); see opencl/skeleton/frontier.cl.
 
     Raises
     ------
@@ -343,7 +343,7 @@ class FrontierQueue:
     """A frontier as a vertex list on one device, with a load-balanced advance.
 
     The list carries its vertices' out-edge offsets, made by the appends themselves
-    (opencl/frontier.cl): levels need no scan, and a batch of them no host round trip.
+    (opencl/skeleton/frontier.cl): levels need no scan, and a batch of them no host round trip.
 
     Parameters
     ----------
@@ -429,7 +429,7 @@ class FrontierQueue:
 
     def load_all(self) -> None:
         """Make every vertex the current list (on the device): offsets are indptr."""
-        k = self.engine.pair.kernel(self.side, ("vector.cl",), {"T": "int"}, "iota")
+        k = self.engine.pair.kernel(self.side, ("skeleton/vector.cl",), {"T": "int"}, "iota")
         k(self.side.queue, (-(-self.n // 64) * 64,), None, np.int32(self.n), self.front)
         if self.n:
             cl().enqueue_copy(self.side.queue, self.offs, self.indptr,
@@ -521,7 +521,7 @@ class FrontierQueue:
             Run at most this many levels (an iteration cap).
         limit : tuple
             ``(edge_factor, budget, decay, min_edges, check_from)`` of
-            opencl/frontier.cl's ``refuses``: level j stops the run when
+            opencl/skeleton/frontier.cl's ``refuses``: level j stops the run when
             ``j >= check_from``, its list's edges exceed ``min_edges`` and, times
             ``edge_factor``, exceed ``budget`` less (``decay``) the edges the run's levels
             found before it. :data:`NO_LIMIT` never stops.

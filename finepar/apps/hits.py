@@ -2,7 +2,7 @@
 ``B = [[0, A], [A^T, 0]]`` (2n x 2n; the graph's structure, values ignored).
 
 ``y = B x`` maps ``(h, a)`` to ``(A a, A^T h)``. One row operation over B's rows
-(``opencl/app_hits.cl``) updates one half in place from the other, the other half's
+(``opencl/apps/hits/rowop.cl``) updates one half in place from the other, the other half's
 rows inactive: an iteration is the authority step ``a = A^T h`` and then the hub step
 ``h = A a``, networkx's power-iteration order, each half normalised to sum 1. A full
 product ``B x`` per iteration would run two interleaved power iterations, one
@@ -90,8 +90,8 @@ DEFAULT_MAX_ITER = 10_000
 
 def _ops() -> tuple:
     common = dict(acc_dtype=_F32, part_dtype=_F32, writes=("y", "s1"))
-    return (RowOp("hits", "app_hits.cl", **common),
-            RowOp("hits-device", "app_hits.cl",
+    return (RowOp("hits", "apps/hits/rowop.cl", **common),
+            RowOp("hits-device", "apps/hits/rowop.cl",
                   defines=(("DEVICE_STEP", True), ("STOP_FLAG", 1)), **common))
 
 
@@ -390,7 +390,7 @@ class HITS(App):
 
     @staticmethod
     def _scalars(w: float, stop_below: float, sigma: float, beta: float) -> list:
-        """fscal of an iteration's start (``opencl/app_hits.cl``): an authority step over
+        """fscal of an iteration's start (``opencl/apps/hits/rowop.cl``): an authority step over
         hubs whose ``W`` is ``w``; a Chebyshev span's shift and coefficient (0: plain)."""
         return [1.0 / w, stop_below, AUTHORITY, sigma, beta, 0.0, 0.0, 0.0, 0.0, 0.0, w]
 

@@ -31,8 +31,8 @@ MAX_BATCH = 64
 
 def _ops(name: str, *extra) -> tuple:
     common = dict(acc_dtype=_F32, part_dtype=_F32, writes=("y", "s1"))
-    return (RowOp(name, "app_pagerank.cl", defines=tuple(extra), **common),
-            RowOp(f"{name}-device", "app_pagerank.cl",
+    return (RowOp(name, "apps/pagerank/rowop.cl", defines=tuple(extra), **common),
+            RowOp(f"{name}-device", "apps/pagerank/rowop.cl",
                   defines=(("DEVICE_STEP", True), ("STOP_FLAG", 1), *extra), **common))
 
 

@@ -6,7 +6,7 @@ probability ``c`` (``restart_prob``) the walker jumps back to ``p``; the mass of
 dangling vertices goes to ``p`` too (networkx's ``pagerank(personalization=p)``
 convention). ``p`` is one vertex (``seed``) or, in the API, any non-negative vector
 (``restart``, normalised to sum 1). The pull row operation of PageRank with
-``PERSONALIZED`` (``opencl/app_pagerank.cl``), and PageRank's iterations: batched with
+``PERSONALIZED`` (``opencl/apps/pagerank/rowop.cl``), and PageRank's iterations: batched with
 convergence tested on the device on one device, the host combining each iteration's
 sums on two.
 

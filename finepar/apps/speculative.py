@@ -2,7 +2,7 @@
 Manne, Concurrency: Pract. Exper. 12(12), 2000; Deveci, Boman, Devine and Rajamanickam,
 IPDPS 2016, their vertex-based scheme with a 64-bit window of colours).
 
-Rounds over a worklist of the uncoloured vertices (``opencl/coloring_spec.cl``): every
+Rounds over a worklist of the uncoloured vertices (``opencl/apps/coloring/speculative.cl``): every
 vertex of it takes the smallest colour no committed neighbour has; a vertex keeps it unless
 a neighbour of the same round took the same colour and outranks it (largest degree first,
 ties by a hash of the id, so hubs win as in greedy largest-first); the losers form the
@@ -50,7 +50,7 @@ class SpeculativeColoring:
         self.lists = [[engine.scratch(role, z) for _ in range(2)] for _ in range(2)]
         self.cnt = engine.scratch(role, np.zeros(3 * (MAX_BATCH + 1), np.uint64))
         self.host = np.zeros(3 * (MAX_BATCH + 1), np.uint64)
-        prg = engine.pair.program(side, ("coloring.cl", "coloring_spec.cl"),
+        prg = engine.pair.program(side, ("apps/coloring/priorities.cl", "apps/coloring/speculative.cl"),
                                   {"OFFSET_T": "long" if wide else "int", "LONG_ROW": LONG_ROW})
         self.kernels = {k: cl().Kernel(prg, f"spec_{k}") for k in
                         ("init", "assign_short", "assign_long", "resolve_short", "resolve_long")}

@@ -21,7 +21,7 @@ class SpMV(App):
 
     name = "spmv"
     title = "sparse matrix-vector product y = A x (float32)"
-    ops = (RowOp("spmv", "app_spmv.cl", has_data=True, ones_when_pattern=True),)
+    ops = (RowOp("spmv", "apps/spmv/rowop.cl", has_data=True, ones_when_pattern=True),)
     column_vectors = ("x",)
     params = (Param("repeat", "int", 10, "products to run and time (10)", at_least(1)),
               Param("seed", "int", 0, "seed of the random x in [-1, 1) (0)", at_least(0)),

@@ -52,7 +52,7 @@ WEIGHTS = ("values", "abs")
 
 
 def _op(name: str, weights: str) -> RowOp:
-    return RowOp(name, "app_sssp.cl", acc_dtype=np.dtype(np.float32),
+    return RowOp(name, "apps/sssp/rowop.cl", acc_dtype=np.dtype(np.float32),
                  part_dtype=np.dtype(np.int64), has_data=True,
                  defines=(("ABS_WEIGHTS", weights == "abs"),), writes=("y", "s0"))
 
@@ -149,7 +149,7 @@ class SSSP(FrontierApp, App):
         push = pp["push_role"]
         if push is None:
             return {"outdeg": outdeg, **pp, "queue": None, "mean_length": {}}
-        q = FrontierQueue(engine, push, graph, ("sssp.cl", "frontier.cl", "sssp_refill.cl"),
+        q = FrontierQueue(engine, push, graph, ("apps/sssp/frontier.cl", "skeleton/frontier.cl", "apps/sssp/refill.cl"),
                           with_data=True, refill=True)
         piles = {k: engine.scratch(push, np.full(max(n, 1), -1, np.int32))
                  for k in ("fstamp", "far0", "far1")}

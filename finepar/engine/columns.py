@@ -8,7 +8,7 @@ each, and most gathers miss. Numbering the columns in descending classes of read
 touch in the vector's first megabytes, which the L2 keeps: the locality the throttling
 paper (ATC'18) gets from cache-fit partitions, here without cutting rows, from one counting
 pass and one rewrite of the share's column indices, both on the device
-(``opencl/columns.cl``). Measured beside cuSPARSE on Graph500 scale 24
+(``opencl/skeleton/columns.cl``). Measured beside cuSPARSE on Graph500 scale 24
 (``benchmarks/probe_strips.py``, H100): a product over the renumbered columns took 4.20 ms
 against 6.31 ms with cuSPARSE, and 6.29 against 8.71 ms with a plain per-row kernel.
 
@@ -172,7 +172,7 @@ def _fits(engine, role: str, side, entries: int) -> bool:
 
 
 def _kernel(engine, side, name: str):
-    return engine.pair.kernel(side, ("columns.cl",), {}, name)
+    return engine.pair.kernel(side, ("skeleton/columns.cl",), {}, name)
 
 
 def _local(engine, side, name: str) -> int:
@@ -233,7 +233,7 @@ def scatter(engine, order: ColumnOrder, name: str) -> None:
     n = engine._vectors[name]["size"]
     tmp = alloc(side, nbytes=n * dtype.itemsize)
     cl().enqueue_copy(side.queue, tmp, buf)
-    k = engine.pair.kernel(side, ("columns.cl",), {"T": _TYPES[dtype]}, "scatter_columns")
+    k = engine.pair.kernel(side, ("skeleton/columns.cl",), {"T": _TYPES[dtype]}, "scatter_columns")
     k(side.queue, (_round(n),), None, tmp, order.perm, np.int32(n), buf)
 
 
@@ -243,7 +243,7 @@ def programs(pair, names: tuple) -> list:
     (:func:`finepar.apps.frontier.early_build`); none on one shared memory."""
     if not names or pair.shared:
         return []
-    return [("gpu", ("columns.cl",), {}), ("gpu", ("columns.cl",), {"T": "float"})]
+    return [("gpu", ("skeleton/columns.cl",), {}), ("gpu", ("skeleton/columns.cl",), {"T": "float"})]
 
 
 def _round(count: int, wg: int = _WG) -> int:

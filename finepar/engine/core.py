@@ -562,7 +562,7 @@ class Engine:
         self.vector_kernel("iota", name, roles)
 
     def vector_kernel(self, kernel: str, out: str, roles: tuple | None = None, *inputs: str):
-        """Run ``opencl/vector.cl``'s ``kernel`` over vector ``out`` (and ``inputs``) on the
+        """Run ``opencl/skeleton/vector.cl``'s ``kernel`` over vector ``out`` (and ``inputs``) on the
         devices: ``iota`` (out[i] = i) or ``multiply`` (out = inputs[0] * inputs[1])."""
         from .exchange import _TYPES
         self._plain(out, *inputs)
@@ -572,7 +572,7 @@ class Engine:
             side = self.pair.side(r)
             if self.pair.shared and r != (roles or self.roles)[0]:
                 continue  # one buffer for both roles
-            k = self.pair.kernel(side, ("vector.cl",), {"T": _TYPES[dtype]}, kernel)
+            k = self.pair.kernel(side, ("skeleton/vector.cl",), {"T": _TYPES[dtype]}, kernel)
             k(side.queue, (-(-size // 64) * 64,), None, np.int32(size),
               *[self.buffer(v, r) for v in inputs], self.buffer(out, r))
             self._shared_barrier(side)
@@ -648,7 +648,7 @@ class Engine:
                     "idx": alloc(side, np.ascontiguousarray(rows, dtype=np.int32), read_only=True),
                     "out": alloc(side, nbytes=rows.size * 4),
                     "host": np.empty(rows.size, dtype=dtype),
-                    "gather": self.pair.kernel(side, ("vector.cl",), {"T": _TYPES[dtype]},
+                    "gather": self.pair.kernel(side, ("skeleton/vector.cl",), {"T": _TYPES[dtype]},
                                                "gather")}
             pk["gather"](side.queue, (-(-rows.size // 64) * 64,), None, np.int32(rows.size),
                          pk["idx"], self.buffer(name, small), pk["out"])
@@ -698,7 +698,7 @@ class Engine:
         Parameters
         ----------
         x, y, s0, s1, s2, aux : str
-            Vector names for the kernel's arguments (see ``opencl/rowop.cl``).
+            Vector names for the kernel's arguments (see ``opencl/skeleton/rowop.cl``).
         ia : int
             The integer scalar argument.
         exchange : str, optional

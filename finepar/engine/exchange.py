@@ -124,7 +124,7 @@ class Halo:
     def _kernel(self, hb: dict, side, name: str, tname: str):
         k = hb["kernels"].get((name, tname))
         if k is None:
-            k = hb["kernels"][(name, tname)] = self.pair.kernel(side, ("vector.cl",),
+            k = hb["kernels"][(name, tname)] = self.pair.kernel(side, ("skeleton/vector.cl",),
                                                                 {"T": tname}, name)
         return k
 

@@ -244,7 +244,7 @@ class DeviceCounterExecutor(StaticExecutor):
 
     One context holds a chunk counter that both devices' persistent work-groups
     update atomically (the GPU's from the front, the CPU's from the back;
-    ``opencl/rowop.cl`` MAPPING 5), as the paper's baseline does on an APU:
+    ``opencl/skeleton/rowop.cl`` MAPPING 5), as the paper's baseline does on an APU:
     the host only zeroes the counter and launches both kernels.
     """
 

@@ -86,15 +86,15 @@ def _sig(kernel: str, spec: str) -> Signature:
     return Signature(kernel, tuple(args))
 
 
-#: ``rowop`` in opencl/rowop.cl (ROWOP_ARGS).
+#: ``rowop`` in opencl/skeleton/rowop.cl (ROWOP_ARGS).
 ROWOP = _sig("rowop", "nseg:int base:int seg_row seg_ptr indices data x y s0 s1 s2 aux fscal "
                       "ia:int partials part_offset:int seg_slot seg_acc blk_ptr stop queue")
-#: ``apply`` in opencl/rowop.cl.
+#: ``apply`` in opencl/skeleton/rowop.cl.
 APPLY = _sig("apply", "nrows:int rows slot_ptr seg_acc x y s0 s1 s2 aux fscal ia:int partials "
                       "part_offset:int stop")
-#: ``reduce_partials`` in opencl/rowop.cl.
+#: ``reduce_partials`` in opencl/skeleton/rowop.cl.
 REDUCE = _sig("reduce_partials", "n:int partials out slot:int fscal stop")
-#: ``reduce_stage`` in opencl/rowop.cl.
+#: ``reduce_stage`` in opencl/skeleton/rowop.cl.
 REDUCE_STAGE = _sig("reduce_stage", "n:int partials tmp")
 #: The arguments a step sets (the rest are bound once when a launch is made).
 STEP_ARGS = ("x", "y", "s0", "s1", "s2", "aux", "ia")

@@ -126,7 +126,7 @@ def _programs(side: Side, specs: list, matrix: Graph, op: RowOp, *, compact: boo
     if op.part_dtype is not None:
         out.append(("item", _pow2_at_most(side.info.max_work_group_size), {}))
     unique = {(m, wg, tuple(sorted(e.items()))): (m, wg, e) for m, wg, e in out}
-    return [((op.fragment, "rowop.cl"),
+    return [((op.fragment, "skeleton/rowop.cl"),
              rowop_defines(op, matrix, m, wg, compact=compact, has_slots=has_slots,
                            offset_type=offset_type, **extra))
             for m, wg, extra in unique.values()]
@@ -483,7 +483,7 @@ class SideStore:
         defines = rowop_defines(op, self.matrix, mapping, wg, compact=self.low.compact,
                                 has_slots=self.low.seg_slot is not None,
                                 offset_type=self.offset_type, **extra)
-        return self.pair.program(self.side, (op.fragment, "rowop.cl"), defines)
+        return self.pair.program(self.side, (op.fragment, "skeleton/rowop.cl"), defines)
 
     def ops(self, op: RowOp, fscal, stop) -> OpLaunches:
         """The launches of ``op`` on this store (built on first use).

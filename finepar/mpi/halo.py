@@ -7,7 +7,7 @@ sends by asker and, within an asker, by the side (CPU or GPU share) whose rows h
 the entries, and tells the askers that order. Each exchange then:
 
 1. packs the asked entries on the side that wrote them (``gather`` of
-   ``opencl/vector.cl``) and copies them into page-locked host memory (a mapped
+   ``opencl/skeleton/vector.cl``) and copies them into page-locked host memory (a mapped
    ``ALLOC_HOST_PTR`` buffer: the device-to-host DMA of NVIDIA's driver);
 2. moves them with one ``MPI_Alltoallv`` from pinned memory to pinned memory;
 3. copies what arrived to every side of the rank and unpacks it (``scatter``).
@@ -133,7 +133,7 @@ class RankHalo:
         copies = []
         for snd in self.senders:
             s = snd["side"]
-            gather = eng.pair.kernel(s, ("vector.cl",), {"T": "uint"}, "gather")
+            gather = eng.pair.kernel(s, ("skeleton/vector.cl",), {"T": "uint"}, "gather")
             gather(s.queue, (_round_up(snd["count"]),), None, np.int32(snd["count"]),
                    snd["idx"], eng.buffer(name, snd["role"]), snd["out"])
             for src, dst, k in snd["runs"]:
@@ -149,7 +149,7 @@ class RankHalo:
         for rcv in self.receivers.values():
             s, count = rcv["side"], int(self.recv_idx.size)
             mod.enqueue_copy(s.queue, rcv["in"], self.recv_host[:count], is_blocking=False)
-            scatter = eng.pair.kernel(s, ("vector.cl",), {"T": "uint"}, "scatter")
+            scatter = eng.pair.kernel(s, ("skeleton/vector.cl",), {"T": "uint"}, "scatter")
             role = next(r for r in eng.roles if eng.pair.side(r) is s)
             done.append(scatter(s.queue, (_round_up(count),), None, np.int32(count), rcv["idx"],
                                 rcv["in"], eng.buffer(name, role)))

@@ -1,4 +1,4 @@
-"""The K-D grid tiling's passes over every entry, on the GPU (``opencl/kdgrid.cl``).
+"""The K-D grid tiling's passes over every entry, on the GPU (``opencl/skeleton/kdgrid.cl``).
 
 The host passes of :mod:`finepar.throttle.kdgrid` read every column index a few times and
 are bound by the host's memory bandwidth: at Graph500 scale 24 (5.2e8 entries) on the
@@ -17,7 +17,7 @@ import numpy as np
 
 from ..runtime import alloc, cl
 
-SOURCES = ("kdgrid.cl",)
+SOURCES = ("skeleton/kdgrid.cl",)
 #: Work-items per work-group of the kernels.
 GROUP = 256
 

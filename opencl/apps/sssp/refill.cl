@@ -1,6 +1,6 @@
 /* SSSP's far-pile refill as a kernel of its own, for batches of `advance` launches: one
  * work-group before level j of a batch; a no-op unless list j is empty and the far pile
- * is not (opencl/sssp.cl, FAR_REFILL). Concatenated after frontier.cl. */
+ * is not (opencl/sssp.cl, FAR_REFILL). Concatenated after skeleton/frontier.cl. */
 __kernel void far_refill(const int j, __global const OFFSET_T *restrict indptr, NEXT_ARGS,
                          const int it, ADVANCE_ARGS)
 {

@@ -7,7 +7,7 @@
  *            remembers where the last round's search ended: committed colours never change);
  *   resolve  a vertex keeps it unless a neighbour of this round's worklist took the same
  *            colour and has the higher priority: largest degree first, ties by mix32 of the
- *            id (coloring.cl); the winners commit, the rest form the next worklist.
+ *            id (apps/coloring/priorities.cl); the winners commit, the rest form the next worklist.
  *
  * The highest-priority vertex of a round always wins, and a vertex's choice depends only on
  * committed colours, so the colouring is deterministic: the same for any device and order.
@@ -15,7 +15,7 @@
  * ones a work-group each (`_long`). Worklists live on the device with their counts:
  * cnt[3 * j + 0, 1, 2] are round j's short and long counts and its entries (64-bit atomic
  * appends), so the host enqueues rounds in batches and reads the counts once per batch; a
- * round on empty worklists does nothing. Concatenated after coloring.cl (mix32). */
+ * round on empty worklists does nothing. Concatenated after apps/coloring/priorities.cl (mix32). */
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 #ifndef OFFSET_T
 #define OFFSET_T int

@@ -12,7 +12,7 @@
  *                      first `skip` of each (already sampled): the final hooking, which
  *                      never visits the giant component's edges.
  * `comp` is read through volatile pointers: other work-items' compare-and-swaps must be
- * seen, not a cached copy. Concatenated before frontier.cl. */
+ * seen, not a cached copy. Concatenated before skeleton/frontier.cl. */
 
 void afforest_join(int u, int v, volatile __global int *comp)
 {

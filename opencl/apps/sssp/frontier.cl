@@ -6,11 +6,11 @@
  * `it`) when its new distance is below the threshold, else the far pile once per epoch (its
  * far stamp takes the epoch). When the near pile is empty, the far pile's least distance m
  * sets the threshold to m + delta and the far vertices below it move to the near pile
- * (far_refill in sssp_refill.cl; LOCAL_REFILL inside advance_local).
+ * (far_refill in apps/sssp/refill.cl; LOCAL_REFILL inside advance_local).
  *   weights: data[k], or fabs(data[k]) when abs_weights != 0.
  *   App state (tallies[0 .. 2], opencl/frontier.cl's STATE words): the far pile's count,
  *   the threshold's float bits, the epoch (whose parity picks far0 or far1).
- * Concatenated before frontier.cl. */
+ * Concatenated before skeleton/frontier.cl. */
 #define ADVANCE_ARGS __global float *dist, __global int *stamp,                   \
                      __global const float *restrict data, const int abs_weights,  \
                      __global int *fstamp, __global int *far0, __global int *far1, \

@@ -1,7 +1,7 @@
 /* Connected components, FastSV's edge phase (Zhang, Azad and Hu, 2020): on the symmetrised
  * graph, the smallest grandparent label among each vertex's neighbours, the (min, second)
  * semiring over int32.  x = gf (grandparent of every vertex), y = mn (the minimum found).
- * The vertex phase (hooking, shortcutting) is in cc.cl. */
+ * The vertex phase (hooking, shortcutting) is in apps/cc/frontier.cl. */
 #define APP_FRAGMENT
 typedef int acc_t;
 typedef int part_t;

@@ -1,5 +1,5 @@
 /* SpMV, y = A x: the (+, x) semiring over float32 (DESIGN.md §2). Concatenated before
- * rowop.cl.  x: input vector; y: output.  Sums are Kahan-compensated in sequential scans. */
+ * skeleton/rowop.cl.  x: input vector; y: output.  Sums are Kahan-compensated in sequential scans. */
 #define APP_FRAGMENT
 typedef float acc_t;
 typedef float part_t;

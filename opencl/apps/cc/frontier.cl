@@ -1,8 +1,8 @@
 /* Connected components, FastSV (Zhang, Azad and Hu, SIAM PP 2020), on the symmetrised graph:
  * f is the parent forest (f[v] <= v), gf = f[f] the grandparents, mn[u] the smallest gf
- * among u's neighbours (the edge phase: the (min, second) row operation of app_cc.cl when
+ * among u's neighbours (the edge phase: the (min, second) row operation of apps/cc/rowop.cl when
  * pulled over every row, or this file's push from the vertices whose gf changed).
- * Concatenated before frontier.cl. */
+ * Concatenated before skeleton/frontier.cl. */
 #define ADVANCE_ARGS __global const int *restrict gf, __global int *mn
 #define ADVANCE_EDGE(u, k, v) atomic_min(&mn[v], gf[u]);
 

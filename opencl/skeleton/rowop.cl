@@ -100,7 +100,7 @@
 #define DYN_BACK 0
 #endif
 #if !defined(APP_FRAGMENT)
-#error "an app fragment (opencl/app_*.cl) must come before rowop.cl"
+#error "an app fragment (opencl/app_*.cl) must come before skeleton/rowop.cl"
 #endif
 
 #if MAPPING == 1
