@@ -69,7 +69,7 @@ def _digest(*paths: Path, extra: str = "") -> str:
 
 def graph500_file(scale: int, seed: int = 0) -> Path:
     """The cache file of Graph500 ``scale`` / ``seed`` (edgefactor 16, undirected)."""
-    fp = ROOT / "finepar"
+    fp = ROOT / "finepar" / "io"
     tag = _digest(fp / "graph500.py", fp / "edges.py")
     return cache_dir() / f"graph500-s{scale}-ef16-seed{seed}-{tag}.npz"
 

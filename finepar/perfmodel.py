@@ -29,7 +29,7 @@ Where models are found, in this order and never in the current directory
 (:func:`model_sources`): a model named explicitly (``--model``: a platform name
 or a path), the folders of ``$FINEPAR_MODELS``, the user data directory
 (``platformdirs.user_data_dir("finepar")/models``, or ``$FINEPAR_HOME/models``),
-the models shipped in the package (``finepar/models``, package data read
+the models shipped with FinePar (``models/``, the package data ``finepar.models``, read
 through :mod:`importlib.resources`). A file that is not a readable model is
 reported by one warning line naming it. :func:`match_model` picks the first
 whose devices match exactly; :mod:`finepar.calibrate` decides what happens when
@@ -562,13 +562,23 @@ def model_sources() -> list[tuple[str, object]]:
     -------
     list of (str, folder)
         ``('env', Path)`` for each folder of ``$FINEPAR_MODELS``, then
-        ``('user', user_models_dir())``, then ``('shipped', Traversable)``: the
-        models inside the installed package (``finepar.models``, read through
-        :mod:`importlib.resources`, so a wheel installed anywhere finds them).
+        ``('user', user_models_dir())``, then ``('shipped', folder)``: the
+        models shipped with FinePar, the top-level ``models/`` folder, which the wheel
+        maps to the package ``finepar.models`` (read through :mod:`importlib.resources`,
+        so a copy installed anywhere finds them; in a source tree that was not
+        installed, the folder beside the package).
     """
     env = [("env", Path(p).expanduser())
            for p in os.environ.get(MODELS_ENV, "").split(os.pathsep) if p]
-    return env + [("user", user_models_dir()), ("shipped", resources.files("finepar.models"))]
+    return env + [("user", user_models_dir()), ("shipped", shipped_models())]
+
+
+def shipped_models():
+    """The folder of the models shipped with FinePar (a Traversable or a Path)."""
+    try:
+        return resources.files("finepar.models")
+    except ModuleNotFoundError:  # a source tree on PYTHONPATH: models/ beside finepar/
+        return Path(__file__).resolve().parents[1] / "models"
 
 
 def warn(message: str, key=None) -> None:

@@ -116,7 +116,7 @@ def test_shipped_models_are_package_data_of_an_installed_copy(tmp_path):
                          capture_output=True, text=True)
     where, found = json.loads(res.stdout)
     assert Path(where).is_relative_to(lib)
-    want = sorted(p.stem for p in (ROOT / "finepar" / "models").glob("*.json"))
+    want = sorted(p.stem for p in (ROOT / "models").glob("*.json"))  # top-level models/
     assert want and sorted(name for name, _, _ in found) == want
     for name, origin, path in found:
         assert origin == "shipped" and Path(path).parent == lib / "finepar" / "models"
