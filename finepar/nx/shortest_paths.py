@@ -18,7 +18,7 @@ import numpy as np
 
 from .device import run
 from .dispatch import implements, networkx_call
-from .traversal import layers
+from .traversal import joined, layers
 
 
 def _args(a: dict):
@@ -52,7 +52,7 @@ def single_source_dijkstra_path_length(G, source, cutoff=None, weight="weight"):
         return networkx_call("single_source_dijkstra_path_length", G, source, cutoff, weight)
     dist, as_int, step = _lengths(G, source, weight)
     if step is not None:  # NetworkX's heap pops in BFS order
-        rows = np.concatenate([r for r, _ in layers(G, G.row(source), parents=False)])
+        rows = joined(r for r, _ in layers(G, G.row(source), parents=False))
     else:
         rows = np.flatnonzero(np.isfinite(dist))
         rows = rows[np.argsort(dist[rows], kind="stable")]
