@@ -333,7 +333,7 @@ class Workload:
             for cost a served PageRank rerun 1.96 s on the H100)."""
             if params is None:
                 return
-            from .apps.frontier import early_build
+            from .engine.frontier import early_build
             from .engine.memory import likely_programs
             from .engine.columns import programs as column_programs
             opts = options or EngineOptions()

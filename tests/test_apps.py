@@ -265,7 +265,7 @@ def test_frontier_list_carries_its_offsets(mode, pairs):
     """Appends to a frontier list make its out-edge offsets in list order (one 64-bit
     tally: vertices in the high bits, out-degrees in the low): the list from a bitmap holds
     exactly the set vertices, and its offsets are the prefix sums of their degrees."""
-    from finepar.apps.frontier import FrontierQueue, tally_bits
+    from finepar.engine.frontier import FrontierQueue, tally_bits
     from finepar.partition import single_device
     from finepar.runtime import alloc, cl
     g = generated_graph(12, 4)

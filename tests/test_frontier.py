@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 from conftest import generated_graph, shared_graph
 from finepar import api, apps, reference
-from finepar.apps import frontier
+from finepar.engine import frontier
 from finepar.io import from_scipy
 
 MODES = ("shared", "split")

@@ -198,7 +198,7 @@ def test_a_kept_engine_starts_no_builds_ahead(tmp_path, monkeypatch):
     """A rerun on an engine a resident process kept guesses no programs: the guesses it
     once started (and then waited for) cost a served PageRank rerun 1.96 s on the H100."""
     from finepar import api
-    from finepar.apps import frontier
+    from finepar.engine import frontier
     pair = api.make_pair(memory="shared", gpu="emulate")
     g = generated_graph(10, 3)
     guessed = []  # every start of the builds ahead goes through early_build

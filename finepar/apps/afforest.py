@@ -12,7 +12,7 @@ built by links that hook the larger of two roots under the smaller by compare-an
    most frequent is the giant component's;
 3. **final hooking**: the vertices outside it (a frontier list, built on the device)
    link along their remaining edges, a load-balanced advance of
-   :mod:`finepar.apps.frontier`; the giant component's edges are never visited (its
+   :mod:`finepar.engine.frontier`; the giant component's edges are never visited (its
    vertices' edges to others are seen from the other end: the graph is symmetric);
 4. a last compression: every label is its tree's root, the smallest vertex id of its
    component.
@@ -28,7 +28,7 @@ import numpy as np
 from ..engine import Engine
 from ..runtime import cl, filled
 from ..transfer import read_staged
-from .frontier import FrontierQueue
+from ..engine.frontier import FrontierQueue
 
 #: Neighbour-sampling rounds (the paper's k).
 ROUNDS = 2

@@ -142,8 +142,130 @@ MAX_ITER = iteration_cap("none: until done")
 # ----------------------------------------------------------------------------- apps
 
 
-class App(ABC):
-    """Base class of the apps.
+class AppHooks:
+    """The optional part of an app's contract: what the tuner, the builds started ahead,
+    ``finepar compare``, distributed runs and relabelled runs ask of it, each with a
+    default that suits an app whose work is its row operations over the plan.
+
+    Class attributes
+    ----------------
+    column_vectors : tuple of str
+        Vectors the ops read by column and only the host writes (SpMV's ``x``): each
+        device's share may renumber its columns hottest first
+        (:mod:`finepar.engine.columns`).
+    exchanges : bool
+        A step's results feed the next step (split memory moves a halo every
+        step); the tuner adds the exchange to the predicted time.
+    weighted : bool
+        The app reads the matrix's values (SpMV, SSSP).
+    groupings : tuple of str
+        The plan groupings ``grouping='auto'`` may choose for this app (empty:
+        every grouping the model knows). BFS's bottom-up scans stop at the first
+        hit, which only the per-row mappings (``none``, ``pow4``) can do.
+    state_words : int
+        4-byte words per vertex the app keeps on a device (vectors, frontier lists):
+        the engine keeps that much of a device's memory budget for them.
+    matrix_form : {'graph', 'transpose', 'symmetrized', 'stacked'}
+        How :meth:`App.matrix` makes the work's matrix from the graph, for runs that
+        build its rows rank by rank (:mod:`finepar.mpi`): A itself, A^T, the pattern of
+        A + A^T, or ``[[0, A], [A^T, 0]]`` (the pattern, 2n rows).
+    vertex_values : tuple of str
+        Names, among ``values`` and ``extra``, of vectors indexed by vertex
+        (un-permuted when the engine ran on a relabelled graph).
+    vertex_ids : tuple of str
+        Of those, the ones whose entries are vertex ids (BFS parents).
+    """
+
+    column_vectors: tuple = ()
+    exchanges = True
+    weighted = False
+    groupings: tuple = ()
+    state_words = 8
+    matrix_form = "graph"
+    vertex_values: tuple = ("values",)
+    vertex_ids: tuple = ()
+    params: tuple = ()  # App's: permute_params reads them
+
+    def state_bytes(self, n: int) -> int:
+        """Bytes of per-vertex state on one device for ``n`` vertices."""
+        return 4 * self.state_words * int(n)
+
+    def warmup(self, engine: Engine, graph: Graph, **params: Any) -> None:
+        """Launch every kernel the run will use once, so compilation stays out of timings."""
+        self.run(engine, graph, **{**params, "max_iter": 1})
+
+    def row_steps(self, graph: Graph, params: dict) -> float:
+        """Row operations over the whole plan a run with ``params`` is expected to make:
+        what a throttled share's partitioning is amortised over (``schedule='auto'``,
+        :func:`finepar.throttle.plan.throttle_share`). Default: one."""
+        return 1.0
+
+    def one_device(self, pair, matrix: Graph, params: dict, options=None) -> str | None:
+        """The role a run with ``params`` keeps all its work on whatever the plan, or None
+        (the work follows the plan: the default). Where it is a role, a tuned run plans for
+        that device alone: no split is tuned, measured or uploaded that the run never uses."""
+        return None
+
+    def built_ahead(self, roles: tuple) -> tuple | None:
+        """The names of the ops an engine over ``roles`` runs whose programs are worth
+        building as the engine is made (:class:`finepar.engine.Engine`'s ``built_ahead``);
+        None: every op. Another op is built where it is first used."""
+        return None
+
+    def early_programs(self, pair, matrix: Graph, params: dict) -> list:
+        """``(role, sources, defines)`` of programs the app's preparation will build whatever
+        the plan, known from the matrix alone: :meth:`finepar.api.Workload.prepare` starts
+        them before planning (:func:`finepar.engine.frontier.early_build`), so a compiler
+        with nothing cached works while the host plans. Default: none."""
+        return []
+
+    def static_params(self) -> dict:
+        """Parameters that make a run static (every iteration over every row of the
+        plan, no frontier adaptation), as the coarse-grained baselines run."""
+        return {}
+
+    def reference_params(self, graph: Graph, params: dict) -> dict:
+        """Parameters a comparison fixes for every method (e.g. SpMV's ``x``)."""
+        return self.defaults(graph, dict(params))
+
+    def unpermute(self, result: AppResult, perm: np.ndarray) -> AppResult:
+        """The result of a run on a graph relabelled by ``perm`` (vertex ``v`` was
+        ``perm[v]``), in the input's vertex ids. Vectors named in
+        :attr:`vertex_values` are reordered; those in :attr:`vertex_ids` also have
+        their entries (vertex ids) mapped back."""
+        inv = np.empty_like(perm)
+        inv[perm] = np.arange(perm.size, dtype=perm.dtype)
+
+        def back(name: str, v):
+            v = np.asarray(v)
+            out = v[perm] if v.shape[:1] == perm.shape else v
+            if name in self.vertex_ids:
+                out = np.where(out >= 0, inv[np.maximum(out, 0)], out).astype(v.dtype)
+            return out
+        result.values = back("values", result.values)
+        for k in self.vertex_values:
+            if k in result.extra:
+                result.extra[k] = back(k, result.extra[k])
+        return result
+
+    def permute_params(self, params: dict, perm: np.ndarray) -> dict:
+        """Parameters for a run on the relabelled graph (vertex parameters mapped)."""
+        out = dict(params)
+        for p in self.params:
+            if p.kind == "vertex" and out.get(p.name) is not None:
+                out[p.name] = int(perm[out[p.name]])
+        return out
+
+
+class App(AppHooks, ABC):
+    """An app: what every registered app must provide (the required contract).
+
+    Subclasses set :attr:`name`, :attr:`title`, :attr:`ops` and :attr:`params`, and
+    implement :meth:`run`, :meth:`profile_step`, :meth:`reference` and :meth:`check`;
+    :meth:`matrix`, :meth:`prepare`, :meth:`collect` and :meth:`summary` have defaults
+    that most apps override. Everything the tuner, the builds started ahead, the
+    comparisons and relabelled runs ask of an app is in :class:`AppHooks`, optional,
+    each with a default.
 
     Class attributes
     ----------------
@@ -157,51 +279,15 @@ class App(ABC):
     params : tuple of Param
     rate_unit : {'nnz/s', 'TEPS'}
         How :attr:`AppResult.work_edges` over time is reported.
-    exchanges : bool
-        A step's results feed the next step (split memory moves a halo every
-        step); the tuner adds the exchange to the predicted time.
-    weighted : bool
-        The app reads the matrix's values (SpMV, SSSP).
-    vertex_values : tuple of str
-        Names, among ``values`` and ``extra``, of vectors indexed by vertex
-        (un-permuted when the engine ran on a relabelled graph).
-    vertex_ids : tuple of str
-        Of those, the ones whose entries are vertex ids (BFS parents).
-    groupings : tuple of str
-        The plan groupings ``grouping='auto'`` may choose for this app (empty:
-        every grouping the model knows). BFS's bottom-up scans stop at the first
-        hit, which only the per-row mappings (``none``, ``pow4``) can do.
     """
 
     name = ""
     title = ""
     ops: tuple = ()
-    #: Vectors the ops read by column and only the host writes (SpMV's ``x``): each
-    #: device's share may renumber its columns hottest first (:mod:`finepar.engine.columns`).
-    column_vectors: tuple = ()
     params: tuple = ()
     rate_unit = "nnz/s"
-    exchanges = True
-    weighted = False
-    vertex_values: tuple = ("values",)
-    vertex_ids: tuple = ()
-    groupings: tuple = ()
-
-    #: 4-byte words per vertex the app keeps on a device (vectors, frontier lists): the
-    #: engine keeps that much of a device's memory budget for them.
-    state_words = 8
-
-    def state_bytes(self, n: int) -> int:
-        """Bytes of per-vertex state on one device for ``n`` vertices."""
-        return 4 * self.state_words * int(n)
 
     # ------------------------------------------------------------- the matrix
-    #: How :meth:`matrix` makes the work's matrix from the graph, for runs that build its
-    #: rows rank by rank (:mod:`finepar.mpi`): ``graph`` (A itself), ``transpose`` (A^T),
-    #: ``symmetrized`` (the pattern of A + A^T) or ``stacked`` (``[[0, A], [A^T, 0]]``,
-    #: the pattern, 2n rows).
-    matrix_form = "graph"
-
     def matrix(self, graph: Graph) -> Graph:
         """The matrix whose rows are the work (default: the graph itself)."""
         return graph
@@ -284,10 +370,6 @@ class App(ABC):
         """One representative row operation over the engine's plan (for profiling
         and training); it may leave the app's vectors in any state."""
 
-    def warmup(self, engine: Engine, graph: Graph, **params: Any) -> None:
-        """Launch every kernel the run will use once, so compilation stays out of timings."""
-        self.run(engine, graph, **{**params, "max_iter": 1})
-
     # ------------------------------------------------------------- answers
     @abstractmethod
     def reference(self, graph: Graph, params: dict) -> Any:
@@ -297,72 +379,11 @@ class App(ABC):
     def check(self, graph: Graph, result: AppResult, ref: Any, params: dict) -> str:
         """Compare a result with :meth:`reference`'s; '' if right, else the problem (one line)."""
 
-    def row_steps(self, graph: Graph, params: dict) -> float:
-        """Row operations over the whole plan a run with ``params`` is expected to make:
-        what a throttled share's partitioning is amortised over (``schedule='auto'``,
-        :func:`finepar.throttle.plan.throttle_share`). Default: one."""
-        return 1.0
-
-    def one_device(self, pair, matrix: Graph, params: dict, options=None) -> str | None:
-        """The role a run with ``params`` keeps all its work on whatever the plan, or None
-        (the work follows the plan: the default). Where it is a role, a tuned run plans for
-        that device alone: no split is tuned, measured or uploaded that the run never uses."""
-        return None
-
-    def built_ahead(self, roles: tuple) -> tuple | None:
-        """The names of the ops an engine over ``roles`` runs whose programs are worth
-        building as the engine is made (:class:`finepar.engine.Engine`'s ``built_ahead``);
-        None: every op. Another op is built where it is first used."""
-        return None
-
-    def early_programs(self, pair, matrix: Graph, params: dict) -> list:
-        """``(role, sources, defines)`` of programs the app's preparation will build whatever
-        the plan, known from the matrix alone: :meth:`finepar.api.Workload.prepare` starts
-        them before planning (:func:`finepar.apps.frontier.early_build`), so a compiler
-        with nothing cached works while the host plans. Default: none."""
-        return []
-
-    def static_params(self) -> dict:
-        """Parameters that make a run static (every iteration over every row of the
-        plan, no frontier adaptation), as the coarse-grained baselines run."""
-        return {}
-
-    def reference_params(self, graph: Graph, params: dict) -> dict:
-        """Parameters a comparison fixes for every method (e.g. SpMV's ``x``)."""
-        return self.defaults(graph, dict(params))
-
     def summary(self, result: AppResult, graph: Graph) -> list[tuple[str, str]]:
         """Key numbers of the result as (label, value) lines."""
         return []
 
     # ------------------------------------------------------ vertex relabelling
-    def unpermute(self, result: AppResult, perm: np.ndarray) -> AppResult:
-        """The result of a run on a graph relabelled by ``perm`` (vertex ``v`` was
-        ``perm[v]``), in the input's vertex ids. Vectors named in
-        :attr:`vertex_values` are reordered; those in :attr:`vertex_ids` also have
-        their entries (vertex ids) mapped back."""
-        inv = np.empty_like(perm)
-        inv[perm] = np.arange(perm.size, dtype=perm.dtype)
-
-        def back(name: str, v):
-            v = np.asarray(v)
-            out = v[perm] if v.shape[:1] == perm.shape else v
-            if name in self.vertex_ids:
-                out = np.where(out >= 0, inv[np.maximum(out, 0)], out).astype(v.dtype)
-            return out
-        result.values = back("values", result.values)
-        for k in self.vertex_values:
-            if k in result.extra:
-                result.extra[k] = back(k, result.extra[k])
-        return result
-
-    def permute_params(self, params: dict, perm: np.ndarray) -> dict:
-        """Parameters for a run on the relabelled graph (vertex parameters mapped)."""
-        out = dict(params)
-        for p in self.params:
-            if p.kind == "vertex" and out.get(p.name) is not None:
-                out[p.name] = int(perm[out[p.name]])
-        return out
 
 
 def vertex_label(graph: Graph, v: int) -> str:
@@ -385,35 +406,3 @@ def component_sizes(labels: np.ndarray) -> np.ndarray:
     """Vertices per label (labels are vertex ids, int, shape (n,)), zero for ids that
     label nothing: ``np.bincount``, O(n), where ``np.unique`` sorts or hashes all n."""
     return np.bincount(labels, minlength=labels.size)
-
-
-@dataclass
-class DynamicPolicy:
-    """When a frontier app's iteration runs on both devices (FinePar TKDE §4.2).
-
-    An iteration co-runs over the plan only when its frontier touches at least
-    ``frontier_fraction`` of all nonzeros; otherwise one device (the push role)
-    runs it alone from the frontier. Once ``stop_fraction`` of the nonzeros
-    have been processed the policy stops counting and the remaining iterations
-    run alone.
-
-    Attributes
-    ----------
-    enabled : bool
-        False: every iteration co-runs over all rows (static partition).
-    frontier_fraction : float
-    stop_fraction : float
-    """
-
-    enabled: bool = True
-    frontier_fraction: float = 0.2
-    stop_fraction: float = 0.8
-
-    def corun(self, frontier_edges: int, processed_edges: int, nnz: int, two_roles: bool) -> bool:
-        """Decide for the next iteration."""
-        if not self.enabled:
-            return True
-        if two_roles and processed_edges >= self.stop_fraction * nnz:
-            return False
-        return frontier_edges >= self.frontier_fraction * max(nnz, 1)
-

@@ -15,7 +15,7 @@ visits every unvisited row, a cost a handful of frontier edges never pays back, 
 at the tail of a road network); back once the frontier holds fewer than
 ``n / beta`` vertices and shrinks. Top-down levels run in batches whose stop test
 (an empty frontier, Beamer's switch) is on the device, and small frontiers run many
-levels in one work-group-local launch (:mod:`finepar.apps.frontier`): the host reads
+levels in one work-group-local launch (:mod:`finepar.engine.frontier`): the host reads
 a tally per batch, not per level; a bottom-up level reads one. The frontier stays on
 the devices. Levels are exact and parents form a valid BFS tree (checked by the
 Graph500 rules).
@@ -29,7 +29,7 @@ from ..engine import Engine, RowOp
 from ..graph import Graph
 from . import register
 from .base import MAX_ITER, App, AppResult, Param, positive, vertex_label
-from .frontier import FrontierApp, FrontierQueue, launch_line, push_line, queue_defines
+from ..engine.frontier import FrontierApp, FrontierQueue, launch_line, push_line, queue_defines
 
 DIRECTIONS = ("auto", "top-down", "bottom-up")
 

@@ -37,8 +37,9 @@ from ..graph import Graph
 from . import register
 from ..runtime import cl
 from .afforest import ROUNDS, Afforest
-from .base import MAX_ITER, App, AppResult, DynamicPolicy, Param, component_sizes, in_unit
-from .frontier import (FrontierApp, FrontierQueue, choose_push_role, count_roots, pick_algorithm,
+from .base import MAX_ITER, App, AppResult, Param, component_sizes, in_unit
+from ..engine.executors import DynamicPolicy
+from ..engine.frontier import (FrontierApp, FrontierQueue, choose_push_role, count_roots, pick_algorithm,
                        push_line, queue_defines, sync_from_push_side, sync_to_push_side)
 
 ALGORITHMS = ("auto", "afforest", "fastsv")

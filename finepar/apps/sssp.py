@@ -4,7 +4,7 @@ with near and far piles.
 Edge lengths are the matrix's values (``weights='values'``: a pattern input's are 1)
 or their magnitudes (``weights='abs'``, for signed matrices such as circuit
 conductances); a negative length is refused before any work. Two kinds of round on
-the frontier loop (:mod:`finepar.apps.frontier`, FinePar TKDE §4.2):
+the frontier loop (:mod:`finepar.engine.frontier`, FinePar TKDE §4.2):
 
 * **pull**: the row operation on ``A^T`` over every row of the plan, both devices at
   once, in place: ``dist[r] <- min(dist[r], min_{u -> r} dist[u] + w)``; a row that
@@ -45,8 +45,9 @@ from ..errors import InputError
 from ..runtime import cl
 from ..graph import Graph
 from . import register
-from .base import MAX_ITER, App, AppResult, DynamicPolicy, Param, in_unit, positive, vertex_label
-from .frontier import FrontierApp, FrontierQueue, launch_line, push_line
+from .base import MAX_ITER, App, AppResult, Param, in_unit, positive, vertex_label
+from ..engine.executors import DynamicPolicy
+from ..engine.frontier import FrontierApp, FrontierQueue, launch_line, push_line
 
 WEIGHTS = ("values", "abs")
 

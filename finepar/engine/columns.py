@@ -240,7 +240,7 @@ def scatter(engine, order: ColumnOrder, name: str) -> None:
 def programs(pair, names: tuple) -> list:
     """``(role, sources, defines)`` of the programs :func:`order_columns` and :func:`scatter`
     build on the GPU for an app reading ``names`` by column (float vectors), to start early
-    (:func:`finepar.apps.frontier.early_build`); none on one shared memory."""
+    (:func:`finepar.engine.frontier.early_build`); none on one shared memory."""
     if not names or pair.shared:
         return []
     return [("gpu", ("skeleton/columns.cl",), {}), ("gpu", ("skeleton/columns.cl",), {"T": "float"})]

@@ -19,6 +19,7 @@ timing, and returns the step's two sums.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -258,3 +259,34 @@ class DeviceCounterExecutor(StaticExecutor):
         first.side.queue.finish()  # both queues must see the zeroed counter
         eng.host_syncs += 1
         return super().step(eng, op, args, roles, wait=wait, exchange=None, slot=slot)
+
+
+@dataclass
+class DynamicPolicy:
+    """When a frontier app's iteration runs on both devices (FinePar TKDE §4.2).
+
+    An iteration co-runs over the plan only when its frontier touches at least
+    ``frontier_fraction`` of all nonzeros; otherwise one device (the push role)
+    runs it alone from the frontier. Once ``stop_fraction`` of the nonzeros
+    have been processed the policy stops counting and the remaining iterations
+    run alone.
+
+    Attributes
+    ----------
+    enabled : bool
+        False: every iteration co-runs over all rows (static partition).
+    frontier_fraction : float
+    stop_fraction : float
+    """
+
+    enabled: bool = True
+    frontier_fraction: float = 0.2
+    stop_fraction: float = 0.8
+
+    def corun(self, frontier_edges: int, processed_edges: int, nnz: int, two_roles: bool) -> bool:
+        """Decide for the next iteration."""
+        if not self.enabled:
+            return True
+        if two_roles and processed_edges >= self.stop_fraction * nnz:
+            return False
+        return frontier_edges >= self.frontier_fraction * max(nnz, 1)

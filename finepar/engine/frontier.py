@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..engine import Engine
+from .core import Engine
 from ..errors import DeviceError
 from ..runtime import cl, filled
 
