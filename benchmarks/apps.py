@@ -53,6 +53,12 @@ from common import (Budget, Results, choices, fmt, graph_specs, log, main_of, re
 from measure import stats
 
 
+
+def app_names(spec: str) -> tuple:
+    """The apps ``--apps`` names (a comma list, or ``all``: every registered app)."""
+    from finepar import apps
+    return apps.names() if spec == "all" else tuple(choices("--apps", spec, apps.names()))
+
 def main(argv=None) -> int:
     """Run the benchmark (or ``--render`` earlier runs' JSON); returns the exit status.
 
@@ -91,11 +97,9 @@ def main(argv=None) -> int:
     if args.render:
         return render_docs(args, render, targets)
     from arraypeers import backend_or_none
-    from finepar import apps
     from finepar.api import make_pair
     from hostpeers import graphblas_or_none, prev_available
-    names = (apps.names() if args.apps == "all"
-             else tuple(choices("--apps", args.apps, apps.names())))
+    names = app_names(args.apps)
     specs = graph_specs(args.real, args.scales)
     pair = make_pair(memory=args.memory)
     backend = backend_or_none(args.array_peers)

@@ -13,18 +13,27 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-_API = ("load_graph", "run", "spmv", "pagerank", "rwr", "hits", "bfs", "connected_components",
-        "sssp", "coloring", "Workload", "make_pair")
+#: The API besides the apps' own functions (``finepar.pagerank``, ... from the registry).
+_API = ("load_graph", "run", "Workload", "make_pair")
+
+
+def _app_functions() -> tuple[str, ...]:
+    import importlib
+    apps = importlib.import_module(f"{__name__}.apps")  # not `from . import`: that asks here
+    return tuple(a.api_function for a in apps.get_all())
 
 
 def __getattr__(name: str):
-    if name in _API:
-        from . import api
-        return getattr(api, name)
     if name == "load":
         from .io import load
         return load
-    raise AttributeError(f"module 'finepar' has no attribute {name!r}")
+    if name == "__all__":
+        return [*_API, *_app_functions(), "load", "__version__"]
+    if name.startswith("_") or not (name in _API or name in _app_functions()):
+        raise AttributeError(f"module 'finepar' has no attribute {name!r}")
+    from . import api
+    return getattr(api, name)
 
 
-__all__ = [*_API, "load", "__version__"]
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_API, *_app_functions(), "load"])

@@ -810,60 +810,40 @@ def _workload(app: str, graph: Any) -> Workload:
     return held
 
 
-def spmv(graph: Any, x: np.ndarray | None = None, **kw: Any):
-    """``y = A x`` on the pair; returns ``(y, report)``. See :func:`run`."""
-    res, rep = run("spmv", graph, x=x, **kw)
-    return res.values, rep
+def app_function(name: str):
+    """The API's function for the app ``name`` (``finepar.pagerank``, ...), made from the
+    registry: ``f(graph, *api_args, **kw)`` runs :func:`run` and returns the app's
+    :attr:`~finepar.apps.base.App.api_outputs`, then the report."""
+    app = apps.get(name)
+
+    def call(graph: Any, *args: Any, **kw: Any):
+        if len(args) > len(app.api_args):
+            raise TypeError(f"{app.api_function}() takes {len(app.api_args) + 1} positional "
+                            f"arguments but {len(args) + 1} were given")
+        kw.update(zip(app.api_args, args))
+        res, rep = run(app.name, graph, **kw)
+        return (*(res.values if k == "values" else res.extra[k] for k in app.api_outputs), rep)
+
+    call.__name__ = call.__qualname__ = app.api_function
+    args = "".join(f", {a}=None" for a in app.api_args)
+    call.__doc__ = (f"{app.api_function}(graph{args}, **kw)\n\n    {app.api_doc} "
+                    f"Other keywords as :func:`finepar.api.run`'s; the app's parameters: "
+                    f"{', '.join(p.name for p in app.params) or 'none'}.")
+    return call
 
 
-def pagerank(graph: Any, **kw: Any):
-    """PageRank scores (float32, sum 1); returns ``(scores, report)``. See :func:`run`."""
-    res, rep = run("pagerank", graph, **kw)
-    return res.values, rep
+def app_functions() -> dict:
+    """Every app's API function by its name (:func:`app_function`)."""
+    return {a.api_function: app_function(a.name) for a in apps.get_all()}
 
 
-def bfs(graph: Any, root: int | None = None, **kw: Any):
-    """BFS from ``root`` (a row; default the vertex of largest out-degree); returns
-    ``(levels, parents, report)`` (int32, -1 unreached)."""
-    res, rep = run("bfs", graph, root=root, **kw)
-    return res.values, res.extra["parent"], rep
-
-
-def connected_components(graph: Any, **kw: Any):
-    """Weakly connected components; returns ``(labels, report)``; each label is
-    the smallest vertex id of its component."""
-    res, rep = run("cc", graph, **kw)
-    return res.values, rep
-
-
-def rwr(graph: Any, seed: int | None = None, restart: np.ndarray | None = None, **kw: Any):
-    """Random walk with restart from ``seed`` (a row; default the vertex of largest
-    out-degree) or a restart vector (float, shape (n,), non-negative); returns
-    ``(scores, report)`` (float32, sum 1). See :func:`run`."""
-    res, rep = run("rwr", graph, seed=seed, restart=restart, **kw)
-    return res.values, rep
-
-
-def hits(graph: Any, **kw: Any):
-    """HITS hubs and authorities; returns ``(hubs, authorities, report)`` (float32, each
-    summing to 1). See :func:`run`."""
-    res, rep = run("hits", graph, **kw)
-    return res.values, res.extra["authorities"], rep
-
-
-def sssp(graph: Any, root: int | None = None, **kw: Any):
-    """Single-source shortest path lengths from ``root`` over the stored values (or their
-    magnitudes: ``weights='abs'``); returns ``(lengths, report)`` (float32, ``inf``
-    unreached). Negative lengths raise :class:`~finepar.errors.InputError`."""
-    res, rep = run("sssp", graph, root=root, **kw)
-    return res.values, rep
-
-
-def coloring(graph: Any, **kw: Any):
-    """A graph colouring by Jones-Plassmann; returns ``(colours, report)`` (int32, 0-based;
-    adjacent vertices differ)."""
-    res, rep = run("coloring", graph, **kw)
-    return res.values, rep
+def __getattr__(name: str):
+    """``finepar.api.pagerank`` and the other apps' functions, made on first use."""
+    for a in apps.get_all():
+        if a.api_function == name:
+            fn = globals()[name] = app_function(a.name)
+            return fn
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_graph(spec: str, *, drop_zeros: bool = False, check_size=None,

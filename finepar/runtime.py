@@ -626,12 +626,17 @@ class LaunchConfig:
 
 @lru_cache(maxsize=None)
 def kernel_source(name: str) -> str:
-    """Text of ``opencl/NAME``.
+    """Text of ``opencl/NAME`` (``skeleton/rowop.cl``, ``apps/bfs/rowop.cl``), or of the
+    file ``NAME`` where it is an absolute path (an app outside the package names its
+    fragments so).
 
     Installed, the kernels are package data of ``finepar.opencl`` (found
     through :mod:`importlib.resources`); in a source tree that was not
     installed, the ``opencl/`` folder beside the package is used.
     """
+    if os.path.isabs(name):
+        with open(name, encoding="utf-8") as f:
+            return f.read()
     try:
         return resources.files("finepar.opencl").joinpath(name).read_text(encoding="utf-8")
     except ModuleNotFoundError:

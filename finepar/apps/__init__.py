@@ -1,20 +1,24 @@
 """The app registry (DESIGN.md §2, "apps/").
 
-Each app is a module here that defines an :class:`~finepar.apps.base.App`
-subclass decorated with :func:`register`, plus its OpenCL fragment. The CLI,
-the API, the baselines, the tuner and the benchmarks find apps only through
-:func:`get` and :func:`names`.
+Each app is a module of this package that defines an
+:class:`~finepar.apps.base.App` subclass decorated with :func:`register`; its OpenCL
+fragments are in ``opencl/apps/<app>/``. The registry imports every module of the
+package (:data:`HELPERS` aside) the first time it is asked, so adding an app is adding its
+module: the CLI, the API (:mod:`finepar.api`'s per-app functions), the NetworkX backend's
+documentation, the baselines, the tuner and the benchmarks find apps only through
+:func:`get`, :func:`names` and :func:`get_all`, in the order of the apps' ``order``.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 
 from ..errors import UsageError
 
 _APPS: dict = {}
-#: The modules that define apps, in the order the CLI lists them.
-MODULES = ("spmv", "pagerank", "rwr", "hits", "bfs", "cc", "sssp", "coloring")
+#: Modules of this package that define no app: the contract, and parts apps share.
+HELPERS = ("base", "afforest", "speculative")
 
 
 def register(cls):
@@ -23,23 +27,23 @@ def register(cls):
     return cls
 
 
-_loaded = False
+_loaded: set = set()
 
 
 def _load() -> None:
-    """Import every app module once (importing one app alone registers only that one)."""
-    global _loaded
-    if not _loaded:
-        for m in MODULES:
-            importlib.import_module(f"{__name__}.{m}")
-        _loaded = True
+    """Import every app module of the package once (importing one app alone registers
+    only that one); a module added to the package's path later is imported at the next
+    call."""
+    for info in pkgutil.iter_modules(__path__):
+        if info.name not in HELPERS and info.name not in _loaded:
+            importlib.import_module(f"{__name__}.{info.name}")
+            _loaded.add(info.name)
 
 
 def names() -> tuple[str, ...]:
-    """Every app's name, in the registry's order."""
+    """Every app's name, in the registry's order (each app's ``order``, then its name)."""
     _load()
-    return tuple(a for a in sorted(_APPS, key=lambda k: MODULES.index(_APPS[k].__module__
-                                                                        .rsplit(".", 1)[1])))
+    return tuple(sorted(_APPS, key=lambda k: (_APPS[k].order, k)))
 
 
 def get(name: str):

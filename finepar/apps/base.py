@@ -279,6 +279,17 @@ class App(AppHooks, ABC):
     params : tuple of Param
     rate_unit : {'nnz/s', 'TEPS'}
         How :attr:`AppResult.work_edges` over time is reported.
+    order : int
+        Place in the registry's order (the CLI's and the API's lists; ties by name).
+    api_name : str
+        The Python API's function for the app (``finepar.NAME``; default :attr:`name`).
+    api_args : tuple of str
+        Parameters that function takes by position after the graph (``root``).
+    api_outputs : tuple of str
+        What it returns before the report: ``values``, then keys of
+        :attr:`AppResult.extra` (BFS: ``parent``).
+    api_doc : str
+        Its docstring's first sentences (what it returns).
     """
 
     name = ""
@@ -286,6 +297,16 @@ class App(AppHooks, ABC):
     ops: tuple = ()
     params: tuple = ()
     rate_unit = "nnz/s"
+    order = 100
+    api_name = ""
+    api_args: tuple = ()
+    api_outputs: tuple = ("values",)
+    api_doc = ""
+
+    @property
+    def api_function(self) -> str:
+        """The name of the app's function in :mod:`finepar.api` and :mod:`finepar`."""
+        return self.api_name or self.name
 
     # ------------------------------------------------------------- the matrix
     def matrix(self, graph: Graph) -> Graph:

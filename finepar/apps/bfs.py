@@ -44,6 +44,12 @@ class BFS(FrontierApp, App):
     """
 
     name = "bfs"
+    #: Place in the registry's order (the CLI's and the API's lists).
+    order = 50
+    api_args = ('root',)
+    api_outputs = ('values', 'parent')
+    api_doc = """BFS from ``root`` (a row; default the vertex of largest out-degree); returns
+        ``(levels, parents, report)`` (int32, -1 unreached)."""
     title = "breadth-first search from one root (direction-optimising)"
     ops = (RowOp("bfs", "apps/bfs/rowop.cl", acc_dtype=np.dtype(np.int32),
                  part_dtype=np.dtype(np.int64), writes=("y", "s0")),)

@@ -56,6 +56,11 @@ class ConnectedComponents(FrontierApp, App):
     """
 
     name = "cc"
+    #: Place in the registry's order (the CLI's and the API's lists).
+    order = 60
+    api_name = "connected_components"
+    api_doc = """Weakly connected components; returns ``(labels, report)``; each label is
+        the smallest vertex id of its component."""
     title = "connected components (Afforest or FastSV; weak for directed input)"
     ops = (RowOp("cc", "apps/cc/rowop.cl", acc_dtype=np.dtype(np.int32), writes=("y",)),)
     params = (Param("algorithm", "choice", "auto",

@@ -91,6 +91,10 @@ class Coloring(App):
     """
 
     name = "coloring"
+    #: Place in the registry's order (the CLI's and the API's lists).
+    order = 80
+    api_doc = """A graph colouring; returns ``(colours, report)`` (int32, 0-based; adjacent
+        vertices differ)."""
     title = "graph colouring (speculative greedy or Jones-Plassmann; on the symmetrised graph)"
     ops = _ops()
     params = (Param("algorithm", "choice", "auto",

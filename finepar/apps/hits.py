@@ -328,6 +328,11 @@ class HITS(App):
     """
 
     name = "hits"
+    #: Place in the registry's order (the CLI's and the API's lists).
+    order = 40
+    api_outputs = ('values', 'authorities')
+    api_doc = """HITS hubs and authorities; returns ``(hubs, authorities, report)`` (float32, each
+        summing to 1)."""
     title = ("HITS hubs and authorities by power iteration, Chebyshev-accelerated "
              "(stacked [[0, A], [A^T, 0]])")
     ops = _ops()

@@ -45,6 +45,9 @@ class PageRank(App):
     """
 
     name = "pagerank"
+    #: Place in the registry's order (the CLI's and the API's lists).
+    order = 20
+    api_doc = "PageRank scores (float32, sum 1); returns ``(scores, report)``."
     title = "PageRank by power iteration (pull, dangling mass spread uniformly)"
     ops = _ops("pagerank")
     #: a restart vector on the devices (RWR's p); PageRank's uniform p is a scalar

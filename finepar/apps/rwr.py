@@ -61,6 +61,12 @@ class RandomWalkWithRestart(PageRank):
     """
 
     name = "rwr"
+    #: Place in the registry's order (the CLI's and the API's lists).
+    order = 30
+    api_args = ('seed', 'restart')
+    api_doc = """Random walk with restart from ``seed`` (a row; default the vertex of largest
+        out-degree) or a restart vector (float, shape (n,), non-negative); returns
+        ``(scores, report)`` (float32, sum 1)."""
     title = "random walk with restart (personalised PageRank, pull; dangling mass to p)"
     ops = _ops("rwr", ("PERSONALIZED", True))
     personalized = True

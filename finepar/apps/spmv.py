@@ -20,6 +20,10 @@ class SpMV(App):
     """
 
     name = "spmv"
+    #: Place in the registry's order (the CLI's and the API's lists).
+    order = 10
+    api_args = ('x',)
+    api_doc = "``y = A x`` on the pair; returns ``(y, report)``."
     title = "sparse matrix-vector product y = A x (float32)"
     ops = (RowOp("spmv", "apps/spmv/rowop.cl", has_data=True, ones_when_pattern=True),)
     column_vectors = ("x",)

@@ -98,6 +98,12 @@ class SSSP(FrontierApp, App):
     """
 
     name = "sssp"
+    #: Place in the registry's order (the CLI's and the API's lists).
+    order = 70
+    api_args = ('root',)
+    api_doc = """Single-source shortest path lengths from ``root`` over the stored values (or their
+        magnitudes: ``weights='abs'``); returns ``(lengths, report)`` (float32, ``inf``
+        unreached). Negative lengths raise :class:`~finepar.errors.InputError`."""
     title = "single-source shortest paths (frontier Bellman-Ford with near-far piles, float32)"
     ops = (_op("sssp", "values"), _op("sssp-abs", "abs"))
     params = (
