@@ -21,7 +21,7 @@ from ..errors import InputError
 from ..io.graph500 import (_CHUNK, DEFAULT_ABCD, _chunk_edges, _name, _permutation, _seeds,
                         parse_spec)
 from .comm import Communicator, checked
-from .load import RankRows, finish_rows
+from .rows import RankRows, finish_rows
 from .partition import RowPartition, by_nnz
 
 EDGEFACTOR = 16

@@ -26,7 +26,7 @@ import scipy.sparse as sp
 from ..errors import InputError, UsageError
 from ..graph import INT32_MAX, Graph, as_indices, as_indptr
 from .comm import Communicator
-from .load import RankRows
+from .rows import RankRows
 from .partition import RowPartition
 
 FORMS = ("graph", "transpose", "symmetrized", "stacked")

@@ -1,0 +1,75 @@
+"""How an engine may use the devices (DESIGN.md §3, "engine"): memory budgets, chunking,
+offsets and builds, from the command line, a config file or the API (:class:`EngineOptions`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only
+    from ..runtime import Side
+
+
+@dataclass
+class EngineOptions:
+    """How the engine lowers and runs a plan (beyond the plan itself).
+
+    Attributes
+    ----------
+    offsets : {'auto', 'int64'}
+        ``int64`` forces 64-bit segment offsets at any size (for tests).
+    gpu_memory, cpu_memory : int or None
+        Bytes the engine may use on each device (``--gpu-memory``,
+        ``--cpu-memory``, the ``[budget]`` config table); None: the device's
+        memory (the GPU's global memory; for the CPU, the host's real limit,
+        :func:`finepar.runtime.host_memory_limit`). A share whose entries do not
+        fit is cut into chunks, resident while they fit, streamed beyond (§4.3).
+    reserve_bytes : int
+        Bytes of each device's budget kept for the app's vectors.
+    chunk_bytes : int or None
+        The largest chunk, bytes (default: one allocation of the device).
+    profile : {'batch', 'launch'}
+        What a step's kernel time reads from OpenCL's profiling events: ``batch``
+        (default) the first start and the last end of each device's launches in a
+        step, or in a batch of steps enqueued without waiting (two reads per device,
+        the batch's span spread evenly over its steps); ``launch`` every launch's
+        start and end (the sum of kernel durations; two reads per launch).
+    prebuild : bool
+        Start building every row operation's programs when the engine is made (default);
+        False builds each where it is first used (a run that may use none: CC's Afforest).
+    columns : {'auto', 'hot', 'none'}
+        Renumber each device's share's columns hottest first on that device
+        (:mod:`finepar.engine.columns`) for an app that reads a vector by column: ``auto``
+        (default) where that vector exceeds the device's cache and its hottest columns
+        take most reads, ``hot`` wherever the share can be, ``none`` never.
+    """
+
+    offsets: str = "auto"
+    gpu_memory: int | None = None
+    cpu_memory: int | None = None
+    reserve_bytes: int = 0
+    chunk_bytes: int | None = None
+    profile: str = "batch"
+    prebuild: bool = True
+    columns: str = "auto"
+
+    def limit(self, role: str, side: Side) -> int:
+        """The bytes FinePar may use on ``role``'s device: the budget given, else 90% of
+        the device's memory (the host's real limit for a CPU)."""
+        return self.limit_of(role, side.info, side.host_memory)
+
+    def limit_of(self, role: str, info, host_memory: bool) -> int:
+        """:meth:`limit` from the device's :class:`~finepar.runtime.DeviceInfo` and
+        whether its buffers live in host memory (no context needed)."""
+        from ..runtime import host_memory_limit
+        given = self.gpu_memory if role == "gpu" else self.cpu_memory
+        if given is None:
+            given = (info.global_mem_bytes if not host_memory or role == "gpu"
+                     else host_memory_limit()[0])
+            given = int(0.9 * given)
+        return int(given)
+
+    def budget(self, role: str, side: Side) -> int:
+        """The bytes a share's arrays may take on ``role``'s device (the limit less the
+        app's vectors)."""
+        return max(self.limit(role, side) - int(self.reserve_bytes), 0)
