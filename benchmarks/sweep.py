@@ -59,7 +59,7 @@ def confirm(wl, pair, plans, params, rounds):
 
 def sweep_one(wl, pair, *, grouping, repeats, params, model, load_s, rounds=5):
     from finepar.partition import fine_grained, single_device
-    from finepar.tuner import tune
+    from finepar.split.tuner import tune
     lengths = wl.matrix.row_lengths()
     hi = int(lengths.max())
     single = {r: measure(wl, pair, single_device(lengths, r, grouping=grouping), params, repeats)

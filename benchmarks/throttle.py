@@ -109,7 +109,7 @@ def main(argv=None) -> int:
 
 def gpu_plan(wl):
     """The plan of ``api.run(devices='gpu')``: every row on the GPU, its default grouping."""
-    from finepar.api import plan_for
+    from finepar.split.choose import plan_for
     return plan_for(wl.matrix, threshold=None, devices="gpu", grouping="auto")
 
 

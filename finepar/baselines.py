@@ -109,7 +109,7 @@ class Comparison:
     date : str
     choice : str
         Why the ``finepar`` row ran what it ran, where FinePar's default chose one
-        device (:func:`finepar.api.auto_devices`); empty where it tuned a split.
+        device (:func:`finepar.split.choose.auto_devices`); empty where it tuned a split.
     """
 
     app: str
@@ -258,11 +258,12 @@ def compare(app: str, graph, *, pair, methods=METHODS, repeats: int = 3,
         For an unknown method or an oracle step outside (0, 5].
     """
     import datetime as _dt
-    from .api import Workload, auto_devices, plan_for
+    from .api import Workload
+    from .split.choose import auto_devices, plan_for
     from .partition import coarse_grained, dynamic, fine_grained, single_device
     from .progress import Progress
     from .throttle.plan import ThrottleOptions
-    from .tuner import profile_throughput, tune
+    from .split.tuner import profile_throughput, tune
     bad = [m for m in methods if m not in ALL_METHODS]
     if bad:
         raise FineParError(f"unknown method(s) {', '.join(bad)} "

@@ -565,7 +565,7 @@ def cmd_generate(args) -> int:
 def cmd_train(args) -> int:
     from .api import make_pair
     from .config import load_config
-    from .training import ALL_GPU, RECIPES, summary, train
+    from .split.training import ALL_GPU, RECIPES, summary, train
     config = load_config(args.config)
     pair = make_pair(cpu=args.cpu, gpu=args.gpu, memory=args.memory or "auto", config=config)
     rec = RECIPES[args.recipe]
@@ -636,7 +636,7 @@ def _devices_match(args):
     are none to be found."""
     from .config import load_config
     from .errors import DeviceError
-    from .perfmodel import match_model
+    from .split.perfmodel import match_model
     from .runtime import select_pair
     try:
         sel = select_pair(args.cpu, args.gpu, config=load_config(args.config))
@@ -646,8 +646,8 @@ def _devices_match(args):
 
 
 def cmd_models_list(args) -> int:
-    from .calibrate import explain
-    from .perfmodel import available_models, model_sources
+    from .split.calibrate import explain
+    from .split.perfmodel import available_models, model_sources
     from .report import format_table
     models = available_models()
     sel, match = _devices_match(args)
@@ -671,9 +671,9 @@ def cmd_models_list(args) -> int:
 
 
 def cmd_models_show(args) -> int:
-    from .calibrate import explain
+    from .split.calibrate import explain
     from .errors import ModelError
-    from .perfmodel import find_model
+    from .split.perfmodel import find_model
     sel, match = _devices_match(args)
     if args.name:
         model = find_model(args.name)
@@ -694,7 +694,7 @@ def cmd_models_show(args) -> int:
 
 def _why_named(model, sel, match) -> str:
     """Whether a model named on the command line is the one for the devices in use."""
-    from .calibrate import explain
+    from .split.calibrate import explain
     if sel is None:
         return f"unknown: no devices ({match})"
     if match.path and os.path.realpath(match.path) == os.path.realpath(model.path):
@@ -707,7 +707,7 @@ def _why_named(model, sel, match) -> str:
 
 
 def cmd_models_fit(args) -> int:
-    from .training import refit
+    from .split.training import refit
     model = refit(args.name, training_root=args.training_dir, models_dir=args.models_dir,
                   kind=args.kind)
     print(f"model written to {model.path}")
@@ -907,7 +907,7 @@ def build_parser() -> argparse.ArgumentParser:
     kc = ksub.add_parser("clear", help="remove every entry and program binary")
     kc.set_defaults(func=cmd_cache)
 
-    from .training import RECIPES
+    from .split.training import RECIPES
     t = sub.add_parser("train", help="measure this platform and fit its performance models",
                        description="Generate the training matrices (Graph500, type 1 and 2), "
                                    "split each at every T_f of the recipe, co-run both shares, "

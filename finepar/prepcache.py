@@ -243,8 +243,8 @@ def code_digest() -> str:
         from . import __version__
         here = Path(__file__).resolve().parent
         h = hashlib.blake2b(__version__.encode(), digest_size=16)
-        for rel in ("partition.py", "tuner.py", "perfmodel.py", "features.py", "api.py",
-                    "engine/launches.py", "throttle/dbwp.py", "throttle/kdtile.py",
+        for rel in ("partition.py", "split/tuner.py", "split/perfmodel.py", "features.py",
+                    "split/choose.py", "prepare.py", "workload.py", "engine/launches.py", "throttle/dbwp.py", "throttle/kdtile.py",
                     "throttle/spac.py", "throttle/plan.py", "throttle/remap.py",
                     "throttle/schedule.py", "prepcache.py"):
             h.update((here / rel).read_bytes())

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from conftest import generated_graph, shared_graph
-from finepar import api, prepcache, tuner
+from finepar import api, prepcache
+from finepar.split import tuner
 from finepar.cli import main
 from finepar.prepcache import PrepCache
 

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import generated_graph
-from finepar import calibrate, perfmodel, training, tuner
+from finepar.split import calibrate, perfmodel, training, tuner
 from finepar.api import Workload
 from finepar.errors import ModelError
 from test_model_tuner import _synthetic_records
@@ -109,7 +109,7 @@ def test_shipped_models_are_package_data_of_an_installed_copy(tmp_path):
     away.mkdir()
     env = dict(os.environ, PYTHONPATH=str(lib), FINEPAR_HOME=str(tmp_path / "home"))
     env.pop("FINEPAR_MODELS", None)
-    code = ("import json, finepar; from finepar import perfmodel; print(json.dumps("
+    code = ("import json, finepar; from finepar.split import perfmodel; print(json.dumps("
             "[finepar.__file__, [(m.platform, m.origin, m.path) "
             "for m in perfmodel.available_models()]]))")
     res = subprocess.run([sys.executable, "-c", code], cwd=away, env=env, check=True,

@@ -137,7 +137,7 @@ def test_a_size_line_of_mostly_isolated_vertices_is_refused_before_any_work(
 
 
 def test_isolated_vertex_check_bounds_and_its_option():
-    from finepar.api import memory_check
+    from finepar.inputs import memory_check
     from finepar.errors import UsageError
     from finepar.runtime import select_pair
     sel = select_pair(None, "emulate")
@@ -150,7 +150,7 @@ def test_isolated_vertex_check_bounds_and_its_option():
 
 
 def test_a_sub_gib_memory_limit_shows_its_numbers():
-    from finepar.api import memory_check
+    from finepar.inputs import memory_check
     from finepar.engine import EngineOptions
     from finepar.errors import UsageError
     from finepar.runtime import select_pair

@@ -8,6 +8,7 @@ import pytest
 
 from conftest import generated_graph
 from finepar import api, reference
+from finepar.split import choose
 from finepar.engine import Engine, EngineOptions
 from finepar.engine.columns import CLASSES, hot_share
 from finepar.errors import DeviceError
@@ -45,7 +46,7 @@ def test_renumbered_columns_give_the_same_products(split_pair, grouping, thresho
 def test_the_numbering_is_a_permutation_hottest_first(split_pair):
     g = generated_graph(12)
     wl = api.Workload("spmv", g)
-    plan = api.plan_for(wl.matrix, threshold=None, devices="gpu", grouping="pow4")
+    plan = choose.plan_for(wl.matrix, threshold=None, devices="gpu", grouping="pow4")
     eng = Engine(split_pair, wl.matrix, plan, wl.app.ops, options=EngineOptions(columns="hot"),
                  column_vectors=wl.app.column_vectors)
     order = eng.columns["gpu"]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from conftest import generated_graph, shared_graph
-from finepar import api, reference
+from finepar import api, reference, workload
 from finepar.engine import Engine, EngineOptions, RowOp
 from finepar.engine.launches import (APPLY, REDUCE, REDUCE_STAGE, ROWOP, cut_rows,
                                      pack_blocks)
@@ -127,7 +127,7 @@ def test_long_rows_sum_accurately(pairs):
     n = 60_001
     src = np.arange(1, n)
     a = sp.csr_array((np.ones(n - 1), (src, np.zeros(n - 1, dtype=np.int64))), shape=(n, n))
-    g = api.as_graph(a)
+    g = workload.as_graph(a)
     pr, rep = api.pagerank(g, pair=pairs["split"], devices="gpu", grouping="none", warmup=False)
     assert rep.plan["lowering"]["gpu"]["by_mapping"] == {"item": 1}
     assert abs(float(pr.astype(np.float64).sum()) - 1.0) < 2e-6
@@ -151,7 +151,7 @@ def test_ell_share_and_its_fallback(pairs, mode):
 
 
 def test_tuner_predicts_ell_only_where_it_is_built():
-    from finepar import tuner
+    from finepar.split import tuner
     from finepar.features import RowStats
     road = RowStats(shared_graph("luxembourg.mtx").row_lengths())
     web = RowStats(shared_graph("wiki-Vote.txt").row_lengths())

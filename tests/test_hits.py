@@ -13,6 +13,7 @@ import scipy.sparse as sp
 
 from conftest import generated_graph, shared_graph
 from finepar import api, apps, reference
+from finepar.split import choose
 from finepar.apps.hits import DEFAULT_MAX_ITER, Schedule
 from finepar.io import from_scipy
 
@@ -226,7 +227,7 @@ def test_chebyshev_steps_are_the_float64_polynomial(pairs, mode, devices, thresh
     g = shared_graph("wiki-Vote.txt")
     app = apps.get("hits")
     wl = api.Workload("hits", g)
-    eng = wl.engine(pairs[mode], api.plan_for(wl.matrix, threshold=threshold, devices=devices,
+    eng = wl.engine(pairs[mode], choose.plan_for(wl.matrix, threshold=threshold, devices=devices,
                                               grouping="pow4"))
     iterate = app._device_iterations if eng.device_iterations else app._host_iterations
     eng.fill("ha", np.float32(1.0 / g.n))

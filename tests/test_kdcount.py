@@ -122,6 +122,7 @@ def test_throttled_run_counted_on_the_device_answers_right(mode, pairs, monkeypa
     """SpMV and PageRank throttled with the histogram counted by the kernel equal their
     references (the whole matrix, and a share without hubs cut with the whole tree)."""
     from finepar import api, apps
+    from finepar.split import choose
     monkeypatch.setattr(kdgrid, "GRID_MIN_NNZ", 0)
     monkeypatch.setattr(kdgrid, "MAX_BINS", 128)
     calls = []
@@ -133,7 +134,7 @@ def test_throttled_run_counted_on_the_device_answers_right(mode, pairs, monkeypa
 
     def counter(pair):
         return Counting(pair)
-    monkeypatch.setattr(api, "device_counter", counter)
+    monkeypatch.setattr(choose, "device_counter", counter)
     g = generated_graph(11, 4)
     threshold = int(np.sort(np.diff(g.indptr))[-4])
     for name, kw in (("spmv", {"devices": "gpu"}), ("spmv", {"threshold": threshold}),

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from conftest import SHARED_GRAPHS, generated_graph, shared_graph
-from finepar import features, partition, perfmodel, training, tuner
+from finepar import features, partition
+from finepar.split import perfmodel, training, tuner
 from finepar.api import Workload
 from finepar.errors import ModelError
 
@@ -523,7 +524,7 @@ def test_a_share_past_the_training_range_is_not_promised_more_than_the_cap():
     """A fit extrapolated past the largest shares it saw is capped at EXTRAPOLATION_CAP
     times its training median; inside the range the fit stands, above the cap or not."""
     from finepar.features import Features
-    from finepar.perfmodel import EXTRAPOLATION_CAP, DeviceModel
+    from finepar.split.perfmodel import EXTRAPOLATION_CAP, DeviceModel
     dm = DeviceModel(kind="loglinear", coef=[0.0, 0.0, 0.0, 2.0], intercept=0.0,
                      median_throughput=1e6, x_min=[0.0, 0.0, 0.0, 0.0],
                      x_max=[1e9, 1e18, 30.0, 12.0])

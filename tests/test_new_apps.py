@@ -13,6 +13,7 @@ import scipy.sparse as sp
 
 from conftest import SHARED_GRAPHS, data_file, generated_graph, shared_graph
 from finepar import api, apps, reference
+from finepar.split import choose
 from finepar.cli import main
 from finepar.errors import InputError, UsageError
 from finepar.io import from_scipy
@@ -163,7 +164,7 @@ def test_rwr_restart_vector_and_seed(pairs, monkeypatch):
                          restart=np.ones(g.n), restart_prob=0.3)
     assert np.abs(uniform.values - reference.pagerank(g, damping=0.7)).sum() < 1e-4
     p = np.random.default_rng(1).uniform(0, 1, g.n)
-    eng = wl.engine(pairs["shared"], api.plan_for(wl.matrix, threshold=16, devices="both",
+    eng = wl.engine(pairs["shared"], choose.plan_for(wl.matrix, threshold=16, devices="both",
                                                    grouping="pow4"))
     writes = []
     monkeypatch.setattr(eng, "write", lambda name, *a, **k: writes.append(name) or

@@ -63,7 +63,8 @@ def cmd_run(args) -> int:
 
 def _run(args, comm) -> int:
     from .. import apps
-    from ..api import make_pair, memory_check
+    from ..api import make_pair
+    from ..inputs import memory_check
     from ..cli import (_check_outputs, _engine_options, _throttle_options, check_output,
                        cli_params, finish_run)
     from ..config import load_config

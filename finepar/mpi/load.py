@@ -117,7 +117,7 @@ def _from_graph(graph: Graph, comm: Communicator, method: str, weights) -> RankR
 def _whole_on_root(spec: str, comm: Communicator, method: str, weights, drop_zeros: bool,
                    check_size) -> RankRows:
     """Rank 0 loads ``spec`` whole (and orders it by METIS); every rank gets its rows."""
-    from ..api import load_graph
+    from ..inputs import load_graph
     graph = perm = bounds = None
     if comm.rank == 0:
         graph = checked(comm, load_graph, spec, drop_zeros=drop_zeros, check_size=check_size)

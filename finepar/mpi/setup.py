@@ -57,7 +57,7 @@ def local_gpu(local_rank: int, gpu: str | None, config: dict | None = None) -> s
 
 
 class _Rows:
-    """The rank's row lengths, as :func:`finepar.api.plan_for` reads a matrix."""
+    """The rank's row lengths, as :func:`finepar.split.choose.plan_for` reads a matrix."""
 
     def __init__(self, lengths: np.ndarray):
         self._lengths = lengths
@@ -111,7 +111,7 @@ def rank_plan(app, matrix, owned: np.ndarray, pair, *, threshold, devices: str, 
     (Plan, str, dict or None)
         The plan (global row ids), where ``T_f`` came from, the tuner's record.
     """
-    from ..api import auto_devices, plan_for
+    from ..split.choose import auto_devices, plan_for
     from ..throttle.plan import throttle_share
     if throttle is not None and throttle.remap != "none":
         raise UsageError("--remap relabels one process's vertices; a distributed run keeps "
@@ -123,7 +123,7 @@ def rank_plan(app, matrix, owned: np.ndarray, pair, *, threshold, devices: str, 
     if devices in ("cpu", "gpu"):
         source = why or "single-device"
     elif threshold is None:
-        from ..tuner import tune
+        from ..split.tuner import tune
         tr = tune(RankWorkload(app, matrix, owned), pair, model=model, step=step,
                   grouping=grouping, calibrate=calibrate, options=options)
         threshold, grouping, tuning, source = tr.threshold, tr.grouping, tr.to_dict(), "tuner"

@@ -50,9 +50,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import ModelError
-from .features import FEATURE_NAMES, Features
-from .files import atomic_write_json, jsonable
+from ..errors import ModelError
+from ..features import FEATURE_NAMES, Features
+from ..files import atomic_write_json, jsonable
 
 FORMAT = "finepar-model/2"
 #: Formats this version reads: /1 had no loglinear kind, fixed costs or r2_log.
@@ -492,7 +492,7 @@ def _versions() -> dict:
     import platform as _pf
     import scipy
     import sklearn
-    from . import __version__
+    from .. import __version__
     out = {"finepar": __version__, "python": _pf.python_version(), "numpy": np.__version__,
            "scipy": scipy.__version__, "scikit-learn": sklearn.__version__}
     try:

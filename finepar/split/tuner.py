@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .features import RowStats, detect_type
-from .partition import GROUPINGS
+from ..features import RowStats, detect_type
+from ..partition import GROUPINGS
 from .calibrate import choose_model
 from .perfmodel import ModelMatch, PlatformModel
 
@@ -248,7 +248,7 @@ class Predictor:
         """The grouping ``role``'s share really gets: an ELL share the engine would pad
         past :data:`~finepar.engine.launches.ELL_MAX_PADDING` becomes CSR-adaptive, and the
         CPU's share under ``ell`` is in length groups."""
-        from .engine.launches import ELL_MAX_PADDING
+        from ..engine.launches import ELL_MAX_PADDING
         if self.grouping != "ell":
             return self.grouping
         if role == "cpu":
@@ -365,7 +365,7 @@ def profile_throughput(workload, pair, *, fraction: float = 0.1, repeats: int = 
     dict
         ``{'cpu': nnz/s, 'gpu': nnz/s, 'rows': sampled rows, 'nnz': their nnz}``.
     """
-    from .partition import subset_plan
+    from ..partition import subset_plan
     lengths = workload.matrix.row_lengths()
     stride = max(1, int(round(1.0 / max(fraction, 1e-6))))
     nonempty = np.flatnonzero(lengths)  # a sample of empty rows measures nothing

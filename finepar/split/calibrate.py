@@ -18,7 +18,7 @@ The single switch is ``calibrate`` (:func:`enabled`): ``None`` calibrates
 unless ``$FINEPAR_NO_CALIBRATE`` is set, or the pair is emulated and a model
 is near (the gpu role is the CPU itself: a minute of measurements would teach
 nothing about a GPU, and a default run on such a pair runs the CPU alone,
-:func:`finepar.api.auto_devices`); ``False`` never does (the nearest model is
+:func:`finepar.split.choose.auto_devices`); ``False`` never does (the nearest model is
 used with a warning naming it, or, without any, T_f comes from measured
 profiling, §3.4's fallback); ``True`` or a recipe always does.
 """
@@ -31,7 +31,7 @@ import os
 import sys
 import time
 
-from .errors import FineParError
+from ..errors import FineParError
 from .perfmodel import (ModelMatch, PlatformModel, describe_model, match_model, platform_name,
                         user_models_dir, user_training_dir, warn)
 

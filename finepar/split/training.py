@@ -35,9 +35,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .partition import GROUPINGS
-from .errors import FineParError, ModelError, UsageError
-from .files import atomic_write_json, atomic_write_text
+from ..partition import GROUPINGS
+from ..errors import FineParError, ModelError, UsageError
+from ..files import atomic_write_json, atomic_write_text
 from .perfmodel import (PlatformModel, TransferModel, available_models, fit_platform,
                         platform_name, user_models_dir, user_training_dir, warn)
 
@@ -146,7 +146,7 @@ def measure_transfer(pair, sizes=None, repeats: int = 5) -> TransferModel:
     -------
     TransferModel
     """
-    from .runtime import alloc, cl
+    from ..runtime import alloc, cl
     mod = cl()
     side = pair.gpu
     sizes = sizes or [4 ** k for k in range(6, 14)]
@@ -186,10 +186,10 @@ def measure_overhead(pair, *, repeats: int = 30, scale: int = 10) -> tuple[dict,
     (dict, float)
         ``{role: LaunchOverhead}`` and the co-running extra, seconds.
     """
-    from .api import Workload
-    from .io.graph500 import kronecker
-    from .features import length_group
-    from .partition import subset_plan
+    from ..workload import Workload
+    from ..io.graph500 import kronecker
+    from ..features import length_group
+    from ..partition import subset_plan
     from .perfmodel import LaunchOverhead
     wl = Workload("spmv", kronecker(scale, seed=7))
     lengths = wl.matrix.row_lengths().astype(np.int64)
@@ -224,9 +224,9 @@ def measure_exchange_round(pair, *, repeats: int = 30, scale: int = 10) -> float
 
     Split memory only; this is :class:`~finepar.perfmodel.TransferModel`'s
     ``round_s``."""
-    from .api import Workload
-    from .io.graph500 import kronecker
-    from .partition import fine_grained
+    from ..workload import Workload
+    from ..io.graph500 import kronecker
+    from ..partition import fine_grained
     wl = Workload("spmv", kronecker(scale, seed=7))
     lengths = wl.matrix.row_lengths()
     eng = wl.engine(pair, fine_grained(lengths, int(np.percentile(lengths, 95))))
@@ -296,7 +296,7 @@ def _plan(rec: Recipe, records: list, unneeded_before: list) -> list[dict]:
         (the ``(T_f, grouping)`` splits to run), ``resumed`` (splits with
         records) and ``unneeded`` (splits found earlier to need no run).
     """
-    from .io.graph500 import random_quadruplet
+    from ..io.graph500 import random_quadruplet
     recorded = {(r["matrix"], r["T_f"], r.get("split", r.get("grouping", "none")))
                 for r in records}
     unneeded = set(map(tuple, unneeded_before)) - recorded
@@ -320,8 +320,8 @@ def _measure_matrix(pair, rec: Recipe, item: dict, graph, store: _Store) -> tupl
     """Run the splits ``item['todo']`` of one matrix, adding to ``store.records``
     (one per non-empty share) and ``store.unneeded`` (splits at a ``T_f`` past the
     longest row: the same split as :data:`ALL_GPU`). Returns the two counts."""
-    from .api import Workload
-    from .partition import fine_grained
+    from ..workload import Workload
+    from ..partition import fine_grained
     wl = Workload(rec.app, graph)
     lengths = wl.matrix.row_lengths()
     x = np.random.default_rng(item["scale"] * 100 + item["quad"]).uniform(-1, 1, wl.matrix.n) \
@@ -519,7 +519,7 @@ def _measure_all(pair, rec: Recipe, plan: list[dict], store: _Store, counts: dic
                  log: TrainingLog) -> None:
     """Measure every matrix of ``plan`` with splits to do, saving and logging a
     progress line after each; ``counts`` is updated in place."""
-    from .io.graph500 import diagonal_copy, kronecker
+    from ..io.graph500 import diagonal_copy, kronecker
     eta, t0, graphs = _ETA(plan), time.perf_counter(), {}
     for item in plan:
         if not item["todo"]:
