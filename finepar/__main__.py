@@ -1,8 +1,8 @@
 """``python -m finepar`` runs the command line; ``finepar run`` hands its command to a
-listening ``finepar serve`` first (:mod:`finepar.serve`)."""
+listening ``finepar serve`` first (:mod:`finepar.cli.serve`)."""
 
 import sys
 
-from .serve import console
+from .cli import console
 
 sys.exit(console())

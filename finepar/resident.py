@@ -1,4 +1,4 @@
-"""What a resident FinePar keeps between runs (``finepar serve``, :mod:`finepar.serve`).
+"""What a resident FinePar keeps between runs (``finepar serve``, :mod:`finepar.cli.serve`).
 
 A run spends most of its time before the GPU starts: opening the devices, reading the
 graph, building the app's matrix, the engine's buffers and uploads. A process that stays

@@ -297,7 +297,7 @@ def test_models_with_negative_r2_are_warned_about(home, pairs, capsys, rng):
     training.refit("nonsense", kind="loglinear")  # models fit: the same warnings
     assert capsys.readouterr().err.splitlines() == [f"finepar: warning: {w}"
                                                     for w in out["warnings"]]
-    from finepar.cli import _model_tables
+    from finepar.cli.models import _model_tables
     assert "(!)" in _model_tables(out["model"])
 
 

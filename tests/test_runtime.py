@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from finepar import runtime
-from finepar.config import load_config
+from finepar.cli.config import load_config
 from finepar.errors import BuildError, ConfigError, DeviceError
 
 

@@ -14,8 +14,8 @@ import sys
 import traceback
 
 from ..errors import FineParError
-from .comm import RankFailure, launched_size
-from .partition import PARTITIONS
+from ..mpi.comm import RankFailure, launched_size
+from ..mpi.partition import PARTITIONS
 
 
 def add_options(parser) -> None:
@@ -43,7 +43,7 @@ def wanted(args) -> bool:
 
 def cmd_run(args) -> int:
     """``finepar run`` on every rank (see the module's description)."""
-    from .comm import Communicator
+    from ..mpi.comm import Communicator
     comm = Communicator(shared_window=not args.no_shared_window)
     try:
         status = _run(args, comm)
@@ -65,26 +65,27 @@ def _run(args, comm) -> int:
     from .. import apps
     from ..api import make_pair
     from ..inputs import memory_check
-    from ..cli import (_check_outputs, _engine_options, _throttle_options, check_output,
-                       cli_params, finish_run)
-    from ..config import load_config
-    from .comm import checked
-    from .runner import run
-    from .setup import local_gpu
+    from ..files import check_output
+    from .options import check_outputs, cli_params, engine_options, throttle_options
+    from .outputs import finish_run
+    from .config import load_config
+    from ..mpi.comm import checked
+    from ..mpi.runner import run
+    from ..mpi.setup import local_gpu
     app = checked(comm, apps.get, args.app)
     config = checked(comm, load_config, args.config)
 
     def outputs():
         if comm.rank == 0:
-            _check_outputs(args, output=(".npy",), json_=(".json",))
+            check_outputs(args, output=(".npy",), json_=(".json",))
             if args.output:
                 check_output(str(args.output)[:-4] + ".ids.npy", "--output", force=args.force)
     checked(comm, outputs)
     pair = checked(comm, lambda: make_pair(cpu=args.cpu, gpu=local_gpu(comm.local_rank, args.gpu,
                                                                        config),
                                            memory=args.memory or "auto", config=config))
-    options = checked(comm, _engine_options, app, 0, args, config)
-    throttle = checked(comm, _throttle_options, args, config)
+    options = checked(comm, engine_options, app, 0, args, config)
+    throttle = checked(comm, throttle_options, args, config)
     params = cli_params(app, args)  # vertex ids as given: mapped to rows in the run
     result, report = run(app.name, args.graph, comm=comm, pair=pair, partition=args.partition,
                          threshold=args.threshold, devices=args.devices, grouping=args.grouping,

@@ -56,7 +56,7 @@ def _private_dir(path: str) -> None:
     """Make ``path``'s folder this user's alone where it is the default one (mode 0700);
     refuse one owned by another user or open to others."""
     import stat
-    from .errors import UsageError
+    from ..errors import UsageError
     folder = os.path.dirname(path) or "."
     os.makedirs(folder, mode=0o700, exist_ok=True)
     st = os.stat(folder)
@@ -79,8 +79,8 @@ def _ours(path: str) -> bool:
 def code_tag() -> str:
     """FinePar's version and the size and modification time of every module and kernel
     source: a client is served only by a server of the same code (cheap: no file read)."""
-    from . import __version__
-    root = os.path.dirname(os.path.abspath(__file__))
+    from .. import __version__
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # finepar/
     parts = [__version__]
     for folder in (root, os.path.join(os.path.dirname(root), "opencl")):
         for base, dirs, files in os.walk(folder):
@@ -175,16 +175,6 @@ def forward(argv: list[str]) -> int | None:
 _LOCAL = ("--no-server", "--distributed")
 
 
-def console() -> int:
-    """The ``finepar`` console script: ``finepar run`` through a listening server, else
-    :func:`finepar.cli.main` here; the process then ends at once (:func:`exit_now`)."""
-    code = forward(sys.argv[1:])
-    if code is None:
-        from .cli import main
-        code = main()
-    exit_now(code)
-
-
 def exit_now(code: int) -> None:
     """End the process with ``code`` once its output is out, without the interpreter's
     and the drivers' teardown: every file the command writes is already written
@@ -198,7 +188,7 @@ def exit_now(code: int) -> None:
     if (sys.getprofile() is not None or sys.gettrace() is not None
             or "mpi4py.MPI" in sys.modules):
         sys.exit(code)  # profilers and tracers write their data, MPI finalises, at exit
-    parallel = sys.modules.get(f"{__package__}.parallel")  # a served client never loaded
+    parallel = sys.modules.get("finepar.parallel")  # a served client never loaded
     if parallel is not None:  # it, nor numpy, which importing it here cost 0.14 s a client
         parallel.drop_queued_builds()
     for stream in (sys.stdout, sys.stderr):
@@ -243,7 +233,7 @@ class _Stream:
         return False
 
 
-def serve(path: str | None = None, *, idle_timeout: float = IDLE_TIMEOUT, keep: int = 4,
+def serve(run, path: str | None = None, *, idle_timeout: float = IDLE_TIMEOUT, keep: int = 4,
           ready=None) -> int:
     """Listen on ``path`` (default :func:`socket_path`) and run the ``finepar run``
     commands clients send, one at a time, keeping what they prepare
@@ -252,6 +242,9 @@ def serve(path: str | None = None, *, idle_timeout: float = IDLE_TIMEOUT, keep: 
 
     Parameters
     ----------
+    run : callable
+        ``run(argv) -> exit status``: a command line's run in this process
+        (:func:`finepar.cli.entry.main`).
     ready : callable, optional
         Called with the path once the server listens.
 
@@ -266,8 +259,8 @@ def serve(path: str | None = None, *, idle_timeout: float = IDLE_TIMEOUT, keep: 
         When a server already listens there.
     """
     import stat
-    from . import resident
-    from .errors import UsageError
+    from .. import resident
+    from ..errors import UsageError
     path = path or socket_path()
     _private_dir(path)
     other = _connect(path, timeout=5.0)
@@ -300,7 +293,7 @@ def serve(path: str | None = None, *, idle_timeout: float = IDLE_TIMEOUT, keep: 
                 break
             with conn:
                 try:
-                    if _handle(conn, env, code, store) == "stop":
+                    if _handle(conn, env, code, store, run) == "stop":
                         break
                 except OSError:  # the client went away before its answer: serve the next
                     pass
@@ -314,7 +307,7 @@ def serve(path: str | None = None, *, idle_timeout: float = IDLE_TIMEOUT, keep: 
     return 0
 
 
-def _handle(conn: socket.socket, env: dict, code: str, store) -> str | None:
+def _handle(conn: socket.socket, env: dict, code: str, store, run) -> str | None:
     """One client's command: run it here with its output streamed back, or decline."""
     conn.settimeout(REQUEST_TIMEOUT)  # a client that sends nothing does not hold the server
     try:
@@ -332,15 +325,15 @@ def _handle(conn: socket.socket, env: dict, code: str, store) -> str | None:
         _send(conn, {"fallback": "other variables or FinePar code than the server's"})
         return None
     _send(conn, {"rc": _run_here(conn, argv, request.get("cwd") or ".", request.get("start"),
-                                 store)})
+                                 store, run)})
     return None
 
 
-def _run_here(conn: socket.socket, argv: list, cwd: str, start, store) -> int:
-    """``finepar ARGV`` in this process, in ``cwd``, its output sent to the client."""
+def _run_here(conn: socket.socket, argv: list, cwd: str, start, store, run) -> int:
+    """``run(ARGV)`` (``finepar ARGV``) in this process, in ``cwd``, its output sent to the
+    client."""
     import time
     import traceback
-    from .cli import main
     saved = sys.stdout, sys.stderr, os.getcwd()
     out, err = _Stream(conn, "out"), _Stream(conn, "err")
     store.start_seconds = start
@@ -349,7 +342,7 @@ def _run_here(conn: socket.socket, argv: list, cwd: str, start, store) -> int:
         os.chdir(cwd)
         sys.stdout, sys.stderr = out, err
         try:
-            code = main(argv)
+            code = run(argv)
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         except Exception:  # noqa: BLE001 - the server stays up; the client sees why

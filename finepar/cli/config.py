@@ -39,7 +39,7 @@ import os
 import tomllib
 from pathlib import Path
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 _TOP_KEYS = {"platform", "memory", "devices", "cache", "launch", "tuner", "budget", "models",
              "throttle", "prepared_cache"}
@@ -142,7 +142,7 @@ def load_config(path: str | os.PathLike | None = None) -> dict:
     out["throttle"] = {k: _typed(p, f"throttle.{k}", v, _THROTTLE_KEYS[k])
                        for k, v in throttle.items()}
     if out["throttle"]:
-        from .throttle.plan import ThrottleOptions
+        from ..throttle.plan import ThrottleOptions
         try:
             ThrottleOptions(**out["throttle"]).check()
         except Exception as exc:  # noqa: BLE001 - any bad value: name the file
