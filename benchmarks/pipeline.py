@@ -115,10 +115,10 @@ def check_options(args) -> None:
 
 def plain_copy(side, nbytes: int, repeats: int = 10) -> dict:
     """Bytes per second of copies from pinned host memory (mapped, as a streamed chunk's:
-    :class:`finepar.transfer.PinnedHost`) to a device buffer on ``side``'s context,
+    :class:`finepar.device.transfer.PinnedHost`) to a device buffer on ``side``'s context,
     each timed by its event on a profiling queue (one warm-up)."""
-    from finepar.transfer import PinnedHost
-    from finepar.runtime import cl
+    from finepar.device import PinnedHost
+    from finepar.device import cl
     from measure import stats
     mod = cl()
     nbytes = int(min(nbytes, side.info.max_alloc_bytes // 2)) // 4 * 4
@@ -209,7 +209,7 @@ def large_scales(args, res) -> list[int]:
     """``--large-scales``, and those after them up to ``--max-scale`` that the host memory
     allows (about three times the CSR's 4 bytes per entry: the graph, FinePar's host
     copies, the references; or the generator's 8 bytes per generated entry)."""
-    from finepar.runtime import host_memory_limit
+    from finepar.device import host_memory_limit
     scales = [int(s) for s in args.large_scales.split(",") if s.strip()]
     if args.max_scale:
         limit, source = host_memory_limit()

@@ -178,9 +178,9 @@ def cupy_times(g, out: dict, tag: str) -> None:
 
 def copy_bandwidth(pair, out: dict) -> None:
     """Host-to-device bytes/s of 512 MiB of mapped pinned host memory copied to the GPU (the
-    path a streamed chunk takes: finepar.transfer.PinnedHost)."""
-    from finepar.transfer import PinnedHost
-    from finepar.runtime import alloc, cl
+    path a streamed chunk takes: finepar.device.transfer.PinnedHost)."""
+    from finepar.device import PinnedHost
+    from finepar.device import alloc, cl
     mod = cl()
     side = pair.gpu
     n = 1 << 29
@@ -197,11 +197,11 @@ def copy_bandwidth(pair, out: dict) -> None:
 
 def read_bandwidth(pair, out: dict) -> None:
     """Device-to-host bytes/s of reading a result back: one plain read into pageable memory,
-    a read through :func:`finepar.transfer.read_staged`, and a read into page-locked
+    a read through :func:`finepar.device.transfer.read_staged`, and a read into page-locked
     memory alone; each into a fresh array (as a result is: its pages are first touched by
     the copy) and into one already touched. Median of 5."""
-    from finepar.transfer import PinnedHost, read_staged
-    from finepar.runtime import alloc, cl
+    from finepar.device import PinnedHost, read_staged
+    from finepar.device import alloc, cl
     mod, side = cl(), pair.gpu
     res = out.setdefault("d2h_bytes_per_s", {})
     for mib in (64, 256):
@@ -238,7 +238,7 @@ def main() -> None:
     ap.add_argument("--json", default="probe.json")
     args = ap.parse_args()
     from finepar.api import make_pair
-    from finepar.runtime import host_memory_limit
+    from finepar.device import host_memory_limit
     pair = make_pair()
     out = {"devices": pair.describe(), "check": {}, "gpu": {}, "cupy": {},
            "host_memory_limit": host_memory_limit()}

@@ -21,92 +21,13 @@ from .inputs import load_graph, memory_check
 from .partition import Plan
 from .prepare import cache_after_run, open_cache, prepare
 from .report import RunReport
-from .runtime import DevicePair, select_pair
+from .device import DevicePair, make_pair, open_pair
 from .split import choose
 from .split.choose import unused_throttle
 from .throttle.plan import ThrottleOptions
 
 __all__ = ["Workload", "run", "load_graph", "make_pair", "open_pair", "memory_check",
            "app_function", "app_functions"]
-
-
-def make_pair(*, cpu: str | None = None, gpu: str | None = None, memory: str = "auto",
-              config: dict | None = None) -> DevicePair:
-    """Select devices and open the pair (see :func:`finepar.runtime.select_pair`); in a
-    resident process (:mod:`finepar.resident`), the pair opened for the same arguments."""
-    return open_pair(cpu=cpu, gpu=gpu, memory=memory, config=config).result()
-
-
-class OpeningPair:
-    """A device pair whose devices are chosen and whose contexts open on a thread of
-    their own (:func:`open_pair`), so the host reads the input meanwhile.
-
-    Attributes
-    ----------
-    selection : Selection
-        The devices chosen (what :func:`memory_check` needs).
-    """
-
-    def __init__(self, selection, make=None, pair: DevicePair | None = None):
-        import threading
-        self.selection, self._pair, self._error = selection, pair, None
-        self._thread = None
-        if pair is None:
-            def opening() -> None:
-                try:
-                    self._pair = make()
-                except BaseException as exc:  # raised by result(), in the caller's thread
-                    self._error = exc
-            self._thread = threading.Thread(target=opening, name="finepar-open", daemon=True)
-            self._thread.start()
-
-    def wait(self) -> None:
-        """Wait for the contexts to open (or fail), raising nothing."""
-        if self._thread is not None:
-            self._thread.join()
-
-    def result(self) -> DevicePair:
-        """The open pair (waiting for its contexts).
-
-        Raises
-        ------
-        DeviceError
-            If a context or queue could not be made.
-        """
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-        if self._error is not None:
-            raise self._error
-        return self._pair
-
-
-def open_pair(*, cpu: str | None = None, gpu: str | None = None, memory: str = "auto",
-              config: dict | None = None) -> OpeningPair:
-    """Choose the devices now and open their contexts on a thread (:class:`OpeningPair`);
-    in a resident process, the pair opened before for the same arguments.
-
-    Raises
-    ------
-    DeviceError
-        No OpenCL device, or a selector that matches nothing (at once); a context that
-        cannot be made (from :meth:`OpeningPair.result`).
-    """
-    import json
-    from . import resident
-    config = config or {}
-    key = json.dumps([cpu, gpu, memory, config], sort_keys=True, default=str)
-    store = resident.current()
-    held = store.get("pair", key) if store is not None else None
-    if held is not None:  # a resident process opens them once
-        return OpeningPair(held.selection, pair=held)
-    sel = select_pair(cpu, gpu, config=config)
-    mode = memory if memory != "auto" else config.get("memory", "auto")
-
-    def make() -> DevicePair:
-        made = DevicePair(sel, mode, launch_overrides=config.get("launch"))
-        return made if store is None else store.put("pair", key, made)
-    return OpeningPair(sel, make)
 
 
 class Workload(workload.Workload):
@@ -354,7 +275,7 @@ def run(app: str, graph: Any, **kw: Any) -> tuple[AppResult, RunReport]:
 def _workload(app: str, graph: Any) -> Workload:
     """``Workload(app, graph)``; in a resident process the one made before for this graph
     object and app (its matrix built once)."""
-    from . import resident
+    from .device import resident
     store = resident.current()
     if store is None:
         return Workload(app, graph)

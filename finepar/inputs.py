@@ -32,8 +32,8 @@ def memory_check(app_name: str, pair, options: EngineOptions | None = None,
     Matrix Market file declaring 200,000,000 vertices and 3 entries would otherwise run
     PageRank over 200 M isolated vertices and write an 800 MB answer.
 
-    ``pair`` is a :class:`~finepar.runtime.DevicePair`, an :class:`OpeningPair` or a
-    :class:`~finepar.runtime.Selection`: only the chosen devices are needed, not their
+    ``pair`` is a :class:`~finepar.device.DevicePair`, an :class:`OpeningPair` or a
+    :class:`~finepar.device.Selection`: only the chosen devices are needed, not their
     contexts.
 
     Every device that runs a share keeps the app's full-length vectors
@@ -93,7 +93,7 @@ def load_graph(spec: str, *, drop_zeros: bool = False, check_size=None,
         (:meth:`~finepar.prepcache.PrepCache.generated`). None or False: nothing is
         remembered.
 
-    In a resident process (:mod:`finepar.resident`) the graph read before from the
+    In a resident process (:mod:`finepar.device.resident`) the graph read before from the
     unchanged file (or generated from the same spec) is returned.
 
     Raises
@@ -101,7 +101,7 @@ def load_graph(spec: str, *, drop_zeros: bool = False, check_size=None,
     InputError
         Bad file or spec.
     """
-    from . import resident
+    from .device import resident
     if resident.current() is not None:  # the graph read before, while its file is unchanged
         generated = spec.startswith("graph500:")
         key = ("spec", spec) if generated else resident.file_key(spec, drop_zeros, memory_limit)

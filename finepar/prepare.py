@@ -15,7 +15,7 @@ from .engine import Engine, EngineOptions
 from .engine.launches import ShareLowering
 from .partition import Plan
 from .prepcache import InputDigest, PrepCache
-from .runtime import DevicePair
+from .device import DevicePair
 from .split.choose import auto_devices, choose_plan, correction, throttled
 from .throttle.plan import ThrottleOptions, ThrottleSpec
 from .workload import Workload
@@ -85,7 +85,7 @@ def _prepared(work: Workload, pair: DevicePair, *, throttle: ThrottleOptions,
     new engine will likely need, once no engine kept by a resident process serves."""
     how = dict(threshold=threshold, devices=devices, grouping=grouping, model=model,
                step=step, calibrate=calibrate, options=options)
-    from . import resident
+    from .device import resident
     if cache is None or resident.current() is None:  # no kept engine: build at once
         builds_ahead()
         builds_ahead = lambda: None  # noqa: E731
@@ -143,7 +143,7 @@ def _resident(key: tuple, t0: float):
     """:func:`prepare`'s answer kept by a resident process for ``key`` (the cache key
     and the device pair's identity: a pair opened with other launch settings is
     another; the engine's buffers still on the devices), or None."""
-    from . import resident
+    from .device import resident
     store = resident.current()
     held = store.get("prepared", key) if store is not None else None
     if held is not None:
@@ -222,7 +222,7 @@ def open_cache(cache: Any) -> PrepCache | None:
 def _keep_resident(key: tuple | None, prepared: tuple) -> tuple:
     """``prepared`` (:meth:`Workload.prepare`'s answer), kept under ``key`` (its cache key
     and its pair's identity) by a resident process."""
-    from . import resident
+    from .device import resident
     store = resident.current()
     if store is not None and key is not None:
         prepared[4].resident_hit = False

@@ -30,7 +30,7 @@ capped (:data:`DEFAULT_MAX_BYTES`, ``$FINEPAR_CACHE_MAX_BYTES`` or the config's
 ``[prepared_cache] max_bytes``): the least recently used entries go first.
 
 Program binaries are kept beside the entries (``programs/``) by
-:mod:`finepar.runtime`, keyed by source, options and device. What runs learnt about an
+:mod:`finepar.device`, keyed by source, options and device. What runs learnt about an
 input file (its digest; that its rows are sorted and duplicate-free, so a later load of
 the unchanged file skips that scan) is kept under ``inputs/`` (:class:`FileFacts`).
 """

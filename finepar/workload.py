@@ -14,7 +14,7 @@ from .engine import Engine, EngineOptions
 from .graph import Graph
 from .io import from_scipy
 from .partition import Plan
-from .runtime import DevicePair
+from .device import DevicePair
 
 
 def as_graph(graph: Any, name: str = "matrix") -> Graph:

@@ -267,7 +267,7 @@ def test_frontier_list_carries_its_offsets(mode, pairs):
     exactly the set vertices, and its offsets are the prefix sums of their degrees."""
     from finepar.engine.frontier import FrontierQueue, tally_bits
     from finepar.partition import single_device
-    from finepar.runtime import alloc, cl
+    from finepar.device import alloc, cl
     g = generated_graph(12, 4)
     wl = api.Workload("bfs", g)
     eng = wl.engine(pairs[mode], single_device(wl.matrix.row_lengths(), "gpu"))

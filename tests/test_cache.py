@@ -267,7 +267,7 @@ def test_bad_prepared_cache_config_is_one_line(tmp_path, bad, capsys):
 def test_program_binaries_kept_for_drivers_without_a_build_cache(tmp_path, monkeypatch, pairs):
     """Where a driver keeps no builds of its own, FinePar keeps each program's binary,
     keyed by source, options and device, and a later build loads it (same kernels)."""
-    from finepar import runtime
+    from finepar.device import pair as runtime
     monkeypatch.delenv("FINEPAR_NO_CACHE", raising=False)
     monkeypatch.setenv("FINEPAR_CACHE_DIR", str(tmp_path))
     side = pairs["split"].gpu

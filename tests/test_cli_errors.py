@@ -139,7 +139,7 @@ def test_a_size_line_of_mostly_isolated_vertices_is_refused_before_any_work(
 def test_isolated_vertex_check_bounds_and_its_option():
     from finepar.inputs import memory_check
     from finepar.errors import UsageError
-    from finepar.runtime import select_pair
+    from finepar.device import select_pair
     sel = select_pair(None, "emulate")
     check = memory_check("bfs", sel)
     check(10_000_000, 3)  # at the vertex bound: allowed
@@ -153,7 +153,7 @@ def test_a_sub_gib_memory_limit_shows_its_numbers():
     from finepar.inputs import memory_check
     from finepar.engine import EngineOptions
     from finepar.errors import UsageError
-    from finepar.runtime import select_pair
+    from finepar.device import select_pair
     sel = select_pair(None, "emulate")
     with pytest.raises(UsageError) as exc:
         memory_check("pagerank", sel, EngineOptions(gpu_memory=1 << 20))(1 << 20, 1 << 22)

@@ -12,7 +12,7 @@ from finepar.engine import Engine, EngineOptions, RowOp
 from finepar.engine.launches import (APPLY, REDUCE, REDUCE_STAGE, ROWOP, cut_rows,
                                      pack_blocks)
 from finepar.partition import dynamic, fine_grained, single_device
-from finepar.runtime import cl
+from finepar.device import cl
 
 SPMV = RowOp("spmv", "apps/spmv/rowop.cl", has_data=True)
 
@@ -31,7 +31,7 @@ def test_signatures_name_the_kernels_arguments(pairs):
     compiled kernels with -cl-kernel-arg-info)."""
     mod = cl()
     pair = pairs["split"]
-    src = "\n".join(__import__("finepar.runtime", fromlist=["kernel_source"]).kernel_source(n)
+    src = "\n".join(__import__("finepar.device", fromlist=["kernel_source"]).kernel_source(n)
                     for n in ("apps/pagerank/rowop.cl", "skeleton/rowop.cl"))
     prg = mod.Program(pair.cpu.context, src).build(
         options=["-cl-kernel-arg-info", "-DWG=64", "-DMAPPING=0"])
@@ -168,7 +168,7 @@ def test_likely_programs_are_those_a_pow4_gpu_share_builds():
     emulated pair speculates nothing."""
     from types import SimpleNamespace
     from finepar.engine.memory import likely_programs
-    from finepar.runtime import build_options
+    from finepar.device import build_options
     g = generated_graph(12)
     wl = api.Workload("pagerank", g)
     pair = api.make_pair(memory="shared", gpu="emulate")  # its own log of builds

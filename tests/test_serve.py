@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from conftest import generated_graph
-from finepar import reference, resident
+from finepar import reference
+from finepar.device import resident
 from finepar.cli import serve
 from finepar.io import save
 

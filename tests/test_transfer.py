@@ -1,4 +1,4 @@
-"""Transfers through page-locked staging (finepar.transfer): reads and writes checked byte
+"""Transfers through page-locked staging (finepar.device.transfer): reads and writes checked byte
 for byte against the buffer's contents: chunk counts odd and even, a remainder, an offset,
 several dtypes. The emulated GPU keeps its buffers in host memory, so the side is
 presented as one with memory of its own, with small chunks."""
@@ -10,8 +10,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from finepar import transfer
-from finepar.runtime import alloc, cl
+from finepar.device import transfer
+from finepar.device import alloc, cl
 
 COUNTS = [10, 1024, 2048, 3000, 5 * 1024 + 7]
 DTYPES = [np.int32, np.float64, np.uint8]

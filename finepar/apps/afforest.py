@@ -26,8 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import Engine
-from ..runtime import cl, filled
-from ..transfer import read_staged
+from ..device import cl, filled
+from ..device import read_staged
 from ..engine.frontier import FrontierQueue
 
 #: Neighbour-sampling rounds (the paper's k).

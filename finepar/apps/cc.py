@@ -35,7 +35,7 @@ import numpy as np
 from ..engine import Engine, RowOp
 from ..graph import Graph
 from . import register
-from ..runtime import cl
+from ..device import cl
 from .afforest import ROUNDS, Afforest
 from .base import MAX_ITER, App, AppResult, Param, component_sizes, in_unit
 from ..engine.executors import DynamicPolicy

@@ -76,7 +76,7 @@ import numpy as np
 from ..engine import Engine, RowOp
 from ..errors import InputError
 from ..graph import INT32_MAX, Graph, as_indices, as_indptr
-from ..runtime import cl
+from ..device import cl
 from . import register
 from .base import App, AppResult, Param, iteration_cap, positive, top_vertices, vertex_label
 from .pagerank import MAX_BATCH

@@ -131,7 +131,7 @@ class PageRank(App):
     def _device_iterations(self, engine: Engine, scal: list, tol: float, max_iter: int,
                            personalized: bool):
         """One device: batches of iterations, each testing convergence on the device."""
-        from ..runtime import cl
+        from ..device import cl
         role = engine.roles[0]
         cl().enqueue_fill_buffer(engine.pair.side(role).queue, engine.stop[role],
                                  np.zeros(1, np.int32), 0, 4)

@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import Engine
-from ..runtime import cl
-from ..transfer import read_staged
+from ..device import cl
+from ..device import read_staged
 
 #: Rows with more entries take a work-group each.
 LONG_ROW = 256

@@ -42,7 +42,7 @@ import numpy as np
 
 from ..engine import Engine, RowOp
 from ..errors import InputError
-from ..runtime import cl
+from ..device import cl
 from ..graph import Graph
 from . import register
 from .base import MAX_ITER, App, AppResult, Param, in_unit, positive, vertex_label

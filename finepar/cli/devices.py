@@ -12,7 +12,7 @@ from .options import add_device_options, check_outputs
 
 def cmd_devices(args) -> int:
     from .config import load_config
-    from ..runtime import list_devices, prepare_icd, select_pair
+    from ..device import list_devices, prepare_icd, select_pair
     check_outputs(args, json_=(".json",))
     config = load_config(args.config)
     icd = prepare_icd()

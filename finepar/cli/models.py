@@ -84,7 +84,7 @@ def _devices_match(args):
     from .config import load_config
     from ..errors import DeviceError
     from ..split.perfmodel import match_model
-    from ..runtime import select_pair
+    from ..device import select_pair
     try:
         sel = select_pair(args.cpu, args.gpu, config=load_config(args.config))
     except DeviceError as exc:

@@ -75,7 +75,7 @@ def build_summary(pair, since: float) -> dict:
 def _process_seconds() -> float | None:
     """Seconds from the start of the process that asked for this run to now: this
     process's age, or in ``finepar serve`` the client's age when it sent the command."""
-    from .. import resident
+    from ..device import resident
     from .serve import process_seconds
     store = resident.current()
     if store is not None:

@@ -5,7 +5,7 @@ While a server listens on its socket, ``finepar run`` sends it the command line,
 working directory and its environment's FinePar, OpenCL and CUDA variables, and prints
 what comes back. The server runs the command as ``finepar run`` would, in the client's
 directory, with the device pair, the graphs, the apps' matrices and the prepared engines
-of earlier runs kept (:mod:`finepar.resident`): a rerun on the same input skips opening
+of earlier runs kept (:mod:`finepar.device.resident`): a rerun on the same input skips opening
 the devices, reading the file and uploading it. Anything else (another command, other
 variables or code, ``--no-server``, ``$FINEPAR_NO_SERVER``, no server, one that stops
 before it answers) runs in the client's own process, as without a server.
@@ -237,7 +237,7 @@ def serve(run, path: str | None = None, *, idle_timeout: float = IDLE_TIMEOUT, k
           ready=None) -> int:
     """Listen on ``path`` (default :func:`socket_path`) and run the ``finepar run``
     commands clients send, one at a time, keeping what they prepare
-    (:class:`finepar.resident.Resident`, ``keep`` of each kind) until ``idle_timeout``
+    (:class:`finepar.device.resident.Resident`, ``keep`` of each kind) until ``idle_timeout``
     seconds pass without a command (0: never) or a client asks it to stop.
 
     Parameters
@@ -259,7 +259,7 @@ def serve(run, path: str | None = None, *, idle_timeout: float = IDLE_TIMEOUT, k
         When a server already listens there.
     """
     import stat
-    from .. import resident
+    from ..device import resident
     from ..errors import UsageError
     path = path or socket_path()
     _private_dir(path)

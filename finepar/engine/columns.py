@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ..runtime import alloc, cl
+from ..device import alloc, cl
 
 #: Read classes: 0 for columns no entry reads, ``c`` for ``2**(c-1) <= reads < 2**c``.
 CLASSES = 33

@@ -30,8 +30,8 @@ from ..errors import DeviceError
 from ..graph import Graph
 from ..parallel import ascending
 from ..partition import Plan
-from ..runtime import DevicePair, Side, alloc, cl, filled
-from ..transfer import read_staged
+from ..device import DevicePair, Side, alloc, cl, filled
+from ..device import read_staged
 from .exchange import Halo
 from .executors import (DeviceCounterExecutor, HostChunkExecutor, ProfilingExecutor,
                         StaticExecutor)
@@ -143,10 +143,10 @@ class Engine:
 
     def prebuild(self, lows: dict | None = None) -> None:
         """Start compiling the row operations' programs of every share, one build job
-        each, on the build threads (:meth:`finepar.runtime.DevicePair.start_build`;
+        each, on the build threads (:meth:`finepar.device.DevicePair.start_build`;
         pyopencl releases the GIL while a driver builds) and return: the uploads and the
         app's own preparation go on meanwhile, and the first use of a program waits for its
-        build (:meth:`finepar.runtime.DevicePair.program`). Guessed builds not yet begun
+        build (:meth:`finepar.device.DevicePair.program`). Guessed builds not yet begun
         are dropped first. ``lows``: ``{role: ShareLowering}`` (default: the stores'); the
         ops are ``built_ahead`` where the engine was given them, else all. A program that
         fails here is built again, and its error raised, where it is first used."""

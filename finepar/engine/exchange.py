@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph import Graph, RowEntries
-from ..runtime import DevicePair, alloc, cl
+from ..device import DevicePair, alloc, cl
 
 _TYPES = {np.dtype(np.float32): "float", np.dtype(np.int32): "int", np.dtype(np.uint32): "uint"}
 

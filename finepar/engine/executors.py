@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..runtime import cl
+from ..device import cl
 from .timing import StepRecord, event_seconds
 
 

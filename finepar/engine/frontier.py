@@ -34,7 +34,7 @@ import numpy as np
 
 from .core import Engine
 from ..errors import DeviceError
-from ..runtime import cl, filled
+from ..device import cl, filled
 
 #: Most levels of one batch of ``advance`` launches (one read of their tallies).
 MAX_BATCH = 64
@@ -83,7 +83,7 @@ class RowMover:
     """
 
     def __init__(self, engine: Engine, push: str):
-        from ..runtime import alloc
+        from ..device import alloc
         self.engine, self.push = engine, push
         self.parts = []
         for o in engine.roles:
@@ -268,8 +268,8 @@ def queue_defines(info, graph, defines: dict | None = None, local: bool = True) 
 
 def early_build(pair, builds: list) -> None:
     """Start building ``(role, sources, defines)`` programs on the build threads
-    (:meth:`~finepar.runtime.DevicePair.start_build`) and return: a later
-    :meth:`~finepar.runtime.DevicePair.program` call for the same program takes it
+    (:meth:`~finepar.device.DevicePair.start_build`) and return: a later
+    :meth:`~finepar.device.DevicePair.program` call for the same program takes it
     (waiting for it while it builds). A frontier queue's program (its defines set ``LWG``)
     is built as :func:`queue_program` builds it, with the smaller work-group the device
     may need right after. A guess that no run asks for costs a build on a spare thread; a
@@ -383,7 +383,7 @@ class FrontierQueue:
         self.offset_dtype = np.dtype(np.int64 if wide else np.int32)
         self.indptr, self.indices, data = engine.global_csr(role, graph, wide=wide)
         if with_data:
-            from ..runtime import alloc
+            from ..device import alloc
             data = engine._global_csr.setdefault(
                 ("data", role, id(graph)), (alloc(side, graph.data, read_only=True),))[0]
         self.data = data

@@ -153,7 +153,7 @@ class Launch:
 
     def enqueue(self, queue, wait_for=None):
         """Enqueue on ``queue``; returns the event."""
-        from ..runtime import cl
+        from ..device import cl
         return cl().enqueue_nd_range_kernel(queue, self.kernel, (self.global_size,),
                                             (self.local_size,), wait_for=wait_for)
 

@@ -29,8 +29,8 @@ import numpy as np
 
 from ..errors import DeviceError
 from ..graph import Graph
-from ..runtime import DevicePair, Side, alloc, cl
-from ..transfer import PinnedHost
+from ..device import DevicePair, Side, alloc, cl
+from ..device import PinnedHost
 from .launches import (APPLY, MAPPINGS, REDUCE, REDUCE_STAGE, ROWOP, Launch, LaunchSpec,
                        RowOp, ShareLowering)
 
@@ -138,7 +138,7 @@ def likely_programs(pair: DevicePair, matrix: Graph, ops, offsets: str = "auto")
     indexing the whole CSR (no row cut) in §4.1's pow4 length groups (item, team at 4, 16
     and 32 lanes, group), and the partial-sum reduction of an op that has one, in that
     order. :meth:`finepar.api.Workload.prepare` queues them as guesses before it plans
-    (:meth:`finepar.runtime.DevicePair.guess_build`): on a machine whose driver has
+    (:meth:`finepar.device.DevicePair.guess_build`): on a machine whose driver has
     nothing cached, the compiler works while the host plans; the engine drops the
     guesses not yet begun once it knows its own programs. None on an emulated pair or a
     CPU in the GPU role, whose builds would compete with the host's own passes for its

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotations only
-    from ..runtime import Side
+    from ..device import Side
 
 
 @dataclass
@@ -22,7 +22,7 @@ class EngineOptions:
         Bytes the engine may use on each device (``--gpu-memory``,
         ``--cpu-memory``, the ``[budget]`` config table); None: the device's
         memory (the GPU's global memory; for the CPU, the host's real limit,
-        :func:`finepar.runtime.host_memory_limit`). A share whose entries do not
+        :func:`finepar.device.host_memory_limit`). A share whose entries do not
         fit is cut into chunks, resident while they fit, streamed beyond (§4.3).
     reserve_bytes : int
         Bytes of each device's budget kept for the app's vectors.
@@ -59,9 +59,9 @@ class EngineOptions:
         return self.limit_of(role, side.info, side.host_memory)
 
     def limit_of(self, role: str, info, host_memory: bool) -> int:
-        """:meth:`limit` from the device's :class:`~finepar.runtime.DeviceInfo` and
+        """:meth:`limit` from the device's :class:`~finepar.device.DeviceInfo` and
         whether its buffers live in host memory (no context needed)."""
-        from ..runtime import host_memory_limit
+        from ..device import host_memory_limit
         given = self.gpu_memory if role == "gpu" else self.cpu_memory
         if given is None:
             given = (info.global_mem_bytes if not host_memory or role == "gpu"

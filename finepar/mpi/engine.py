@@ -27,9 +27,9 @@ import numpy as np
 
 from ..engine import Engine
 from ..engine.exchange import Halo
-from ..runtime import cl
+from ..device import cl
 from ..throttle.kdcount import popcount
-from ..transfer import PinnedHost
+from ..device import PinnedHost
 from .comm import Communicator
 from .halo import RankHalo
 from .partition import RowPartition

@@ -22,8 +22,8 @@ import time
 
 import numpy as np
 
-from ..transfer import PinnedHost
-from ..runtime import alloc, cl
+from ..device import PinnedHost
+from ..device import alloc, cl
 from .comm import Communicator
 from .partition import RowPartition
 

@@ -34,9 +34,9 @@ def local_gpu(local_rank: int, gpu: str | None, config: dict | None = None) -> s
     -------
     str or None
         A selector naming one device (``"P:D"``), or what was given when nothing
-        matches (:func:`finepar.runtime.select_pair` then says why).
+        matches (:func:`finepar.device.select_pair` then says why).
     """
-    from ..runtime import list_devices
+    from ..device import list_devices
     config = config or {}
     sel = gpu or os.environ.get("FINEPAR_GPU_DEVICE") or (config.get("devices") or {}).get("gpu")
     if sel and "," in str(sel):

@@ -14,7 +14,7 @@ from ..engine import Engine, EngineOptions
 from ..errors import FineParError, UsageError
 from ..graph import Graph
 from ..partition import GROUPINGS, Plan, fine_grained, single_device
-from ..runtime import DevicePair
+from ..device import DevicePair
 from ..throttle.plan import ThrottleOptions, device_counter, remap_permutation, throttle_share
 from ..workload import Workload
 

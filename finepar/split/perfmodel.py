@@ -578,7 +578,7 @@ def shipped_models():
     try:
         return resources.files("finepar.models")
     except ModuleNotFoundError:  # a source tree on PYTHONPATH: models/ beside finepar/
-        return Path(__file__).resolve().parents[1] / "models"
+        return Path(__file__).resolve().parents[2] / "models"
 
 
 def warn(message: str, key=None) -> None:

@@ -146,7 +146,7 @@ def measure_transfer(pair, sizes=None, repeats: int = 5) -> TransferModel:
     -------
     TransferModel
     """
-    from ..runtime import alloc, cl
+    from ..device import alloc, cl
     mod = cl()
     side = pair.gpu
     sizes = sizes or [4 ** k for k in range(6, 14)]

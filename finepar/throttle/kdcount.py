@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..runtime import alloc, cl
+from ..device import alloc, cl
 
 SOURCES = ("skeleton/kdgrid.cl",)
 #: Work-items per work-group of the kernels.
@@ -29,7 +29,7 @@ class DeviceCounter:
 
     Parameters
     ----------
-    pair : finepar.runtime.DevicePair
+    pair : finepar.device.DevicePair
     """
 
     def __init__(self, pair):

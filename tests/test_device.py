@@ -13,7 +13,7 @@ from importlib import resources
 import numpy as np
 import pytest
 
-from finepar import runtime
+from finepar import device as runtime
 from finepar.cli.config import load_config
 from finepar.errors import BuildError, ConfigError, DeviceError
 
@@ -143,7 +143,7 @@ def test_zero_copy_buffers_round_trip():
 _ICD_SCRIPT = textwrap.dedent("""
     import json, os, sys
     sys.path.insert(0, {src!r})
-    from finepar import runtime
+    from finepar import device as runtime
     rep = runtime.prepare_icd()
     out = {{"lib": rep.nvidia_library, "registered": rep.registered,
            "dir": rep.vendors_dir, "env": os.environ.get("OCL_ICD_VENDORS"),

@@ -16,7 +16,7 @@ import threading
 
 import numpy as np
 
-from .runtime import Side, cl
+from .handles import Side, cl
 
 
 class PinnedHost:
@@ -99,7 +99,7 @@ def read_staged(side: Side, out: np.ndarray, buffer, src_offset: int = 0) -> np.
     if not _staged(side, out):
         mod.enqueue_copy(side.queue, out, buffer, src_offset=src_offset, is_blocking=True)
         return out
-    from .parallel import copy_spans
+    from ..parallel import copy_spans
     chunks, lock = _stages(side)
     ob, nb = out.reshape(-1).view(np.uint8), out.nbytes
 
@@ -145,7 +145,7 @@ def write_staged(side: Side, buffer, array: np.ndarray, dst_offset: int = 0) -> 
     if not _staged(side, array):
         mod.enqueue_copy(side.queue, buffer, array, dst_offset=dst_offset, is_blocking=True)
         return
-    from .parallel import copy_spans
+    from ..parallel import copy_spans
     chunks, lock = _stages(side)
     src, nb = array.reshape(-1).view(np.uint8), array.nbytes
     with lock:
@@ -160,3 +160,39 @@ def write_staged(side: Side, buffer, array: np.ndarray, dst_offset: int = 0) -> 
         for ev in done:
             if ev is not None:
                 ev.wait()
+
+
+def filled(side: Side, size: int, dtype, value=0):
+    """A device buffer on ``side`` of ``size`` entries of ``dtype``, every one ``value``:
+    filled by the device (enqueued on the side's queue), so nothing crosses the bus."""
+    dtype = np.dtype(dtype)
+    buf = alloc(side, nbytes=max(int(size), 1) * dtype.itemsize)
+    cl().enqueue_fill_buffer(side.queue, buf, np.array([value], dtype), 0, buf.size)
+    return buf
+
+
+def alloc(side: Side, array: np.ndarray | None = None, *, nbytes: int | None = None,
+          read_only: bool = False):
+    """A device buffer on ``side``, initialised from ``array`` if given.
+
+    On host-memory sides (CPU, APU, emulated GPU) buffers are allocated with
+    ``ALLOC_HOST_PTR`` so kernels and the host touch the same pages (zero-copy);
+    elsewhere a plain device allocation is made and filled by a copy, large ones through
+    page-locked staging (:func:`finepar.transfer.write_staged`).
+    """
+    mod = cl()
+    mf = mod.mem_flags
+    flags = mf.READ_ONLY if read_only else mf.READ_WRITE
+    if array is not None:
+        array = np.ascontiguousarray(array)
+        size = max(array.nbytes, 1)
+        if side.host_memory:
+            flags |= mf.ALLOC_HOST_PTR
+        buf = mod.Buffer(side.context, flags, size=size)
+        if array.nbytes:
+            write_staged(side, buf, array)
+        return buf
+    size = max(int(nbytes or 0), 1)
+    if side.host_memory:
+        flags |= mf.ALLOC_HOST_PTR
+    return mod.Buffer(side.context, flags, size=size)
