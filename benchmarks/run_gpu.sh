@@ -40,7 +40,7 @@ case $stage in
   sweep|suite|peers|throttle|apps|pipeline|dist|e2e|nxbackend|tiling)
     [ -f "$out/RESULTS.md" ] || cp benchmarks/RESULTS.md "$out/RESULTS.md" ;;
 esac
-platform=$(python3 -c "from finepar.api import make_pair; from finepar.perfmodel import platform_name; print(platform_name(make_pair().selection))")
+platform=$(python3 -c "from finepar.api import make_pair; from finepar.split.perfmodel import platform_name; print(platform_name(make_pair().selection))")
 echo "platform: $platform"
 md=(--md "$out/RESULTS.md")
 case $stage in
@@ -56,7 +56,7 @@ case $stage in
     python3 -c "
 import numpy as np, sys
 sys.path.insert(0, '.')
-from finepar.graph500 import kronecker
+from finepar.io.graph500 import kronecker
 from finepar import reference
 g = kronecker(22)
 ref = reference.pagerank(g)
