@@ -107,3 +107,40 @@ def test_modules_fit_their_limits():
     sizes = {name: len(path.read_text().splitlines()) for name, path in modules().items()}
     assert {n: s for n, s in sizes.items() if s > 900} == {}
     assert sizes["finepar.api"] < 400
+
+
+#: The layers of DESIGN.md §2, bottom up: a module may import its own layer and those
+#: below, never one above (the package's __init__, which re-exports the API lazily,
+#: aside).
+LAYERS = (
+    ("core", ("finepar.errors", "finepar.graph", "finepar.files", "finepar.parallel",
+              "finepar.progress", "finepar.report", "finepar.features", "finepar.partition",
+              "finepar.reference")),
+    ("io", ("finepar.io",)),
+    ("cache", ("finepar.prepcache",)),
+    ("device", ("finepar.device",)),
+    ("engine", ("finepar.engine", "finepar.throttle")),
+    ("apps", ("finepar.apps",)),
+    ("workload", ("finepar.workload",)),
+    ("split", ("finepar.split",)),
+    ("run", ("finepar.prepare", "finepar.inputs", "finepar.api", "finepar.baselines")),
+    ("mpi", ("finepar.mpi",)),
+    ("front", ("finepar.cli", "finepar.nx", "finepar.__main__")),
+)
+
+
+def layer_of(module: str) -> int | None:
+    """The index in :data:`LAYERS` of ``module`` (its longest matching prefix)."""
+    found = [(len(p), i) for i, (_, prefixes) in enumerate(LAYERS) for p in prefixes
+             if module == p or module.startswith(p + ".")]
+    return max(found)[1] if found else None
+
+
+def test_every_module_has_a_layer_and_imports_only_below():
+    known = modules()
+    unplaced = [m for m in known if m != "finepar" and layer_of(m) is None]
+    assert unplaced == []
+    upward = [(m, t) for m, path in known.items() if m != "finepar"
+              for t in imports(m, path, known)
+              if t != "finepar" and layer_of(t) > layer_of(m)]
+    assert upward == []
