@@ -120,9 +120,14 @@ def test_compare_table_plot_and_json(capsys, tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     d = json.loads(js.read_text())
     methods = [r["method"] for r in d["results"]]
-    assert methods == ["cpu-only", "gpu-only", "adaptive", "dynamic", "coarse-oracle",
-                       "finepar-original", "finepar"]
+    assert methods == ["cpu-plain", "gpu-plain", "cpu-only", "gpu-only", "adaptive", "dynamic",
+                       "coarse-oracle", "finepar-original", "finepar"]
     assert all(r["correct"] for r in d["results"])
+    # the single-device rows run FinePar's engine on one device: on an emulated pair the
+    # finepar row is the cpu-only row's plan (the CPU alone, a work-item per row)
+    rows = {r["method"]: r for r in d["results"]}
+    assert rows["cpu-only"]["plan"] == rows["finepar"]["plan"]
+    assert rows["cpu-plain"]["plan"]["executor"] == rows["cpu-only"]["plan"]["executor"]
     sweep = next(r for r in d["results"] if r["method"] == "coarse-oracle")["detail"]["sweep"]
     assert len(sweep) == 21 and sweep[0]["T_c"] == 0 and sweep[-1]["percent"] == 100
     assert d["single_device"] in ("cpu-only", "gpu-only")
