@@ -2,7 +2,13 @@
 (``NETWORKX_TEST_BACKEND=finepar``; loaded with ``-p nxbackend_plugin``): counts the tests
 in which FinePar itself ran (not only NetworkX's fallback) and how they ended, and
 prints one line ``finepar backend: N tests ran on FinePar: P passed, X xfailed, F failed``
-(the ids of those that failed follow)."""
+(the ids of those that failed follow).
+
+NetworkX's tests use graphs of a few nodes, which the backend would hand to NetworkX by
+its measured sizes (:mod:`finepar.nx.policy`), and whose connectivity the search from the
+first node would answer (:mod:`finepar.nx.components`); the plugin sets ``min_edges`` to 0
+and turns that search off, so that FinePar answers them.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,16 @@ import pytest
 _RAN: dict[str, str] = {}
 _RUNS: dict[str, int] = {}
 _BACK: dict[str, int] = {}
+
+
+def pytest_configure(config):
+    import networkx as nx
+
+    from finepar.nx import components
+    nx.config.backends.finepar.min_edges = 0  # FinePar at every size
+    # and no search from the first node before is_connected's CC: in graphs this small it
+    # would answer every call itself (32 of the 95 tests that run FinePar)
+    components.PROBE_NODES = 0
 
 
 @pytest.hookimpl(hookwrapper=True)

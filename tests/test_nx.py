@@ -21,9 +21,14 @@ FP = {"backend": "finepar"}
 
 
 @pytest.fixture(autouse=True)
-def _quiet_cache_note():
-    nx.config.warnings_to_ignore.add("cache")
-    yield
+def _finepar_at_any_size(request):
+    """The answers' tests run FinePar on small graphs (``min_edges=0``); the tests of the
+    size rule itself (named ``test_sizes_*``) keep the measured thresholds."""
+    if request.node.name.startswith("test_sizes_"):
+        yield
+        return
+    with nx.config.backends.finepar(min_edges=0):
+        yield
 
 
 def relabelled(G, seed=0):
@@ -52,6 +57,8 @@ def test_registered():
     assert "finepar" in nx.utils.backends.backends
     assert set(nx.utils.backends.backend_info["finepar"]["functions"]) == set(ALGORITHMS)
     assert set(FUNCTIONS) == set(ALGORITHMS)
+    from finepar.nx.policy import MIN_ENTRIES
+    assert all(set(sizes) == set(ALGORITHMS) for sizes in MIN_ENTRIES.values())
     assert register() is False  # the entry points did it
     for name, (func, _) in ALGORITHMS.items():
         theirs = inspect.signature(nx.utils.backends._registered_algorithms[name])
@@ -97,8 +104,8 @@ def test_second_call_converts_nothing(monkeypatch):
     nx.hits(G, **FP)  # another app: its engine replaces PageRank's (one a graph)
     nx.pagerank(G, **FP)
     assert len(prepared) == 3
-    cached = G.__networkx_cache__["backends"]["finepar"]
-    assert any(isinstance(v, FineParGraph) for v in cached.values())
+    assert isinstance(G.__networkx_cache__["finepar"], FineParGraph)  # the backend's own
+    assert not G.__networkx_cache__["backends"]["finepar"]  # NetworkX's reference dropped
     G.add_edge(0, 1)  # a mutation through the API clears NetworkX's cache
     nx.pagerank(G, **FP)
     assert STATS["conversions"] == conversions + 1
@@ -270,13 +277,153 @@ def test_can_run_reasons():
         list(nx.bfs_edges(D, "v1", sort_neighbors=sorted, **FP))
 
 
-def test_should_run_leaves_small_graphs_to_networkx():
+def test_bfs_orders_through_many_layers():
+    """A grid searched from a corner: 2w - 1 layers, each a diagonal met in NetworkX's
+    order; string names inserted shuffled so rows and names differ."""
+    G = relabelled(nx.convert_node_labels_to_integers(nx.grid_2d_graph(25, 25)), 7)
+    src = "v0"
+    assert list(nx.bfs_layers(G, src, **FP)) == list(nx.bfs_layers(G, src))
+    assert list(nx.bfs_edges(G, src, **FP)) == list(nx.bfs_edges(G, src))
+    for cutoff in (None, 7):
+        got = nx.single_source_shortest_path_length(G, src, cutoff, **FP)
+        assert list(got.items()) == list(
+            nx.single_source_shortest_path_length(G, src, cutoff).items())
+    assert len(list(nx.bfs_layers(G, src, **FP))) == 49
+
+
+# --------------------------------------------------------------- the size rule
+@pytest.fixture
+def table(monkeypatch):
+    """The measured thresholds replaced for a test: ``table(kind, **min_entries)``, the
+    pair's kind fixed (``emulated`` unless given)."""
+    from finepar.nx import policy
+
+    def set_table(kind="emulated", **limits):
+        monkeypatch.setattr(policy, "MIN_ENTRIES",
+                            {"emulated": dict(limits), "gpu": dict(limits)})
+        monkeypatch.setattr(policy, "pair_kind", lambda: kind)
+    return set_table
+
+
+def test_sizes_explicit_backend_hands_small_graphs_back_without_converting():
+    """backend="finepar" on a graph below the measured size: NetworkX's own implementation
+    answers (NetworkX asks no should_run then), and nothing of the graph is read."""
+    G = nx.gnp_random_graph(60, 0.1, seed=2)
+    runs, conversions, by_size = STATS["runs"], STATS["conversions"], STATS["by_size"]
+    assert list(nx.connected_components(G, **FP)) == list(nx.connected_components(G))
+    assert list(nx.bfs_layers(G, 0, **FP)) == list(nx.bfs_layers(G, 0))
+    assert nx.greedy_color(G, **FP) == nx.greedy_color(G)
+    assert STATS["runs"] == runs and STATS["conversions"] == conversions
+    assert STATS["by_size"] == by_size + 3
+    fg = G.__networkx_cache__["finepar"]
+    assert not fg.read and fg.entries == 2 * G.number_of_edges()
+
+
+def test_sizes_should_run_follows_the_measured_table(table):
+    """Under automatic dispatch should_run answers by each algorithm's measured size, and
+    for the pair's kind; min_edges, where set, overrides the table for every algorithm."""
+    from finepar.nx.interface import should_run
     G = nx.gnp_random_graph(100, 0.05, seed=2)
+    entries = sum(map(len, G._adj.values()))
+    table(pagerank=entries, connected_components=entries + 1)
+    assert should_run("pagerank", (G,), {}) is True
+    why = should_run("connected_components", (G,), {})
+    assert isinstance(why, str) and f"{entries:,} adjacency entries" in why
+    table("gpu", connected_components=entries + 1)
+    from finepar.nx import policy
+    policy.MIN_ENTRIES["gpu"]["connected_components"] = 1  # another kind, another size
+    assert should_run("connected_components", (G,), {}) is True
     runs = STATS["runs"]
     with nx.config.backend_priority(algos=["finepar"]):
+        table(number_connected_components=entries + 1)
         assert nx.number_connected_components(G) == nx.number_connected_components(
             G, backend="networkx")
-        assert STATS["runs"] == runs  # below min_edges: NetworkX ran it
-        with nx.config.backends.finepar(min_edges=0):
+        assert STATS["runs"] == runs  # NetworkX ran it, converting nothing
+        table(number_connected_components=entries)
+        nx.number_connected_components(G)
+        assert STATS["runs"] == runs + 1
+        with nx.config.backends.finepar(min_edges=G.number_of_edges() + 1):
             nx.number_connected_components(G)
         assert STATS["runs"] == runs + 1
+        with nx.config.backends.finepar(min_edges=0):
+            assert should_run("greedy_color", (G,), {}) is True
+
+
+def test_sizes_cached_call_prints_no_warning():
+    """A cached call prints nothing (NetworkX printed its multi-paragraph cache note on
+    every call after the first), while NetworkX's own settings are left as they were."""
+    import warnings
+    G = nx.gnp_random_graph(200, 0.05, seed=4, directed=True)
+    with nx.config.backends.finepar(min_edges=0), warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        nx.config.warnings_to_ignore.discard("cache")
+        first = nx.pagerank(G, **FP)
+        runs = STATS["runs"]
+        for _ in range(3):
+            assert nx.pagerank(G, **FP) == first
+            list(nx.weakly_connected_components(G, **FP))
+    notes = [str(x.message)[:80] for x in w if issubclass(x.category, UserWarning)]
+    assert STATS["runs"] == runs + 6 and not notes, notes
+    assert "cache" not in nx.config.warnings_to_ignore
+
+
+def test_edge_data_changed_in_place_is_seen():
+    """Re-weighting every edge in place (what NetworkX's note warns of, and cannot see) is
+    found by the probed edges: the values are read again, the answer is NetworkX's on the
+    new weights, and a warning says so (a warning the user should see)."""
+    from finepar.nx.graph import EdgeDataChangedWarning
+    G = graphs()["undirected"]
+    src = max(G, key=G.degree)
+    nx.set_edge_attributes(G, 1, "weight")
+    before = nx.single_source_dijkstra_path_length(G, src, **FP)
+    for u, v, d in G.edges(data=True):
+        d["weight"] = 3
+    with pytest.warns(EdgeDataChangedWarning, match="changed in place"):
+        got = nx.single_source_dijkstra_path_length(G, src, **FP)
+    assert got == nx.single_source_dijkstra_path_length(G, src)
+    assert got != before
+
+
+def test_graph_with_a_conversion_copies_and_pickles():
+    """The backend's conversion kept on a graph (device buffers, a weak reference) does
+    not travel with a copy or a pickle: the copy converts again when used."""
+    import copy
+    import pickle
+    G = graphs()["undirected"]
+    want = list(nx.connected_components(G, **FP))
+    for H in (copy.deepcopy(G), pickle.loads(pickle.dumps(G))):
+        assert H.__networkx_cache__.get("finepar") is None
+        assert list(nx.connected_components(H, **FP)) == want
+
+
+def test_sizes_pair_kind(monkeypatch):
+    """The table's column: the GPU role played by a CPU context (or devices='cpu') reads
+    the emulated pair's sizes."""
+    from finepar.nx import policy
+    from finepar.nx.device import pair
+    with nx.config.backends.finepar(devices="cpu"):
+        assert policy.pair_kind() == "emulated"
+    want = "emulated" if pair().selection.emulated else "gpu"
+    assert policy.pair_kind() == want
+    from finepar.nx import device
+    monkeypatch.setattr(device, "_PAIR", None)  # not opened yet: the devices' selection
+    monkeypatch.setattr(policy, "_KIND", [])
+    assert policy.pair_kind() == want and policy._KIND == [want]
+
+
+def test_is_connected_answers_from_a_small_first_component():
+    """NetworkX's is_connected searches from the first node: where that node's component
+    is small the backend answers from it too, at once (no FinePar run, not even the graph's
+    size counted); a large one goes to FinePar's CC."""
+    G = nx.Graph()
+    G.add_node("first")  # isolated, and first
+    G.add_edges_from(nx.path_graph(300).edges)
+    runs = STATS["runs"]
+    assert nx.is_connected(G, **FP) is nx.is_connected(G) is False
+    assert STATS["runs"] == runs and G.__networkx_cache__["finepar"]._entries is None
+    H = nx.path_graph(300)
+    H.add_node("last")
+    assert nx.is_connected(H, **FP) is nx.is_connected(H) is False
+    assert STATS["runs"] == runs + 1
+    D = nx.DiGraph([(1, 0), (2, 1)])  # weakly: along predecessors too
+    assert nx.is_weakly_connected(D, **FP) is nx.is_weakly_connected(D) is True

@@ -16,6 +16,9 @@ import pytest
 
 pytest.importorskip("networkx")
 
+#: NetworkX's own suite, in a process of its own: the slow set (pyproject.toml).
+pytestmark = pytest.mark.slow
+
 #: The test modules of the dispatched algorithms, and some whose algorithms call them
 #: (NetworkX's nested calls are dispatched too: Euler circuits, dominating sets, DAGs test
 #: connectivity and BFS). ``tests.test_distance_measures`` is left out: a FinePar run per

@@ -4,18 +4,25 @@ Installing FinePar registers the backend (entry points ``networkx.backends`` and
 ``networkx.backend_info``). Call one algorithm with ``backend="finepar"``, or every
 dispatched call with ``nx.config.backend_priority = ["finepar"]`` (the environment's
 ``NETWORKX_BACKEND_PRIORITY=finepar``), in which case NetworkX itself takes the calls
-the backend cannot answer exactly and those on small graphs (``min_edges``).
+the backend cannot answer exactly.
 
-The graph conversion (:mod:`finepar.nx.graph`) is cached by NetworkX on the graph
-(``G.__networkx_cache__``); the device pair is opened once per process
+Calls on graphs too small for FinePar to win (the sizes measured per algorithm and kind
+of device pair: :mod:`finepar.nx.policy`) are answered by NetworkX's own implementation,
+whichever way the backend was chosen, having read nothing of the graph but its size.
+
+The graph conversion (:mod:`finepar.nx.graph`) is read when a FinePar run needs it and
+kept on the graph (``G.__networkx_cache__``) by the backend, so a cached call converts
+nothing and prints no note; the device pair is opened once per process
 (:mod:`finepar.nx.device`). Which calls run on FinePar and which go back to NetworkX,
 and why: ``docs/networkx.md``.
 
-Settings, ``nx.config.backends.finepar``: ``min_edges`` (graphs with fewer edges stay
-with NetworkX under automatic dispatch; default 100,000), ``devices`` (``both``, ``cpu``
-or ``gpu``), ``threshold`` (T_f; default: the tuner's), ``memory`` (``auto``, ``shared``,
-``split``), ``calibrate`` (None: the API's default), ``prepared_cache`` (use FinePar's
-on-disk prepared-graph cache; default False).
+Settings, ``nx.config.backends.finepar``: ``min_edges`` (None: the measured sizes decide;
+a number of edges: graphs with fewer go to NetworkX, larger ones to FinePar, for every
+algorithm; 0 sends every call to FinePar), ``devices`` (``auto``: FinePar's default, the
+tuner's split, or the CPU alone on an emulated pair; ``both``, ``cpu`` or ``gpu``),
+``threshold`` (T_f; default: the tuner's), ``memory`` (``auto``, ``shared``, ``split``),
+``calibrate`` (None: the API's default), ``prepared_cache`` (use FinePar's on-disk
+prepared-graph cache; default False).
 """
 
 from __future__ import annotations
@@ -49,7 +56,7 @@ FUNCTIONS = {
 }
 
 #: ``nx.config.backends.finepar``'s defaults.
-DEFAULT_CONFIG = {"min_edges": 100_000, "devices": "both", "threshold": None,
+DEFAULT_CONFIG = {"min_edges": None, "devices": "auto", "threshold": None,
                   "memory": "auto", "calibrate": None, "prepared_cache": False}
 
 

@@ -7,9 +7,9 @@ NetworkX yields components in the order of their first node in ``G``: rows follo
 ``is_connected`` and ``is_weakly_connected``: NetworkX searches from the graph's first node
 and compares that component's size with the graph's, so a first node in a small component
 (an isolated node, common in generated and real graphs) answers in microseconds. The
-backend first searches from that node too, within :data:`PROBE_NODES` nodes and
-:data:`PROBE_ENTRIES` adjacency entries, and answers from the component where it ends
-within them; FinePar's CC answers otherwise.
+backend first searches from that node too, before anything else (the graph's size
+included), within :data:`PROBE_NODES` nodes and :data:`PROBE_ENTRIES` adjacency entries,
+and answers from the component where it ends within them; FinePar's CC answers otherwise.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from .device import run
 from .dispatch import implements, networkx_call
 
 #: The first node's component is searched in Python before FinePar's CC while it has at
-#: most this many nodes and adjacency entries (about 30 us at most).
+#: most this many nodes and adjacency entries (about 30 us at most; 0 nodes: no search).
 PROBE_NODES, PROBE_ENTRIES = 64, 1024
 
 
@@ -65,7 +65,7 @@ def first_component_size(G) -> int | None:
     search from it ends within :data:`PROBE_NODES` nodes and :data:`PROBE_ENTRIES`
     adjacency entries; None otherwise (or where the source graph is gone)."""
     source = G.source_graph()
-    if source is None or not len(source):
+    if source is None or not len(source) or PROBE_NODES <= 0:  # gone, empty, or off
         return None
     sides = (source._succ, source._pred) if source.is_directed() else (source._adj,)
     start = next(iter(source._adj))
@@ -86,12 +86,18 @@ def first_component_size(G) -> int | None:
     return len(seen)
 
 
+def _connected_at_once(G) -> bool | None:
+    """NetworkX's connectivity answer where the first node's component is small (see
+    :func:`first_component_size`), else None."""
+    if not G.n:  # NetworkX's error for the null graph
+        return None
+    size = first_component_size(G)
+    return None if size is None else size == G.n
+
+
 def _connected(G, name: str) -> bool:
     if G.nnz == 0:  # NetworkX's answer, or its error for the null graph
         return networkx_call(name, G)
-    size = first_component_size(G)
-    if size is not None:
-        return size == G.n
     return bool(np.all(_labels(G) == 0))
 
 
@@ -115,11 +121,11 @@ def number_weakly_connected_components(G):
     return _count(G, "number_weakly_connected_components")
 
 
-@implements("is_connected")
+@implements("is_connected", quick=_connected_at_once)
 def is_connected(G):
     return _connected(G, "is_connected")
 
 
-@implements("is_weakly_connected")
+@implements("is_weakly_connected", quick=_connected_at_once)
 def is_weakly_connected(G):
     return _connected(G, "is_weakly_connected")

@@ -1,9 +1,10 @@
-"""The backend's devices: one :class:`~finepar.runtime.DevicePair` per process, opened on
+"""The backend's devices: one :class:`~finepar.device.DevicePair` per process, opened on
 the first dispatched call (opening OpenCL contexts and building kernels costs about a
 second; every later call reuses them), and the runs on it.
 
-Every run takes FinePar's default split (the tuner's threshold on both devices) unless
-``nx.config.backends.finepar`` says otherwise (``devices``, ``threshold``, ``memory``).
+Every run takes FinePar's default devices (``auto``: the tuner's split, or the CPU alone on
+an emulated pair) unless ``nx.config.backends.finepar`` says otherwise (``devices``,
+``threshold``, ``memory``).
 FinePar's on-disk prepared-graph cache is off unless ``prepared_cache`` is set: the
 converted graph already lives in ``G.__networkx_cache__``, and so does the engine of the
 last app called on it (its plan, tuned T_f and device buffers: one engine a graph, so its
@@ -17,9 +18,10 @@ import threading
 import time
 
 #: What the backend has done in this process: ``conversions`` (NetworkX graphs read),
-#: ``runs`` (FinePar runs), ``networkx`` (dispatched calls handed back to NetworkX),
-#: ``pair_seconds`` (opening the pair).
-STATS = {"conversions": 0, "runs": 0, "networkx": 0, "pair_seconds": 0.0}
+#: ``runs`` (FinePar runs), ``networkx`` (dispatched calls handed back to NetworkX, for any
+#: reason), ``by_size`` (those of them handed back because NetworkX answers faster at the
+#: graph's size: :mod:`finepar.nx.policy`), ``pair_seconds`` (opening the pair).
+STATS = {"conversions": 0, "runs": 0, "networkx": 0, "by_size": 0, "pair_seconds": 0.0}
 
 _PAIR = None
 _LOCK = threading.Lock()
@@ -85,6 +87,7 @@ def _engine(wl, kw: dict, params: dict):
     wl2, _, perm, _, eng, _, _ = wl.prepare(
         pair(), throttle=ThrottleOptions(), threshold=kw.get("threshold"),
         devices=kw["devices"], grouping="auto", model=None, step=64,
-        calibrate=kw.get("calibrate"), steps=wl.app.row_steps(wl.graph, checked))
+        calibrate=kw.get("calibrate"), steps=wl.app.row_steps(wl.graph, checked),
+        params=checked)
     assert perm is None and wl2 is wl  # no relabelling by default
     return eng

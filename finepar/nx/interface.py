@@ -1,17 +1,18 @@
 """NetworkX's ``networkx.backends`` entry point: :class:`BackendInterface`.
 
 NetworkX looks up each dispatched algorithm as an attribute of this class, converts
-graphs with :meth:`~BackendInterface.convert_from_nx` (caching the result on the
-graph) and asks :meth:`~BackendInterface.can_run` / :meth:`~BackendInterface.should_run`
-first (NetworkX's ``networkx/utils/backends.py`` defines the protocol).
+graphs with :meth:`~BackendInterface.convert_from_nx` (the backend keeps the result on
+the graph itself: :mod:`finepar.nx.graph`) and asks :meth:`~BackendInterface.can_run` /
+:meth:`~BackendInterface.should_run` first (NetworkX's ``networkx/utils/backends.py``
+defines the protocol).
 """
 
 from __future__ import annotations
 
 from . import components, coloring, link_analysis, shortest_paths, traversal  # noqa: F401
-from .device import STATS, config
+from .device import STATS
 from .dispatch import ALGORITHMS, can_run
-from .graph import FineParGraph, convert_from_nx, convert_to_nx
+from .graph import FineParGraph, backend_graph, convert_from_nx, convert_to_nx
 
 
 def _graph_argument(args, kwargs):
@@ -19,19 +20,21 @@ def _graph_argument(args, kwargs):
 
 
 def should_run(name: str, args, kwargs):
-    """Under automatic dispatch, leave graphs with fewer than ``min_edges`` edges to
-    NetworkX (conversion and launches cost more than the work); a graph already
-    converted always runs here."""
+    """NetworkX's ``should_run`` hook (asked under automatic dispatch only): True, or why
+    NetworkX answers this call faster (:func:`finepar.nx.policy.prefer_networkx`: the
+    measured sizes, or ``min_edges`` where set). Reads nothing but the graph's size, kept
+    on the graph (:func:`finepar.nx.graph.backend_graph`) for the call's conversion."""
+    import networkx as nx
+    from .policy import prefer_networkx
     G = _graph_argument(args, kwargs)
     if isinstance(G, FineParGraph):
+        fg = G
+    elif isinstance(G, nx.Graph):
+        fg = backend_graph(G)
+    else:
         return True
-    cache = getattr(G, "__networkx_cache__", None) or {}
-    if cache.get("backends", {}).get("finepar"):
-        return True
-    edges = G.number_of_edges()
-    if edges < config().min_edges:
-        return f"{edges:,} edges, fewer than min_edges ({config().min_edges:,})"
-    return True
+    why = prefer_networkx(name, fg)
+    return True if why is None else why
 
 
 class BackendInterface:
