@@ -25,7 +25,7 @@ own rate (the edges its app reports traversing) beside. Every FinePar record car
 its host syncs (blocking reads of each timed run) and, for BFS and SSSP, the levels per
 host round trip. For PageRank the host time per iteration is the run's wall time less
 the busiest device's kernel time, over the iterations (from the RunReport). Colourings
-give their colours beside greedy largest-first's (``finepar.reference.greedy_coloring``,
+give their colours beside greedy largest-first's (``finepar.apps.coloring.greedy_coloring``,
 networkx's order, counted once per graph and cached; apps.py skips colouring above
 ``--coloring-max-nnz`` entries, where that host count takes minutes). Every answer is
 checked against the app's reference before its time is kept; a warm-up, then

@@ -195,7 +195,7 @@ def reference(app, g, params: dict, *, backend=None, big_nnz: float = CUPY_REFER
     backend : arraypeers.Backend, optional
         A CuPy backend: PageRank, RWR and HITS on graphs above ``big_nnz`` stored
         entries are iterated there in float64 (same definitions as
-        :mod:`finepar.reference`).
+        the app's own ``reference``, beside it in ``finepar/apps/``).
 
     Returns
     -------
@@ -210,7 +210,7 @@ def reference(app, g, params: dict, *, backend=None, big_nnz: float = CUPY_REFER
         return ref, {"seconds": time.perf_counter() - t0, "cached": True, "how": "cache",
                      "file": str(path)}
     t0 = time.perf_counter()
-    ref, how = None, "finepar.reference (host, float64)"
+    ref, how = None, "the app's reference (host, float64)"
     from arraypeers import FLOAT64_REFERENCES
     if (backend is not None and backend.on_gpu and big_nnz < g.nnz < 2 ** 31
             and app.name in FLOAT64_REFERENCES):
@@ -221,10 +221,10 @@ def reference(app, g, params: dict, *, backend=None, big_nnz: float = CUPY_REFER
             log(f"CuPy reference failed ({type(exc).__name__}: {exc}); using the host's")
             backend.free()
     if ref is None and app.name == "pagerank" and g.nnz > big_nnz:
-        from finepar import reference as fr
-        ref = fr.pagerank(g, damping=params.get("damping", 0.85), tol=HOST_PAGERANK_TOL)
-        how = (f"finepar.reference.pagerank (host threads, float64) to an L1 change below "
-               f"{HOST_PAGERANK_TOL:g}")
+        from finepar.apps.pagerank import reference_pagerank
+        ref = reference_pagerank(g, damping=params.get("damping", 0.85), tol=HOST_PAGERANK_TOL)
+        how = (f"finepar.apps.pagerank.reference_pagerank (host threads, float64) to an L1 "
+               f"change below {HOST_PAGERANK_TOL:g}")
     elif ref is None:
         ref = app.reference(g, params)
     secs = time.perf_counter() - t0

@@ -57,9 +57,9 @@ case $stage in
 import numpy as np, sys
 sys.path.insert(0, '.')
 from finepar.io.graph500 import kronecker
-from finepar import reference
+from finepar.apps.pagerank import reference_pagerank
 g = kronecker(22)
-ref = reference.pagerank(g)
+ref = reference_pagerank(g)
 for d in ('both', 'gpu'):
     pr = np.load('/tmp/pagerank-s22-%s.npy' % d)
     print('pagerank graph500:22 --devices %s: L1 to the float64 reference %.2e' % (d, np.abs(pr - ref).sum()))

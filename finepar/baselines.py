@@ -28,7 +28,7 @@ Methods
 
 Baselines run BFS and CC statically (every iteration co-runs over the whole
 split), as the methods they stand for did; ``finepar`` adapts to the
-frontier. Every answer is checked against :mod:`finepar.reference` before
+frontier. Every answer is checked against the app's float64 reference before
 its time is shown; a wrong answer is shown as ``WRONG`` and never timed.
 """
 

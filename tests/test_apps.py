@@ -8,6 +8,10 @@ import pytest
 
 from conftest import INPUT_PARAMS, SHARED_GRAPHS, generated_graph, graph_params, shared_graph
 from finepar import api, apps, reference
+from finepar.apps.bfs import bfs_levels_fast, validate_bfs
+from finepar.apps.cc import reference_components
+from finepar.apps.pagerank import reference_pagerank
+from finepar.apps.spmv import reference_spmv, spmv_error_bound
 
 #: T_f values: everything on the CPU (0), a real split (4 and 32), everything on the GPU.
 THRESHOLDS = (0, 4, 32, 2**31 - 1)
@@ -26,10 +30,15 @@ def get_graph(name):
 _REFS: dict = {}
 
 
+#: The apps' float64 references these tests reuse, by name (beside each app).
+REFERENCES = {"components": reference_components, "bfs_levels_fast": bfs_levels_fast,
+              "pagerank": reference_pagerank}
+
+
 def ref(kind, name, g, *args):
     key = (kind, name, args)
     if key not in _REFS:
-        _REFS[key] = getattr(reference, kind)(g, *args)
+        _REFS[key] = REFERENCES[kind](g, *args)
     return _REFS[key]
 
 
@@ -81,7 +90,7 @@ def test_bfs_switches_direction_and_says_where(mode, pairs):
     g = generated_graph(13, 1)
     root = pick_root(g)
     level, parent, rep = api.bfs(g, root=root, pair=pairs[mode], threshold=32, warmup=False)
-    np.testing.assert_array_equal(level, reference.bfs_levels_fast(g, root))
+    np.testing.assert_array_equal(level, bfs_levels_fast(g, root))
     steps = rep.result["summary"]
     levels = dict(steps)["levels"]
     assert "top-down on" in levels and "bottom-up on both" in levels, levels
@@ -122,8 +131,8 @@ def test_grouped_plans_and_single_devices(app, mode, pairs):
             assert {"item", "team"} <= mappings, mappings
         outs.append(res)
     if app == "spmv":
-        expect = reference.spmv(g, x)
-        bound = reference.spmv_error_bound(g, x)
+        expect = reference_spmv(g, x)
+        bound = spmv_error_bound(g, x)
         for r in outs:
             assert np.all(np.abs(r.values - expect) <= bound)
     elif app == "pagerank":
@@ -132,7 +141,7 @@ def test_grouped_plans_and_single_devices(app, mode, pairs):
             assert np.abs(r.values - expect).sum() < 1e-4
     elif app == "bfs":
         for r in outs:
-            assert not reference.validate_bfs(g, root, r.values, r.extra["parent"])
+            assert not validate_bfs(g, root, r.values, r.extra["parent"])
             np.testing.assert_array_equal(r.values, outs[0].values)
     else:
         expect = ref("components", "soc-Slashdot0902.txt.gz", g)
@@ -173,14 +182,14 @@ def test_reference_pagerank_matches_networkx():
     G = nx.from_scipy_sparse_array(g.to_scipy(), create_using=nx.DiGraph)
     p = nx.pagerank(G, tol=1e-13, max_iter=1000, weight=None)
     expect = np.array([p[i] for i in range(g.n)])
-    assert np.abs(reference.pagerank(g) - expect).sum() < 1e-8
+    assert np.abs(reference_pagerank(g) - expect).sum() < 1e-8
 
 
 def test_reference_components_match_networkx():
     nx = pytest.importorskip("networkx")
     g = shared_graph("ca-GrQc.mtx")
     G = nx.from_scipy_sparse_array(g.to_scipy())
-    lab = reference.components(g)
+    lab = reference_components(g)
     for comp in nx.connected_components(G):
         comp = np.fromiter(comp, dtype=np.int64)
         assert np.all(lab[comp] == comp.min())
@@ -205,7 +214,7 @@ def test_has_edges_matches_scipy(rng):
 def test_bfs_validation_catches_broken_answers(with_reference):
     g = generated_graph(10, 2)
     root = int(np.argmax(np.diff(g.indptr)))
-    level = reference.bfs_levels_fast(g, root)
+    level = bfs_levels_fast(g, root)
     # a valid parent array: for each reached vertex, an in-neighbour one level up
     rows = np.repeat(np.arange(g.n), np.diff(g.indptr))
     parent = np.full(g.n, -1, dtype=np.int64)
@@ -213,20 +222,20 @@ def test_bfs_validation_catches_broken_answers(with_reference):
     parent[g.indices[ok]] = rows[ok]
     parent[root] = root
     refs = {"reference_levels": level} if with_reference else {}
-    assert not reference.validate_bfs(g, root, level, parent, **refs)
+    assert not validate_bfs(g, root, level, parent, **refs)
     v = int(np.flatnonzero(level == 2)[0])
     bad = parent.copy()
     bad[v] = root  # root is two levels up, not one
-    assert reference.validate_bfs(g, root, level, bad, **refs)
+    assert validate_bfs(g, root, level, bad, **refs)
     non_edge = parent.copy()
     same_level = np.flatnonzero(level == 1)
     u = next(int(x) for x in same_level if not reference.has_edges(g, [x], [v])[0])
     non_edge[v] = u  # one level up, but (u, v) is not an edge
-    errs = reference.validate_bfs(g, root, level, non_edge, **refs)
+    errs = validate_bfs(g, root, level, non_edge, **refs)
     assert any("not an edge" in e for e in errs)
     wrong = level.copy()
     wrong[v] = 3
-    assert reference.validate_bfs(g, root, wrong, parent, **refs)
+    assert validate_bfs(g, root, wrong, parent, **refs)
 
 
 def test_cpu_side_too_small_for_the_whole_csr(pairs, monkeypatch):
@@ -249,12 +258,12 @@ def test_cpu_side_too_small_for_the_whole_csr(pairs, monkeypatch):
 
     root = pick_root(g)
     level, parent, _ = api.bfs(g, root=root, pair=pair, threshold=third("bfs"), warmup=False)
-    np.testing.assert_array_equal(level, reference.bfs_levels_fast(g, root))
-    assert not reference.validate_bfs(g, root, level, parent)
+    np.testing.assert_array_equal(level, bfs_levels_fast(g, root))
+    assert not validate_bfs(g, root, level, parent)
     labels, _ = api.connected_components(g, pair=pair, threshold=third("cc"), warmup=False)
-    np.testing.assert_array_equal(labels, reference.components(g))
+    np.testing.assert_array_equal(labels, reference_components(g))
     pr, _ = api.pagerank(g, pair=pair, threshold=third("pagerank"), warmup=False)
-    assert np.abs(pr.astype(np.float64) - reference.pagerank(g)).sum() < 1e-4
+    assert np.abs(pr.astype(np.float64) - reference_pagerank(g)).sum() < 1e-4
     wl = api.Workload("bfs", g)
     eng = wl.engine(pair, fine_grained(wl.matrix.row_lengths(), third("bfs")))
     assert eng.stores["cpu"].low.compact and eng.push_role() == "gpu"
@@ -301,10 +310,10 @@ def test_devices_without_64bit_atomics_pull_every_level(pairs, monkeypatch):
     g = generated_graph(12, 5)
     root = pick_root(g)
     res, _ = api.run("bfs", g, pair=pair, threshold=32, warmup=False, root=root)
-    np.testing.assert_array_equal(res.values, reference.bfs_levels_fast(g, root))
+    np.testing.assert_array_equal(res.values, bfs_levels_fast(g, root))
     assert {s["direction"] for s in res.extra["trace"]} == {"bottom-up"}
     labels, _ = api.connected_components(g, pair=pair, threshold=32, warmup=False)
-    np.testing.assert_array_equal(labels, reference.components(g))
+    np.testing.assert_array_equal(labels, reference_components(g))
 
 
 def test_registry_loads_every_app_whichever_is_imported_first():

@@ -14,6 +14,7 @@ from finepar import api, prepcache
 from finepar.split import tuner
 from finepar.cli import main
 from finepar.prepcache import PrepCache
+from finepar.apps.bfs import bfs_levels
 
 
 def entry_dir(cache: PrepCache):
@@ -215,8 +216,7 @@ def test_a_new_shape_misses_without_hashing_and_equal_shapes_never_share(tmp_pat
     assert r3.cache["hit"] is False and "miss" in r3.cache["events"]
     assert len(cache.entries()) == 2 and r3.cache["key"] != r1.cache["key"]
     assert r3.cache["key"][:16] == r1.cache["key"][:16]  # one shape, one prefix
-    from finepar import reference
-    np.testing.assert_array_equal(levels, reference.bfs_levels(other, 0))
+    np.testing.assert_array_equal(levels, bfs_levels(other, 0))
 
 
 def test_throttled_run_reuses_partitions_and_the_measured_cover(tmp_path, pairs):

@@ -11,6 +11,7 @@ import scipy.sparse as sp
 from conftest import SHARED_GRAPHS, generated_graph, shared_graph
 from finepar import api, apps, reference
 from finepar.io import from_scipy
+from finepar.apps.coloring import greedy_coloring, validate_coloring
 
 nx = pytest.importorskip("networkx")
 
@@ -20,7 +21,7 @@ def test_greedy_coloring_is_networkx_largest_first(name):
     g = generated_graph(10, 4) if name.startswith("graph500") else shared_graph(name)
     G = nx.from_scipy_sparse_array(reference.undirected_simple(g))
     want = nx.greedy_color(G, strategy="largest_first")
-    np.testing.assert_array_equal(reference.greedy_coloring(g), [want[i] for i in range(g.n)])
+    np.testing.assert_array_equal(greedy_coloring(g), [want[i] for i in range(g.n)])
 
 
 def priorities(n, seed):
@@ -85,11 +86,11 @@ def test_coloring_counts_near_greedy():
 
 def test_coloring_validation_catches_clashes():
     g = shared_graph("USPowerGrid.mtx")
-    colors = reference.greedy_coloring(g)
-    assert not reference.validate_coloring(g, colors)
+    colors = greedy_coloring(g)
+    assert not validate_coloring(g, colors)
     u = int(np.argmax(g.out_degrees()))
     clash = colors.copy()
     clash[u] = colors[g.indices[g.indptr[u]]]
-    assert "join two vertices" in reference.validate_coloring(g, clash)[0]
+    assert "join two vertices" in validate_coloring(g, clash)[0]
     clash[u] = -1
-    assert "not coloured" in reference.validate_coloring(g, clash)[0]
+    assert "not coloured" in validate_coloring(g, clash)[0]

@@ -9,9 +9,11 @@ import pytest
 import scipy.sparse as sp
 
 from conftest import generated_graph, shared_graph
-from finepar import api, apps, reference
+from finepar import api, apps
 from finepar.engine import frontier
 from finepar.io import from_scipy
+from finepar.apps.bfs import bfs_levels_fast
+from finepar.apps.cc import reference_components
 
 MODES = ("shared", "split")
 
@@ -21,7 +23,7 @@ def root_of(g) -> int:
 
 
 def bfs_ok(g, res, root):
-    ref = reference.bfs_levels_fast(g, root)
+    ref = bfs_levels_fast(g, root)
     np.testing.assert_array_equal(res.values, ref)
     assert not apps.get("bfs").check(g, res, ref, {"root": root})
 
@@ -67,7 +69,7 @@ def test_device_stops_a_top_down_batch_at_beamers_switch(mode, pairs, monkeypatc
     hands its list back when it outgrows local memory, and the levels take the same
     directions either way."""
     g = generated_graph(12, 3)
-    deg, label = np.diff(g.indptr), reference.components(g)
+    deg, label = np.diff(g.indptr), reference_components(g)
     # a leaf of the giant component: top-down levels before the switch, in a batch of two
     root = int(np.flatnonzero((deg == 1) & (label == np.bincount(label).argmax()))[0])
     res, _ = api.run("bfs", g, pair=pairs[mode], threshold=32, warmup=False, root=root)
@@ -146,7 +148,7 @@ def test_afforest_matches_scipy(name, mode, pairs):
     directed graph (weak components), a road graph and a Kronecker graph with isolated
     vertices, at every threshold; one blocking read per run; FastSV agrees."""
     g = generated_graph(11, 0) if name.startswith("graph500") else shared_graph(name)
-    ref = reference.components(g)
+    ref = reference_components(g)
     for t in (0, 4, 32, 2**31 - 1):
         res, rep = api.run("cc", g, pair=pairs[mode], threshold=t, warmup=False,
                            algorithm="afforest")
@@ -178,7 +180,7 @@ def test_cc_algorithm_choice(pairs, monkeypatch):
         monkeypatch.setattr(side, "info", dataclasses.replace(side.info, int64_atomics=False))
     res, _ = api.run("cc", g, pair=pair, threshold=32, warmup=False)
     assert res.extra["algorithm"] == "fastsv"
-    np.testing.assert_array_equal(res.values, reference.components(g))
+    np.testing.assert_array_equal(res.values, reference_components(g))
     with pytest.raises(UsageError, match="afforest needs one device"):
         api.run("cc", g, pair=pair, threshold=32, warmup=False, algorithm="afforest")
 

@@ -12,10 +12,11 @@ import pytest
 import scipy.sparse as sp
 
 from conftest import generated_graph, shared_graph
-from finepar import api, apps, reference
+from finepar import api, apps
 from finepar.split import choose
 from finepar.apps.hits import DEFAULT_MAX_ITER, Schedule
 from finepar.io import from_scipy
+from finepar.apps.hits import reference_hits, reference_hits_power
 
 nx = pytest.importorskip("networkx")
 
@@ -66,7 +67,7 @@ _REFS: dict = {}
 
 def ref_of(g):
     if g.name not in _REFS:
-        _REFS[g.name] = reference.hits(g)
+        _REFS[g.name] = reference_hits(g)
     return _REFS[g.name]
 
 
@@ -76,7 +77,7 @@ def ref_of(g):
 @pytest.mark.parametrize("name", ["wiki-Vote.txt", "graph500:10"])
 def test_reference_matches_networkx(name):
     g = generated_graph(10, 1) if name.startswith("graph500") else shared_graph(name)
-    r = reference.hits(g, tol=1e-9)
+    r = reference_hits(g, tol=1e-9)
     assert r.converged and r.error_bound <= 1e-9
     assert abs(r.hubs.sum() - 1) < 1e-12 and abs(r.authorities.sum() - 1) < 1e-12
     h, a = nx.hits(digraph(g), max_iter=10000, tol=1e-12)
@@ -90,13 +91,13 @@ def test_reference_is_the_power_iterations_limit():
     float64 power iteration run to exhaustion ends; the power iteration's own rule (an L1
     change below tol) stops it far from there."""
     for g in (strip(8, 200), grid(30)):
-        r = reference.hits(g)
+        r = reference_hits(g)
         assert r.converged and r.error_bound < 1e-8
-        hubs, auths, it, done = reference.hits_power(g, tol=1e-15, max_iter=100_000)
+        hubs, auths, it, done = reference_hits_power(g, tol=1e-15, max_iter=100_000)
         assert done
         assert np.abs(hubs - r.hubs).sum() < 1e-10 and np.abs(auths - r.authorities).sum() < 1e-10
     mesh = strip(8, 200)
-    early = reference.hits_power(mesh, tol=1e-6, max_iter=100_000)
+    early = reference_hits_power(mesh, tol=1e-6, max_iter=100_000)
     assert early[3] and np.abs(early[0] - ref_of(mesh).hubs).sum() > 100 * 1e-6
 
 
@@ -176,7 +177,7 @@ def test_device_and_host_paths(pairs):
     alone, rep1 = api.run("hits", g, pair=pairs["shared"], devices="gpu", warmup=False)
     both, rep2 = api.run("hits", g, pair=pairs["split"], threshold=16, warmup=False)
     assert alone.extra["device_steps"] and not both.extra["device_steps"]
-    power = reference.hits_power(g, tol=1e-6)
+    power = reference_hits_power(g, tol=1e-6)
     assert alone.iterations == both.iterations and alone.converged and both.converged
     assert power[2] <= alone.iterations <= power[2] + 2 and alone.extra["spans"] == 0
     for res in (alone, both):
@@ -305,6 +306,6 @@ def test_the_schedule_stops_within_tol_of_the_limit():
     sched, hubs = run_schedule(g, 1e-6)
     assert sched.converged and sched.spans == 0 and sched.ratio is None
     assert np.abs(hubs - ref_of(g).hubs).sum() < 1e-6
-    assert sched.iterations <= reference.hits_power(g, tol=1e-6)[2] + 2
+    assert sched.iterations <= reference_hits_power(g, tol=1e-6)[2] + 2
     sched, _ = run_schedule(mesh, 1e-6, max_iter=40)
     assert sched.iterations == 40 and not sched.converged and not sched.stalled

@@ -12,6 +12,7 @@ from finepar import features, partition
 from finepar.split import perfmodel, training, tuner
 from finepar.api import Workload
 from finepar.errors import ModelError
+from finepar.apps.spmv import reference_spmv
 
 
 def test_share_features_match_brute_force(rng):
@@ -492,7 +493,6 @@ def test_a_split_the_model_mispredicts_is_tuned_again(pairs, rng):
     measured step shows the CPU off by far more than the GPU, and for a long run the split
     is tuned again with the CPU's predictions rescaled: fewer rows on the CPU, the same
     answer."""
-    from finepar import reference
     g, x, wl, eng, tuning = _mispredicted_spmv(pairs, rng, 1e9)
     fix = tuning["correction"]
     assert fix["scale"]["cpu"] > tuner.CORRECTION_RATIO * fix["scale"]["gpu"]
@@ -500,13 +500,12 @@ def test_a_split_the_model_mispredicts_is_tuned_again(pairs, rng):
     assert fix["rebuild"]["saving_seconds"] > fix["rebuild"]["cost_seconds"]
     assert fix["threshold_before"] < tuning["threshold"] == eng.plan.threshold
     res, _ = wl.run(engine=eng, x=x, warmup=False)
-    np.testing.assert_allclose(res.values, reference.spmv(g, x), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(res.values, reference_spmv(g, x), rtol=1e-4, atol=1e-4)
 
 
 def test_a_short_run_keeps_the_measured_split(pairs, rng):
     """The same misprediction in a run too short to pay for a second engine: the split
     stays, the answer is right, and the report says what was weighed."""
-    from finepar import reference
     g, x, wl, eng, tuning = _mispredicted_spmv(pairs, rng, 1e-9)
     fix = tuning["correction"]
     assert fix["scale"]["cpu"] > tuner.CORRECTION_RATIO * fix["scale"]["gpu"]
@@ -515,7 +514,7 @@ def test_a_short_run_keeps_the_measured_split(pairs, rng):
     params = wl.app.check_params(g, {"x": x})
     res, rep = wl._execute(eng, params, False, 0.0, "tuner", tuning)
     assert "kept: the corrected split" in rep.text()
-    np.testing.assert_allclose(res.values, reference.spmv(g, x), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(res.values, reference_spmv(g, x), rtol=1e-4, atol=1e-4)
 
 
 

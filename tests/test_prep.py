@@ -10,6 +10,7 @@ from finepar import graph as graph_module
 from finepar import parallel
 from finepar.apps.base import component_sizes, top_vertices
 from finepar.graph import RowEntries
+from finepar.apps.spmv import reference_spmv, spmv_error_bound
 
 
 @pytest.mark.parametrize("few_runs,piece", [(0, 8 << 20), (4096, 8 << 20), (4096, 3)])
@@ -69,7 +70,6 @@ def test_split_memory_gpu_reads_the_whole_csr_when_it_holds_most(pairs, threshol
     """In split memory the GPU keeps a gathered copy of its rows only when they are under
     half the entries; either way every row's product is right."""
     from conftest import shared_graph
-    from finepar import reference
     from finepar.apps.spmv import SpMV
     from finepar.engine import Engine
     from finepar.partition import fine_grained
@@ -84,7 +84,7 @@ def test_split_memory_gpu_reads_the_whole_csr_when_it_holds_most(pairs, threshol
     eng.vector("y", np.full(g.n, np.nan, dtype=np.float32))
     eng.rowop(x="x", y="y")
     y = eng.read("y")
-    assert np.all(np.abs(y - reference.spmv(g, x)) <= reference.spmv_error_bound(g, x))
+    assert np.all(np.abs(y - reference_spmv(g, x)) <= spmv_error_bound(g, x))
 
 
 def test_blocks_packed_by_pieces_keep_every_limit(monkeypatch):

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from conftest import generated_graph
-from finepar import reference
 from finepar.device import resident
 from finepar.cli import serve
 from finepar.io import save
+from finepar.apps.bfs import bfs_levels
 
 
 def test_resident_keeps_the_most_recent_of_each_kind():
@@ -80,7 +80,7 @@ def test_a_served_rerun_reuses_the_engine_and_follows_the_file(server, tmp_path)
     g = generated_graph(10, 1)
     path = tmp_path / "g.npz"
     save(g, path)
-    want = reference.bfs_levels(g, 0)
+    want = bfs_levels(g, 0)
     first, r1 = _bfs(env, tmp_path, path, "first")
     again, r2 = _bfs(env, tmp_path, path, "again")
     np.testing.assert_array_equal(first, want)
@@ -92,7 +92,7 @@ def test_a_served_rerun_reuses_the_engine_and_follows_the_file(server, tmp_path)
     os.remove(path)
     save(other, path)
     changed, r3 = _bfs(env, tmp_path, path, "changed")
-    np.testing.assert_array_equal(changed, reference.bfs_levels(other, 0))
+    np.testing.assert_array_equal(changed, bfs_levels(other, 0))
     assert r3["cache"]["resident"] is False
     # a served client loads neither numpy nor OpenCL (0.14 s of every rerun, once)
     out = tmp_path / "plain.npy"
@@ -129,7 +129,7 @@ def test_a_client_runs_here_when_no_server_listens(tmp_path, monkeypatch):
     path = tmp_path / "g.npz"
     save(g, path)
     levels, rep = _bfs(env, tmp_path, path, "here")
-    np.testing.assert_array_equal(levels, reference.bfs_levels(g, 0))
+    np.testing.assert_array_equal(levels, bfs_levels(g, 0))
     assert rep["cache"]["resident"] is False
 
 

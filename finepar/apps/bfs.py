@@ -216,15 +216,13 @@ class BFS(FrontierApp, App):
 
     # ------------------------------------------------------------- answers
     def reference(self, graph: Graph, params: dict):
-        from .. import reference
-        return reference.bfs_levels_fast(graph, params["root"])
+        return bfs_levels_fast(graph, params["root"])
 
     def check(self, graph: Graph, result: AppResult, ref, params: dict) -> str:
-        from .. import reference
         if not np.array_equal(result.values, ref):
             bad = np.flatnonzero(result.values != ref)
             return f"levels differ from the reference at {bad.size} vertices (first {bad[0]})"
-        return "; ".join(reference.validate_bfs(graph, params["root"], result.values,
+        return "; ".join(validate_bfs(graph, params["root"], result.values,
                                                 result.extra["parent"], reference_levels=ref))
 
     def summary(self, result: AppResult, graph: Graph) -> list[tuple[str, str]]:
@@ -235,3 +233,148 @@ class BFS(FrontierApp, App):
                 ("levels", ", ".join(f"{k}: {v}" for k, v in ex["steps"].items())),
                 ("launches", launch_line(ex["per_launch"])),
                 ("push role", push_line(ex["push_role"], ex["push_costs"]))]
+
+
+# ------------------------------------------------- float64 reference (host, scipy)
+
+
+def bfs_levels(graph: Graph, root: int) -> np.ndarray:
+    """Hop distance from ``root`` along out-edges (int64, -1 unreached), by scipy."""
+    from .. import reference
+    from scipy.sparse import csgraph
+    order, pred = csgraph.breadth_first_order(reference.structure(graph), root, directed=True,
+                                              return_predecessors=True)
+    level = np.full(graph.n, -1, dtype=np.int64)
+    level[root] = 0
+    for v in order[1:]:  # BFS order: a predecessor's level is known before its children's
+        level[v] = level[pred[v]] + 1
+    return level
+
+
+def _frontier_slices(indptr: np.ndarray, front: np.ndarray) -> list[np.ndarray]:
+    """`front` cut into consecutive slices of about ``reference.BLOCK_NNZ`` stored entries each."""
+    from .. import reference
+    lengths = indptr[front + 1] - indptr[front]
+    ends = np.cumsum(lengths)
+    total = int(ends[-1])
+    if total <= reference.BLOCK_NNZ:
+        return [front]
+    cuts = np.searchsorted(ends, np.arange(reference.BLOCK_NNZ, total, reference.BLOCK_NNZ), side="right")
+    bounds = np.unique(np.concatenate(([0], cuts, [front.size]))).tolist()
+    return [front[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+def bfs_levels_fast(graph: Graph, root: int, *, workers: int | None = None) -> np.ndarray:
+    """Same as :func:`bfs_levels`, level-synchronous with numpy (for large graphs).
+
+    Each level reads the stored entries of the frontier's rows once, on a
+    thread pool, keeps the neighbours not yet seen (a boolean mask over the
+    vertices) and makes them the next frontier without duplicates (a claim
+    array, or one scan of the levels when the new frontier is large), so a
+    level costs O(its frontier's stored entries) and no neighbour list is
+    sorted.
+
+    Parameters
+    ----------
+    graph : Graph
+    root : int
+    workers : int, optional
+        Threads (default: all CPUs available). Does not change the result.
+
+    Returns
+    -------
+    ndarray of int64, shape (n,)
+        Level of every vertex, -1 where unreached.
+    """
+    import concurrent.futures
+    from ..graph import row_positions
+    from ..parallel import n_workers
+    n = graph.n
+    indptr, indices = graph.indptr, graph.indices
+    level = np.full(n, -1, dtype=np.int64)
+    seen = np.zeros(n, dtype=bool)
+    claim = np.empty(n, dtype=np.int64)
+    level[root] = 0
+    seen[root] = True
+    front = np.array([root], dtype=np.int64)
+
+    def unseen(rows: np.ndarray) -> np.ndarray:
+        nb = np.take(indices, row_positions(indptr, rows))
+        fresh = np.take(seen, nb)
+        return np.compress(np.logical_not(fresh, out=fresh), nb)
+
+    d = 0
+    with concurrent.futures.ThreadPoolExecutor(n_workers(workers)) as pool:
+        while front.size:
+            d += 1
+            found = np.concatenate(list(pool.map(unseen, _frontier_slices(indptr, front))))
+            seen[found] = True
+            level[found] = d
+            if 8 * found.size >= n:
+                front = np.flatnonzero(level == d)
+            else:  # one survivor per vertex: the slot whose write to claim stuck
+                slot = np.arange(found.size)
+                claim[found] = slot
+                front = found[claim[found] == slot].astype(np.int64)
+    return level
+
+
+def validate_bfs(graph: Graph, root: int, level: np.ndarray, parent: np.ndarray, *,
+                 reference_levels: np.ndarray | None = None) -> list[str]:
+    """Graph500 BFS validation rules, adapted to directed graphs.
+
+    1. the root is its own parent, at level 0;
+    2. every reached vertex but the root has a reached parent one level up, and
+       (parent, vertex) is an edge of the graph;
+    3. along every edge (u, v) with u reached, v is reached and
+       ``level[v] <= level[u] + 1`` (levels differ by at most one along graph edges);
+    4. unreached vertices have level -1 and parent -1;
+    5. the reached set is exactly the set reachable from the root.
+
+    Parameters
+    ----------
+    reference_levels : ndarray of int, shape (n,), optional
+        Levels from an independent BFS (:func:`bfs_levels_fast`). When given,
+        ``level`` must equal them, and rules 3 and 5, which then follow from
+        the equality, are not checked again (they cost O(nnz) each).
+
+    Returns
+    -------
+    list of str
+        The rules broken (empty if the result is valid).
+    """
+    from .. import reference
+    errors = []
+    n = graph.n
+    level = np.asarray(level, dtype=np.int64)
+    parent = np.asarray(parent, dtype=np.int64)
+    if reference_levels is not None and not np.array_equal(level, reference_levels):
+        return ["levels differ from the reference BFS"]
+    if level[root] != 0 or parent[root] != root:
+        errors.append("root is not its own parent at level 0")
+    reached = level >= 0
+    others = np.flatnonzero(reached)
+    others = others[others != root]
+    p = parent[others]
+    if np.any((p < 0) | (p >= n)):
+        errors.append("a reached vertex has no parent")
+        return errors
+    if np.any(level[p] != level[others] - 1):
+        errors.append("a parent is not exactly one level up")
+    if others.size and not np.all(reference.has_edges(graph, p, others)):
+        errors.append("a tree edge (parent, vertex) is not an edge of the graph")
+    if reference_levels is None:
+        rows = np.repeat(np.arange(n), np.diff(graph.indptr))
+        src_reached = reached[rows]
+        u, v = rows[src_reached], graph.indices[src_reached]
+        if np.any(level[v] < 0):
+            errors.append("an edge leaves the reached set")
+        elif np.any(level[v] > level[u] + 1):
+            errors.append("levels differ by more than one along an edge")
+    if np.any(level[~reached] != -1) or np.any(parent[~reached] != -1):
+        errors.append("an unreached vertex has a level or parent")
+    if reference_levels is None:
+        ref = bfs_levels_fast(graph, root) >= 0
+        if not np.array_equal(ref, reached):
+            errors.append("the reached set differs from the vertices reachable from the root")
+    return errors

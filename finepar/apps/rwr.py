@@ -147,8 +147,7 @@ class RandomWalkWithRestart(PageRank):
 
     # ------------------------------------------------------------------- answers
     def reference(self, graph: Graph, params: dict):
-        from .. import reference
-        return reference.rwr(graph, self.restart(graph, params),
+        return reference_rwr(graph, self.restart(graph, params),
                              restart_prob=params.get("restart_prob", 0.15))
 
     def summary(self, result: AppResult, graph: Graph) -> list[tuple[str, str]]:
@@ -165,3 +164,43 @@ class RandomWalkWithRestart(PageRank):
             out["restart"] = np.empty_like(r)
             out["restart"][perm] = r
         return out
+
+
+# ------------------------------------------------- float64 reference (host, scipy)
+
+
+def reference_rwr(graph: Graph, restart: np.ndarray, restart_prob: float = 0.15, tol: float = 1e-12,
+        max_iter: int = 10000) -> np.ndarray:
+    """Random walk with restart (personalised PageRank) by float64 power iteration.
+
+    ``x' = c p + (1 - c) (A^T (x / outdeg) + (sum of x over dangling vertices) p)``
+    from ``x = p`` until the L1 change is below ``tol``: the walk restarts at ``p``
+    with probability ``c = restart_prob`` and the mass of dangling vertices goes to
+    ``p`` (networkx's ``_ref_pagerank.reference_pagerank(personalization=p)`` convention). The graph's
+    structure, values ignored.
+
+    Parameters
+    ----------
+    restart : ndarray, shape (n,)
+        The restart distribution p (non-negative; normalised here to sum 1).
+
+    Returns
+    -------
+    ndarray of float64, shape (n,)
+    """
+    from .. import reference
+    p = np.asarray(restart, dtype=np.float64)
+    p = p / p.sum()
+    d = 1.0 - restart_prob
+    at = reference.pattern(graph).T.tocsr()
+    outdeg = np.diff(graph.indptr).astype(np.float64)
+    inv = np.divide(1.0, outdeg, out=np.zeros(graph.n), where=outdeg > 0)
+    dangling = outdeg == 0
+    x = p.copy()
+    for _ in range(max_iter):
+        xn = (1 - d) * p + d * (at @ (x * inv) + x[dangling].sum() * p)
+        err = np.abs(xn - x).sum()
+        x = xn
+        if err < tol:
+            break
+    return x

@@ -30,7 +30,7 @@ relaxes every edge, so it empties the far pile. It stops when the frontier and t
 pile are empty. The answer is then the float32 fixed point, which is unique (float32
 addition is monotone): the least float32 left-to-right sum over the paths to each
 vertex, whatever the split, the piles and the order of the relaxations;
-:func:`finepar.reference.validate_sssp` checks it exactly and bounds its distance to
+:func:`validate_sssp` checks it exactly and bounds its distance to
 float64 Dijkstra.
 """
 
@@ -281,12 +281,10 @@ class SSSP(FrontierApp, App):
 
     # ------------------------------------------------------------- answers
     def reference(self, graph: Graph, params: dict):
-        from .. import reference
-        return reference.sssp(graph, params["root"], params.get("weights", "values"))
+        return reference_sssp(graph, params["root"], params.get("weights", "values"))
 
     def check(self, graph: Graph, result: AppResult, ref, params: dict) -> str:
-        from .. import reference
-        return "; ".join(reference.validate_sssp(graph, params["root"], result.values,
+        return "; ".join(validate_sssp(graph, params["root"], result.values,
                                                  params.get("weights", "values"), *ref))
 
     def summary(self, result: AppResult, graph: Graph) -> list[tuple[str, str]]:
@@ -300,3 +298,114 @@ class SSSP(FrontierApp, App):
                            + f"; near-far delta {ex['delta']:.4g})"),
                 ("launches", launch_line(ex["per_launch"])),
                 ("push role", push_line(ex["push_role"], ex["push_costs"]))]
+
+
+# ------------------------------------------------- float64 reference (host, scipy)
+
+
+def sssp_weights(graph: Graph, weights: str = "values") -> np.ndarray:
+    """Edge lengths of SSSP: the stored values (``values``) or their magnitudes (``abs``),
+    float32 as the graph stores them, shape (nnz,)."""
+    return np.abs(graph.data) if weights == "abs" else graph.data
+
+
+def reference_sssp(graph: Graph, root: int, weights: str = "values"):
+    """Shortest-path lengths from ``root`` along out-edges, by scipy's Dijkstra in float64.
+
+    Parameters
+    ----------
+    weights : {'values', 'abs'}
+        Edge lengths (:func:`sssp_weights`; non-negative).
+
+    Returns
+    -------
+    (dist, hops)
+        ``dist``: float64, shape (n,), ``inf`` where unreached; ``hops``: int64,
+        shape (n,), edges on the path Dijkstra found (-1 unreached).
+    """
+    import scipy.sparse as sp
+    from scipy.sparse import csgraph
+    w = sssp_weights(graph, weights).astype(np.float64)
+    a = sp.csr_array((w, graph.indices, graph.indptr), shape=graph.shape)
+    dist, pred = csgraph.dijkstra(a, directed=True, indices=root, return_predecessors=True)
+    return dist, _tree_depth(pred, root)
+
+
+def _tree_depth(pred: np.ndarray, root: int) -> np.ndarray:
+    """Depth of every vertex in a predecessor tree (-1 off the tree), by pointer jumping:
+    O(n log depth). ``pred``: scipy's predecessors (negative for the root and unreached)."""
+    up = np.where(pred >= 0, pred, -1).astype(np.int64)
+    depth = (up >= 0).astype(np.int64)  # invariant: depth[v] = edges from v up to up[v]
+    active = np.flatnonzero(up >= 0)
+    while active.size:
+        anc = up[active]
+        depth[active] += depth[anc]  # right-hand sides are read before any assignment
+        up[active] = up[anc]
+        active = active[up[active] >= 0]
+    depth[(pred < 0) & (np.arange(pred.size) != root)] = -1
+    return depth
+
+
+def validate_sssp(graph: Graph, root: int, dist: np.ndarray, weights: str,
+                  ref_dist: np.ndarray, ref_hops: np.ndarray) -> list[str]:
+    """Check float32 shortest-path lengths exactly, then against float64 Dijkstra.
+
+    float32 addition is monotone and never decreases a non-negative sum, so the
+    float32 Bellman-Ford fixed point is unique: ``dist32[v]`` = the least float32
+    left-to-right sum over the paths to ``v``. The rules:
+
+    1. ``dist[root] == 0``; unreached (``inf``) exactly where Dijkstra's is;
+    2. no edge ``u -> v`` improves ``v``: ``dist[v] <= fl32(dist[u] + w)``;
+    3. every reached vertex is reached from the root along tight edges
+       (``fl32(dist[u] + w) == dist[v]``); ``h32[v]`` is the fewest such edges.
+
+    Rules 2 and 3 prove ``dist`` is that fixed point. Then, with ``u = 2**-24``,
+    ``h = max(h32[v], hops[v])`` (Dijkstra's path) and ``g = h u / (1 - h u)``:
+    ``|dist[v] - ref_dist[v]| <= g ref_dist[v]``, since a float32 sum of h
+    non-negative terms is within a factor ``(1 +- u)^h`` of the exact sum
+    (rule 2 along Dijkstra's path bounds ``dist`` above; the tight path of rule 3,
+    exactly summed, is no shorter than ``ref_dist``, which bounds it below). The
+    lengths are the graph's float32 values, exact in float64; Dijkstra's own float64
+    rounding (``2**-53`` per edge) is added to ``g``.
+
+    Returns
+    -------
+    list of str
+        The rules broken (empty if the result is right).
+    """
+    import scipy.sparse as sp
+    from scipy.sparse import csgraph
+    errors = []
+    dist = np.asarray(dist, dtype=np.float32)
+    reached = np.isfinite(dist)
+    if dist[root] != 0:
+        errors.append(f"dist[root] is {dist[root]}, not 0")
+    if not np.array_equal(reached, np.isfinite(ref_dist)):
+        bad = np.flatnonzero(reached != np.isfinite(ref_dist))
+        return errors + [f"the reached set differs from Dijkstra's at {bad.size} vertices "
+                         f"(first {bad[0]})"]
+    rows = np.repeat(np.arange(graph.n), np.diff(graph.indptr))
+    w = sssp_weights(graph, weights)
+    via = dist[rows] + w  # float32 sums, rounded to nearest as the devices round them
+    if np.any(dist[graph.indices] > via):
+        k = int(np.flatnonzero(dist[graph.indices] > via)[0])
+        errors.append(f"edge {rows[k]} -> {graph.indices[k]} still shortens the path")
+    tight = reached[rows] & (via == dist[graph.indices])
+    t = sp.csr_array((np.ones(int(tight.sum())), (rows[tight], graph.indices[tight])),
+                     shape=graph.shape)
+    h32 = csgraph.dijkstra(t, directed=True, indices=root, unweighted=True)
+    if np.any(np.isinf(h32[reached])):
+        errors.append("a reached vertex's distance is the length of no path from the root")
+        return errors
+    h = np.maximum(h32, ref_hops)[reached]
+    g = h * U32 / (1 - h * U32) + h * 2.0 ** -53
+    off = np.abs(dist[reached].astype(np.float64) - ref_dist[reached]) > g * ref_dist[reached]
+    if off.any():
+        v = int(np.flatnonzero(reached)[np.flatnonzero(off)[0]])
+        errors.append(f"{int(off.sum())} distances off Dijkstra's by more than float32 "
+                      f"rounding (first vertex {v}: {dist[v]!r} vs {ref_dist[v]!r})")
+    return errors
+
+
+#: Unit roundoff of float32 (round to nearest): fl(a + b) = (a + b)(1 + d), |d| <= U32.
+U32 = 2.0 ** -24
