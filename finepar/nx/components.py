@@ -61,9 +61,20 @@ def _count(G, name: str) -> int:
 
 
 def first_component_size(G) -> int | None:
-    """The size of the component of ``G``'s first node (weakly, for a digraph) where a
-    search from it ends within :data:`PROBE_NODES` nodes and :data:`PROBE_ENTRIES`
-    adjacency entries; None otherwise (or where the source graph is gone)."""
+    """The size of the component of the graph's first node, where small.
+
+    Parameters
+    ----------
+    G : finepar.nx.graph.FineParGraph
+        Searched on its NetworkX graph (successors and predecessors of a digraph: weakly).
+
+    Returns
+    -------
+    int or None
+        The component's nodes where the search ends within :data:`PROBE_NODES` nodes and
+        :data:`PROBE_ENTRIES` adjacency entries; None otherwise, where the NetworkX graph
+        is gone or empty, or with ``PROBE_NODES`` 0.
+    """
     source = G.source_graph()
     if source is None or not len(source) or PROBE_NODES <= 0:  # gone, empty, or off
         return None

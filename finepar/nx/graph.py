@@ -220,10 +220,23 @@ class FineParGraph:
         return vals
 
     def want(self, edge_attrs: dict | None) -> None:
-        """Ask for edge attributes (name -> value of an edge without it), each read when
-        first used; one read before is kept where its default is the same and its probed
-        edges hold the values read, and read again otherwise (an
-        :class:`EdgeDataChangedWarning` says which changed)."""
+        """Ask for edge attributes, each read when first used.
+
+        An attribute read before is kept where its default is the same and its probed
+        edges (:data:`PROBES`) still hold the values read; otherwise it is read again, and
+        what was made from it (its FinePar graphs, their workloads and engine) dropped.
+
+        Parameters
+        ----------
+        edge_attrs : dict of str to object, optional
+            Attribute name -> the value of an edge without it (NetworkX's ``edge_attrs``);
+            a None name is ignored.
+
+        Warns
+        -----
+        EdgeDataChangedWarning
+            Naming the attributes whose probed edges were changed in place.
+        """
         changed = []
         for attr, default in (edge_attrs or {}).items():
             if attr is None:
@@ -267,6 +280,7 @@ class FineParGraph:
 
     @property
     def entries(self) -> int:
+        """Adjacency entries, counted on first use (one pass over the nodes)."""
         if self._entries is None:  # one pass over the nodes (about 20 ns each)
             self._entries = sum(map(len, self._graph()._adj.values()))
         return self._entries
@@ -405,11 +419,6 @@ class FineParGraph:
             self._cache["engine"] = kept = (key, make())
         return kept[1]
 
-    def has_engine(self, app: str) -> bool:
-        """Whether the engine kept is one of ``app``'s (a call of it pays no preparation)."""
-        kept = self._cache.get("engine")
-        return kept is not None and kept[0][0] == app
-
     def cached(self, key: tuple, make):
         if key not in self._cache:
             self._cache[key] = make()
@@ -509,8 +518,18 @@ def _cache_of(G) -> dict | None:
 
 
 def backend_graph(G) -> FineParGraph:
-    """The backend's graph of NetworkX graph ``G``: the one kept in its cache, or a new
-    one (which has read nothing yet), kept there where caching is on."""
+    """The backend's graph of a NetworkX graph.
+
+    Parameters
+    ----------
+    G : networkx.Graph, DiGraph, MultiGraph or MultiDiGraph
+
+    Returns
+    -------
+    FineParGraph
+        The one kept in ``G.__networkx_cache__["finepar"]``, or a new one (which has read
+        nothing yet), kept there where caching is on (:func:`_cache_of`).
+    """
     cache = _cache_of(G)
     fg = cache.get(CACHE_KEY) if cache is not None else None
     if isinstance(fg, FineParGraph) and fg.source_graph() is G:
@@ -522,10 +541,19 @@ def backend_graph(G) -> FineParGraph:
 
 
 def release_networkx_entry(fg: FineParGraph) -> None:
-    """Remove NetworkX's own references to ``fg`` from its source graph's cache (NetworkX
-    stores every conversion it asks for): its next lookup then misses and asks
-    :func:`convert_from_nx`, which finds the backend's graph without NetworkX's note that
-    a cached graph is in use. Nothing else of the cache is touched."""
+    """Remove NetworkX's own references to ``fg`` from its source graph's cache.
+
+    NetworkX stores every conversion it asks for in ``G.__networkx_cache__["backends"]``
+    and prints its cache note whenever it finds one there (``networkx/utils/backends.py``,
+    ``_convert_graph``). Without its reference, NetworkX's next lookup misses and asks
+    :func:`convert_from_nx`, which finds the backend's own graph, silently. Nothing else
+    of the cache is touched (another backend's entries, NetworkX's failed conversions).
+
+    Parameters
+    ----------
+    fg : FineParGraph
+        Its source graph, where still alive, is the one whose cache is cleaned.
+    """
     source = fg.source_graph()
     cache = getattr(source, "__networkx_cache__", None) if source is not None else None
     if not isinstance(cache, dict):

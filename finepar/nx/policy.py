@@ -105,19 +105,37 @@ def pair_kind() -> str:
 
 
 def min_entries(name: str, kind: str) -> float:
-    """The adjacency entries from which FinePar runs ``name`` on a ``kind`` pair."""
+    """The adjacency entries from which FinePar runs ``name`` (a dispatched algorithm) on
+    a ``kind`` pair (``emulated`` or ``gpu``); ``math.inf`` where it never does.
+
+    Raises
+    ------
+    KeyError
+        For a ``kind`` not in :data:`MIN_ENTRIES`.
+    """
     return MIN_ENTRIES[kind].get(name, math.inf)
 
 
 def prefer_networkx(name: str, fg) -> str | None:
-    """Why NetworkX should answer this call of ``name`` on ``fg`` (a
-    :class:`~finepar.nx.graph.FineParGraph`, whose size is known without reading it), or
-    None where FinePar is measured faster.
+    """Why NetworkX should answer a call, or None where FinePar is measured faster.
 
     ``min_edges`` set (not None) decides alone; otherwise :data:`MIN_ENTRIES` for the
     pair's kind, asked of the devices only when the size lies between the kinds'
     thresholds. A pair that cannot be opened (no OpenCL device) sends the call to
     NetworkX, with the reason.
+
+    Parameters
+    ----------
+    name : str
+        The dispatched algorithm.
+    fg : finepar.nx.graph.FineParGraph
+        The graph; only its size is read (``entries``, or ``edges`` under ``min_edges``:
+        one pass over the nodes the first time).
+
+    Returns
+    -------
+    str or None
+        The reason (NetworkX's ``should_run`` takes it as such), or None.
     """
     from .device import config
     cfg = config()
