@@ -28,16 +28,20 @@ def register(cls):
 
 
 _loaded: set = set()
+_scanned: list = []  # the package path of the last scan
 
 
 def _load() -> None:
     """Import every app module of the package once (importing one app alone registers
-    only that one); a module added to the package's path later is imported at the next
-    call."""
+    only that one); the package's folders are scanned again only when its path changes
+    (a folder added later: its modules are imported at the next call)."""
+    if _scanned == list(__path__):
+        return
     for info in pkgutil.iter_modules(__path__):
         if info.name not in HELPERS and info.name not in _loaded:
             importlib.import_module(f"{__name__}.{info.name}")
             _loaded.add(info.name)
+    _scanned[:] = list(__path__)
 
 
 def names() -> tuple[str, ...]:
