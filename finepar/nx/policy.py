@@ -56,7 +56,11 @@ import math
 #: 3,216,152, Graph500 scale 20 31,404,492), until ``--crossover`` runs there: the
 #: smallest graph on which the first call won with no loss above; the CC app's calls lost
 #: their first call on cnr-2000 (uploads and the device's preparation) and won at scale 20,
-#: as did bfs_layers; none was measured below 948,464 entries.
+#: as did bfs_layers; none was measured below 948,464 entries. The H200 run of
+#: 2026-11-27 (``benchmarks/runs/h200-2026-11-27/nxbackend-real.json``) lost bfs_edges's
+#: first call on soc-Slashdot0902 (1.3x: the conversion; cached 11x faster), so bfs_edges
+#: starts at cnr-2000's size; its ``--crossover`` over graphs of up to 203,710 entries
+#: (``nxbackend-crossover-small.json``) lost every traversal's and CC's first call there.
 _EMULATED = {"pagerank": 11_097, "hits": 426_320,
              "connected_components": 239_332, "number_connected_components": 203_710,
              "is_connected": 203_710, "weakly_connected_components": 103_689,
@@ -66,15 +70,16 @@ _EMULATED = {"pagerank": 11_097, "hits": 426_320,
              "single_source_shortest_path_length": 426_320,
              "single_source_dijkstra_path_length": 126_150, "dijkstra_path_length": 126_150,
              "greedy_color": math.inf}
-_SLASHDOT, _SCALE20 = 948_464, 31_404_492
+_SLASHDOT, _CNR, _SCALE20 = 948_464, 3_216_152, 31_404_492
 _GPU = {"pagerank": _SLASHDOT, "hits": _SLASHDOT,
         **dict.fromkeys(("connected_components", "number_connected_components", "is_connected",
                          "weakly_connected_components", "number_weakly_connected_components",
                          "is_weakly_connected", "bfs_layers"), _SCALE20),
-        **dict.fromkeys(("bfs_edges", "bfs_tree", "bfs_predecessors", "bfs_successors",
+        **dict.fromkeys(("bfs_tree", "bfs_predecessors", "bfs_successors",
                          "single_source_shortest_path_length",
                          "single_source_dijkstra_path_length", "dijkstra_path_length"),
                         _SLASHDOT),
+        "bfs_edges": _CNR,
         "greedy_color": math.inf}
 MIN_ENTRIES: dict[str, dict[str, float]] = {"emulated": _EMULATED, "gpu": _GPU}
 
