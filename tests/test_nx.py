@@ -427,3 +427,17 @@ def test_is_connected_answers_from_a_small_first_component():
     assert STATS["runs"] == runs + 1
     D = nx.DiGraph([(1, 0), (2, 1)])  # weakly: along predecessors too
     assert nx.is_weakly_connected(D, **FP) is nx.is_weakly_connected(D) is True
+
+
+def test_the_documented_function_list_is_the_registrations():
+    """finepar.nx.FUNCTIONS (what NetworkX's docs list for the backend) is generated from
+    the implementations' registrations, and is up to date."""
+    from finepar.nx import FUNCTIONS, backend_info
+    from finepar.nx.dispatch import ALGORITHMS
+    from finepar.nx.functions import generated, literal
+    assert FUNCTIONS == generated()
+    assert set(FUNCTIONS) == set(ALGORITHMS) and all(FUNCTIONS.values())
+    assert set(backend_info()["functions"]) == set(FUNCTIONS)
+    namespace: dict = {}
+    exec(literal({"x": "a note " * 30}), namespace)  # the writer's literal reads back
+    assert namespace["FUNCTIONS"] == {"x": "a note " * 30}

@@ -27,32 +27,34 @@ prepared-graph cache; default False).
 
 from __future__ import annotations
 
-#: The dispatched algorithms, each with what it adds to NetworkX's documentation.
+#: The dispatched algorithms, each with what it adds to NetworkX's documentation: generated
+#: from the implementations' registrations by ``python -m finepar.nx.functions`` (a literal,
+#: so that ``backend_info`` imports nothing; ``tests/test_nx.py`` checks it is up to date).
 FUNCTIONS = {
-    "pagerank": "Unweighted walk (equal or absent weights; others run in NetworkX); float32 "
-                "vectors, NetworkX's stopping rule floored at an L1 change of 1e-7; "
-                "personalization and dangling as random walks with restart.",
-    "hits": "Power iteration on FinePar (float32) to ARPACK's vectors; equal or absent "
-            "weights; normalized=True and max_iter >= 100 only.",
     "connected_components": "Labels by FinePar's CC; components in NetworkX's order.",
-    "number_connected_components": "FinePar's CC.",
-    "is_connected": "FinePar's CC.",
     "weakly_connected_components": "Labels by FinePar's CC on the symmetrised graph.",
+    "number_connected_components": "FinePar's CC.",
     "number_weakly_connected_components": "FinePar's CC on the symmetrised graph.",
+    "is_connected": "FinePar's CC.",
     "is_weakly_connected": "FinePar's CC on the symmetrised graph.",
+    "greedy_color": ("Jones-Plassmann relabelled to the strategy's order: NetworkX's colouring "
+                     "exactly, for its static strategies on undirected graphs."),
+    "pagerank": ("Unweighted walk (equal or absent weights; others run in NetworkX); float32 "
+                 "vectors, NetworkX's stopping rule floored at an L1 change of 1e-7; "
+                 "personalization and dangling as random walks with restart."),
+    "hits": ("Power iteration on FinePar (float32) to ARPACK's vectors; equal or absent "
+             "weights; normalized=True and max_iter >= 100 only."),
     "bfs_layers": "One source; levels by FinePar's BFS, NetworkX's order within layers.",
-    "bfs_edges": "Levels by FinePar's BFS; NetworkX's edge order and parents rebuilt on "
-                 "the host; reverse follows predecessors; no sort_neighbors.",
+    "bfs_edges": ("Levels by FinePar's BFS; NetworkX's edge order and parents rebuilt on the "
+                  "host; reverse follows predecessors; no sort_neighbors."),
     "bfs_tree": "As bfs_edges.",
     "bfs_predecessors": "As bfs_edges.",
     "bfs_successors": "As bfs_edges.",
     "single_source_shortest_path_length": "FinePar's BFS levels, NetworkX's order.",
-    "single_source_dijkstra_path_length": "FinePar's SSSP (BFS for equal lengths) where "
-                                          "every length is a non-negative integer with "
-                                          "path sums below 2**24; others run in NetworkX.",
+    "single_source_dijkstra_path_length": ("FinePar's SSSP (BFS for equal lengths) where every "
+                                           "length is a non-negative integer with path sums "
+                                           "below 2**24; others run in NetworkX."),
     "dijkstra_path_length": "As single_source_dijkstra_path_length.",
-    "greedy_color": "Jones-Plassmann relabelled to the strategy's order: NetworkX's "
-                    "colouring exactly, for its static strategies on undirected graphs.",
 }
 
 #: ``nx.config.backends.finepar``'s defaults.

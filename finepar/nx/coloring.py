@@ -44,7 +44,9 @@ def _args(a: dict):
     return True
 
 
-@implements("greedy_color", can_run=_args)
+@implements("greedy_color", can_run=_args,
+            docs=("Jones-Plassmann relabelled to the strategy's order: NetworkX's colouring "
+                  'exactly, for its static strategies on undirected graphs.'))
 def greedy_color(G, strategy="largest_first", interchange=False):
     from ..apps.coloring import priorities
     from .graph import convert_to_nx

@@ -112,31 +112,37 @@ def _connected(G, name: str) -> bool:
     return bool(np.all(_labels(G) == 0))
 
 
-@implements("connected_components")
+@implements("connected_components",
+            docs="Labels by FinePar's CC; components in NetworkX's order.")
 def connected_components(G):
     return _components(G, "connected_components")
 
 
-@implements("weakly_connected_components")
+@implements("weakly_connected_components",
+            docs="Labels by FinePar's CC on the symmetrised graph.")
 def weakly_connected_components(G):
     return _components(G, "weakly_connected_components")
 
 
-@implements("number_connected_components")
+@implements("number_connected_components",
+            docs="FinePar's CC.")
 def number_connected_components(G):
     return _count(G, "number_connected_components")
 
 
-@implements("number_weakly_connected_components")
+@implements("number_weakly_connected_components",
+            docs="FinePar's CC on the symmetrised graph.")
 def number_weakly_connected_components(G):
     return _count(G, "number_weakly_connected_components")
 
 
-@implements("is_connected", quick=_connected_at_once)
+@implements("is_connected", quick=_connected_at_once,
+            docs="FinePar's CC.")
 def is_connected(G):
     return _connected(G, "is_connected")
 
 
-@implements("is_weakly_connected", quick=_connected_at_once)
+@implements("is_weakly_connected", quick=_connected_at_once,
+            docs="FinePar's CC on the symmetrised graph.")
 def is_weakly_connected(G):
     return _connected(G, "is_weakly_connected")

@@ -27,17 +27,22 @@ from .policy import prefer_networkx
 
 #: name -> (function, can_run(bound arguments) -> True or a reason)
 ALGORITHMS: dict[str, tuple[Callable, Callable]] = {}
+#: name -> what the implementation adds to NetworkX's documentation (``implements``'s
+#: ``docs``); :data:`finepar.nx.FUNCTIONS` is generated from it (:mod:`finepar.nx.functions`)
+DOCS: dict[str, str] = {}
 
 
 def _always(arguments: dict):
     return True
 
 
-def implements(name: str, can_run: Callable | None = None, quick: Callable | None = None):
+def implements(name: str, can_run: Callable | None = None, quick: Callable | None = None,
+               docs: str = ""):
     """Register ``func`` as the backend's ``name`` (NetworkX's signature, without
     ``backend``); ``can_run(arguments)`` gets the call's bound arguments with defaults;
     ``quick(G)``, where given, is NetworkX's answer where it comes at once (None
-    otherwise), asked before anything else.
+    otherwise), asked before anything else; ``docs`` is what the backend adds to
+    NetworkX's documentation of ``name`` (:data:`DOCS`).
 
     The function registered wraps ``func``: it first drops NetworkX's own reference to
     the graph from the graph's cache (:func:`finepar.nx.graph.release_networkx_entry`),
@@ -64,6 +69,7 @@ def implements(name: str, can_run: Callable | None = None, quick: Callable | Non
             return func(G, *args, **kwargs)
         call.__name__ = name
         ALGORITHMS[name] = (call, can_run or _always)
+        DOCS[name] = docs
         return call
     return register
 

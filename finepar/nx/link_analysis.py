@@ -58,7 +58,10 @@ def _uniform_weights(fg, weight) -> bool:
     return weight is None or weight not in fg.values or fg.values[weight].uniform("total")
 
 
-@implements("pagerank", can_run=_pagerank_args)
+@implements("pagerank", can_run=_pagerank_args,
+            docs=('Unweighted walk (equal or absent weights; others run in NetworkX); float32 '
+                  "vectors, NetworkX's stopping rule floored at an L1 change of 1e-7; "
+                  'personalization and dangling as random walks with restart.'))
 def pagerank(G, alpha=0.85, personalization=None, max_iter=100, tol=1.0e-6, nstart=None,
              weight="weight", dangling=None):
     import networkx as nx
@@ -130,7 +133,9 @@ def _hits_args(a: dict):
     return True
 
 
-@implements("hits", can_run=_hits_args)
+@implements("hits", can_run=_hits_args,
+            docs=("Power iteration on FinePar (float32) to ARPACK's vectors; equal or absent "
+                  'weights; normalized=True and max_iter >= 100 only.'))
 def hits(G, max_iter=100, tol=1.0e-8, nstart=None, normalized=True):
     import networkx as nx
     if G.n == 0:

@@ -46,7 +46,9 @@ def _lengths(G, source, weight):
     return dist.astype(np.float64), vals.integers, None
 
 
-@implements("single_source_dijkstra_path_length", can_run=_args)
+@implements("single_source_dijkstra_path_length", can_run=_args,
+            docs=("FinePar's SSSP (BFS for equal lengths) where every length is a non-negative "
+                  'integer with path sums below 2**24; others run in NetworkX.'))
 def single_source_dijkstra_path_length(G, source, cutoff=None, weight="weight"):
     if not _exact(G, weight):
         return networkx_call("single_source_dijkstra_path_length", G, source, cutoff, weight)
@@ -66,7 +68,8 @@ def single_source_dijkstra_path_length(G, source, cutoff=None, weight="weight"):
     return out
 
 
-@implements("dijkstra_path_length", can_run=_args)
+@implements("dijkstra_path_length", can_run=_args,
+            docs='As single_source_dijkstra_path_length.')
 def dijkstra_path_length(G, source, target, weight="weight"):
     import networkx as nx
     if source == target:

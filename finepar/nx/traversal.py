@@ -141,7 +141,8 @@ def _depth(G, depth_limit):
     return len(G) if depth_limit is None else depth_limit
 
 
-@implements("bfs_layers", can_run=_single_source)
+@implements("bfs_layers", can_run=_single_source,
+            docs="One source; levels by FinePar's BFS, NetworkX's order within layers.")
 def bfs_layers(G, sources):
     source = sources if sources in G else sources[0]
     if G.nnz == 0:
@@ -167,7 +168,9 @@ def _edge_rows(G, source, depth_limit, reverse=False):
     return joined(p for _, p in found), joined(c for c, _ in found)
 
 
-@implements("bfs_edges", can_run=_edges_args)
+@implements("bfs_edges", can_run=_edges_args,
+            docs=("Levels by FinePar's BFS; NetworkX's edge order and parents rebuilt on the "
+                  'host; reverse follows predecessors; no sort_neighbors.'))
 def bfs_edges(G, source, reverse=False, depth_limit=None, sort_neighbors=None):
     try:
         if G.nnz == 0:
@@ -179,7 +182,8 @@ def bfs_edges(G, source, reverse=False, depth_limit=None, sort_neighbors=None):
     yield from zip(G.labels(parents), G.labels(children))
 
 
-@implements("bfs_tree", can_run=_edges_args)
+@implements("bfs_tree", can_run=_edges_args,
+            docs='As bfs_edges.')
 def bfs_tree(G, source, reverse=False, depth_limit=None, sort_neighbors=None):
     import networkx as nx
     T = nx.DiGraph()
@@ -188,7 +192,8 @@ def bfs_tree(G, source, reverse=False, depth_limit=None, sort_neighbors=None):
     return T
 
 
-@implements("bfs_predecessors", can_run=_edges_args)
+@implements("bfs_predecessors", can_run=_edges_args,
+            docs='As bfs_edges.')
 def bfs_predecessors(G, source, depth_limit=None, sort_neighbors=None):
     if G.nnz == 0:
         yield from networkx_call("bfs_predecessors", G, source, depth_limit, sort_neighbors)
@@ -197,7 +202,8 @@ def bfs_predecessors(G, source, depth_limit=None, sort_neighbors=None):
     yield from zip(G.labels(children), G.labels(parents))
 
 
-@implements("bfs_successors", can_run=_edges_args)
+@implements("bfs_successors", can_run=_edges_args,
+            docs='As bfs_edges.')
 def bfs_successors(G, source, depth_limit=None, sort_neighbors=None):
     if G.nnz == 0:
         yield from networkx_call("bfs_successors", G, source, depth_limit, sort_neighbors)
@@ -219,7 +225,8 @@ def _length_args(a: dict):
     return True
 
 
-@implements("single_source_shortest_path_length", can_run=_length_args)
+@implements("single_source_shortest_path_length", can_run=_length_args,
+            docs="FinePar's BFS levels, NetworkX's order.")
 def single_source_shortest_path_length(G, source, cutoff=None):
     if G.nnz == 0 or (cutoff is not None and cutoff < 1):
         return networkx_call("single_source_shortest_path_length", G, source, cutoff)
