@@ -96,7 +96,8 @@ def host_memory_limit() -> tuple[int, str]:
         return int(env), "FINEPAR_HOST_MEMORY"
     for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
         try:
-            text = open(path, encoding="ascii").read().strip()
+            with open(path, encoding="ascii") as f:
+                text = f.read().strip()
         except OSError:
             continue
         if text.isdigit() and int(text) < 2**60:
