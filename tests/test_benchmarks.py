@@ -221,6 +221,40 @@ def test_pipeline_chunks_streaming_and_a_larger_graph(pipeline_doc):
     assert_render("pipeline", tmp, "pipeline")
 
 
+def test_best_device_sets_the_default_beside_each_device_and_scipy(cache, tmp_path):
+    """benchmarks/best_device.py: every app's default, cpu and gpu calls and scipy, each
+    answer checked, FinePar's two times and its choice kept; the default's losses listed."""
+    import importlib.util
+    import best_device
+    doc = run_script("best_device", tmp_path, "--real", "none", "--scales", "10",
+                     "--repeats", "1")
+    assert [r["app"] for r in doc["rows"]] == list(best_device.APPS)
+    for r in doc["rows"]:
+        sy = r["systems"]
+        assert r["order"]["systems"][:4] == ["finepar default", "finepar cpu", "finepar gpu",
+                                             "scipy"]
+        for label, rec in sy.items():
+            assert rec["correct"], (r["app"], label, rec["problem"])
+            assert_stats(rec["seconds"])
+        for label, devices in best_device.DEVICES:
+            rec = sy[label]
+            assert rec["config"] == {"devices": devices}
+            assert_stats(rec["call_seconds"])  # the whole call holds the report's run
+            assert rec["call_seconds"]["min"] >= rec["seconds"]["min"]
+            assert rec["choice"]["reason"] and rec["choice"]["plan"]["label"]
+        assert r["best"]["system"] in set(sy) - {"finepar default"}
+        assert r["best"]["ratio"] > 0 and isinstance(r["best"]["below"], bool)
+    assert doc["graphs"][0]["load_s"] >= 0 and doc["graphs"][0]["spec"] == "graph500:10"
+    assert isinstance(doc["below_best"], list)
+    assert all(b["reason"] and b["app"] in best_device.APPS for b in doc["below_best"])
+    assert {b["app"] for b in doc["below_best"]} == {r["app"] for r in doc["rows"]
+                                                     if r["best"]["below"]}
+    assert any("0.95x the best" in t["target"] for t in doc["targets"])
+    if importlib.util.find_spec("cupy") is None:  # each CuPy peer skipped with a line
+        assert sum("skip" in n and "CuPy is not usable" in n for n in doc["notes"]) == 3
+    assert_render("best_device", tmp_path, "best_device")
+
+
 def test_a_spent_budget_stops_before_the_next_graph(cache, tmp_path):
     doc = run_script("peers", tmp_path, "--real", "none", "--scales", "10,11",
                      "--budget-s", "1e-9", "--apps", "spmv")
