@@ -36,11 +36,9 @@ On the emulated pair (well within a minute on 2 cores; ``--quick`` gives the sam
         --json best_device.json --md /tmp/best_device.md
 
 Everything (issue 29, item 3): ``--real all --scales 18,22,24``. On the GPU machine through
-``run_gpu.sh``'s ``best_device`` stage, run as its ``apps`` stage is (``--md
-$OUT/RESULTS.md``, ``--json $OUT/best_device.json``, ``--budget-s``; a later ``--json``
-wins; the stage's line: ``best_device) python3 benchmarks/best_device.py "${md[@]}" --json
-"$out/best_device.json" "${budget[@]}" "$@" ;;``), in calls that fit its time limit, then
-the runs' JSON merged:
+``run_gpu.sh``'s ``best_device`` stage (``--md $OUT/RESULTS.md``, ``--json
+$OUT/best_device.json`` and ``--budget-s`` given; a later ``--json`` wins), in calls that fit
+its time limit, then the runs' JSON merged:
 
     bash benchmarks/run_gpu.sh best_device --real all --scales 18 --json $OUT/best-real.json
     bash benchmarks/run_gpu.sh best_device --real none --scales 22 --json $OUT/best-s22.json

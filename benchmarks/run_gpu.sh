@@ -3,7 +3,7 @@
 # Run from the repo root with the wheels in .whl/, the real inputs in .data/ and (for the
 # apps stage's previous FinePar) `git archive 8f3c88e` in .prev/ carried:
 #   bash benchmarks/run_gpu.sh STAGE [extra args for the stage's script]
-# Stages: check, train, throttle, apps, pipeline, peers, suite, sweep, probe, e2e, profile, dist,
+# Stages: check, train, throttle, apps, best_device, pipeline, peers, suite, sweep, probe, e2e, profile, dist,
 # nxbackend (with the wheels of .whl/nx/), tiling.
 # Everything a stage writes goes to $OUT (RESULTS.md with the stage's section, JSON, models,
 # training measurements) as it goes, so a stage cut off by its time limit still returns what
@@ -14,7 +14,7 @@
 # stays warm) read them, and their references, from there.
 # Training resumes from training/ in the checkout.
 set -u
-stage=${1:?stage: check, train, throttle, apps, pipeline, peers, suite, sweep, probe, e2e, profile, dist, nxbackend or tiling}; shift
+stage=${1:?stage: check, train, throttle, apps, best_device, pipeline, peers, suite, sweep, probe, e2e, profile, dist, nxbackend or tiling}; shift
 out=${OUT:-/tmp/finepar-out}
 mkdir -p "$out"
 extra=()
@@ -37,7 +37,7 @@ budget=(--budget-s "${BUDGET_S:-480}")
 # FinePar keeps each share within its device's limit
 # stages of one command share $out/RESULTS.md: start from the checkout's only once
 case $stage in
-  sweep|suite|peers|throttle|apps|pipeline|dist|e2e|nxbackend|tiling)
+  sweep|suite|peers|throttle|apps|best_device|pipeline|dist|e2e|nxbackend|tiling)
     [ -f "$out/RESULTS.md" ] || cp benchmarks/RESULTS.md "$out/RESULTS.md" ;;
 esac
 platform=$(python3 -c "from finepar.api import make_pair; from finepar.split.perfmodel import platform_name; print(platform_name(make_pair().selection))")
@@ -72,6 +72,7 @@ for d in ('both', 'gpu'):
       --training-dir "$out/training" --models-dir "$out/models" ;;
   throttle) python3 benchmarks/throttle.py "${md[@]}" --json "$out/throttle.json" "${budget[@]}" "$@" ;;
   apps) python3 benchmarks/apps.py "${md[@]}" --json "$out/apps.json" "${budget[@]}" "$@" ;;
+  best_device) python3 benchmarks/best_device.py "${md[@]}" --json "$out/best_device.json" "${budget[@]}" "$@" ;;
   pipeline) python3 benchmarks/pipeline.py "${md[@]}" --json "$out/pipeline.json" "${budget[@]}" "$@" ;;
   peers) python3 benchmarks/peers.py "${md[@]}" --json "$out/peers.json" "${budget[@]}" "$@" ;;
   suite) python3 benchmarks/suite.py "${md[@]}" --json "$out/compare.json" "${budget[@]}" "$@" ;;

@@ -10,12 +10,14 @@ import scipy.sparse as sp
 
 from conftest import generated_graph, shared_graph
 from finepar import api, apps
-from finepar.engine import frontier
+from finepar.engine import EngineOptions, frontier
 from finepar.io import from_scipy
 from finepar.apps.bfs import bfs_levels_fast
 from finepar.apps.cc import reference_components
 
 MODES = ("shared", "split")
+#: The push side's own launches, without the CPU's walk of small frontiers (test_walk.py)
+NO_WALK = EngineOptions(walk="none")
 
 
 def root_of(g) -> int:
@@ -35,7 +37,8 @@ def test_luxembourg_bfs_reads_back_a_few_times(mode, pairs):
     g = shared_graph("luxembourg.mtx")
     root = root_of(g)
     for t in (0, 4, 2**31 - 1):
-        res, rep = api.run("bfs", g, pair=pairs[mode], threshold=t, warmup=False, root=root)
+        res, rep = api.run("bfs", g, pair=pairs[mode], threshold=t, warmup=False,
+                           options=NO_WALK, root=root)
         bfs_ok(g, res, root)
         levels = res.iterations
         assert levels == 952 and rep.timings["host_syncs"] <= levels / 8 + 10, rep.timings
@@ -53,7 +56,8 @@ def test_batched_levels_without_local_launches(mode, pairs, monkeypatch):
     monkeypatch.setattr(frontier, "local_geometry", lambda *a: None)
     g = shared_graph("luxembourg.mtx")
     root = root_of(g)
-    res, rep = api.run("bfs", g, pair=pairs[mode], threshold=4, warmup=False, root=root)
+    res, rep = api.run("bfs", g, pair=pairs[mode], threshold=4, warmup=False,
+                       options=NO_WALK, root=root)
     bfs_ok(g, res, root)
     runs = res.extra["launches"]
     assert {x["mode"] for x in runs} == {"batch"}
@@ -72,13 +76,15 @@ def test_device_stops_a_top_down_batch_at_beamers_switch(mode, pairs, monkeypatc
     deg, label = np.diff(g.indptr), reference_components(g)
     # a leaf of the giant component: top-down levels before the switch, in a batch of two
     root = int(np.flatnonzero((deg == 1) & (label == np.bincount(label).argmax()))[0])
-    res, _ = api.run("bfs", g, pair=pairs[mode], threshold=32, warmup=False, root=root)
+    res, _ = api.run("bfs", g, pair=pairs[mode], threshold=32, warmup=False,
+                     options=NO_WALK, root=root)
     bfs_ok(g, res, root)
     assert res.extra["launches"][0]["mode"] == "local"
     assert any(x["stop"] == "paused" for x in res.extra["launches"])
     directions = [s["direction"] for s in res.extra["trace"]]
     monkeypatch.setattr(frontier, "local_geometry", lambda *a: None)
-    res, _ = api.run("bfs", g, pair=pairs[mode], threshold=32, warmup=False, root=root)
+    res, _ = api.run("bfs", g, pair=pairs[mode], threshold=32, warmup=False,
+                     options=NO_WALK, root=root)
     bfs_ok(g, res, root)
     runs, steps = res.extra["launches"], res.extra["trace"]
     assert [s["direction"] for s in steps] == directions
@@ -238,7 +244,8 @@ def test_push_role_is_taken_where_it_pays(mode, pairs, monkeypatch):
     for cpu_s in (0.06, 0.0):
         monkeypatch.setattr(frontier, "round_trip_seconds",
                             lambda engine, role, cpu_s=cpu_s: cpu_s if role == "cpu" else 0.0)
-        res, rep = api.run("bfs", g, pair=pairs[mode], threshold=32, warmup=False, root=root)
+        res, rep = api.run("bfs", g, pair=pairs[mode], threshold=32, warmup=False,
+                           options=NO_WALK, root=root)
         bfs_ok(g, res, root)
         cost = res.extra["push_costs"]
         assert set(cost) == {"cpu", "gpu"}

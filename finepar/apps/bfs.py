@@ -29,7 +29,8 @@ from ..engine import Engine, RowOp
 from ..graph import Graph
 from . import register
 from .base import MAX_ITER, App, AppResult, Param, positive, vertex_label
-from ..engine.frontier import FrontierApp, FrontierQueue, launch_line, push_line, queue_defines
+from ..engine.frontier import (FrontierApp, FrontierQueue, by_device_line, launch_line, push_line,
+                               queue_defines)
 
 DIRECTIONS = ("auto", "top-down", "bottom-up")
 
@@ -73,6 +74,8 @@ class BFS(FrontierApp, App):
     #: a bottom-up scan stops at its first frontier in-neighbour: per-row mappings only
     #: (CSR-adaptive blocks and ELL read every entry)
     groupings = ("none", "pow4")
+    #: small frontiers run top-down on one CPU work-item (finepar.engine.walk)
+    walk_sources = ("apps/bfs/frontier.cl", "skeleton/walk.cl")
 
     def static_params(self) -> dict:
         return {"direction": "bottom-up"}
@@ -100,7 +103,7 @@ class BFS(FrontierApp, App):
                                          ("front", words, np.uint32, 0),
                                          ("next", words, np.uint32, 0)):
             engine.blank(name, size, dtype, value)
-        pp = self.prepare_push(engine)
+        pp = self.prepare_push(engine, graph)
         push = pp["push_role"]
         return {"outdeg": outdeg, "words": words, **pp,
                 "queue": (FrontierQueue(engine, push, graph, ("apps/bfs/frontier.cl", "skeleton/frontier.cl"))
@@ -119,7 +122,18 @@ class BFS(FrontierApp, App):
             engine.set_entries("front", [root // 32], [np.uint32(1) << np.uint32(root % 32)])
         st["unexplored"] = st["nnz"] - int(st["outdeg"][root])
         st["last"] = "push"
+        st["start_list"] = np.array([root], np.int32)
         return 1, int(st["outdeg"][root])
+
+    def walks(self, st: dict) -> bool:
+        """The walk is top-down: not where every level must be bottom-up."""
+        return st["direction"] != "bottom-up"
+
+    def walked(self, st: dict, levels: list) -> None:
+        st["unexplored"] -= sum(lv[3] for lv in levels)
+        if levels:
+            st["prev_size"] = levels[-1][0]
+        st["last"] = "push"
 
     def wants_pull(self, st, size, edges, processed, policy, two_roles) -> bool:
         mode = st["direction"]
@@ -189,13 +203,14 @@ class BFS(FrontierApp, App):
                                 "launches": trace.launches, "per_launch": trace.per_launch(),
                                 "push_role": st["push_role"], "push_costs": st["push_costs"],
                                 "steps": trace.counts(), "where": where,
+                                "by_device": trace.by_device(), "handovers": trace.handovers,
                                 "reached": 1 + sum(s["found"] for s in trace.steps),
                                 "depth": sum(1 for s in trace.steps if s["found"])},
                          work_edges=work)
 
     def collect(self, engine: Engine, graph: Graph, result: AppResult) -> AppResult:
         st = engine.state[self.name]
-        role = st["push_role"] if result.extra["where"] == "queue" else None
+        role = {"queue": st["push_role"], "walk": "cpu"}.get(result.extra["where"])
         result.values = engine.read("level", role=role)
         result.extra["parent"] = engine.read("parent", role=role)
         return result
@@ -232,6 +247,7 @@ class BFS(FrontierApp, App):
                 ("depth", f"{ex['depth']}"),
                 ("levels", ", ".join(f"{k}: {v}" for k, v in ex["steps"].items())),
                 ("launches", launch_line(ex["per_launch"])),
+                ("by device", by_device_line(ex["by_device"], ex.get("handovers"))),
                 ("push role", push_line(ex["push_role"], ex["push_costs"]))]
 
 

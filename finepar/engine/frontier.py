@@ -200,6 +200,23 @@ def choose_push_role(engine: Engine, names: tuple, *, owned_rows: bool
     return best, {r: float(v) for r, v in cost.items()}
 
 
+def make_walker(engine: Engine, graph, sources: tuple, names: tuple, push: str | None,
+                costs: dict):
+    """The CPU's walk (:class:`~finepar.engine.walk.SerialWalk`) of a frontier app, or None
+    where it cannot or should not run: no push side, no CPU role, a CPU that cannot hold
+    the whole CSR, or ``EngineOptions.walk == 'none'``. Its prior cost of a push level is
+    the push side's measured round trip (``costs``, the push role's choice, includes a
+    switch's moves)."""
+    from .walk import SerialWalk
+    mode = engine.options.walk
+    if (mode == "none" or push is None or "cpu" not in engine.roles
+            or not (engine.pair.shared or "cpu" in engine.push_roles())):
+        return None
+    level = round_trip_seconds(engine, push)
+    return SerialWalk(engine, graph, sources, names, push, level,
+                      fixed=None if mode == "auto" else int(mode))
+
+
 def count_roots(side, program, labels, n: int) -> int:
     """The vertices ``v < n`` whose label is ``v`` (a labelling's roots: CC's components),
     counted on the device that holds ``labels`` (int32 buffer) by ``frontier.cl``'s
@@ -471,6 +488,13 @@ class FrontierQueue:
             self.engine.launch(self.role, self.kernels["bitmap_from_queue"], self.size,
                                (np.int32(self.size), self.front, bitmap), kind="queue", wg=256)
 
+    def vertices(self) -> np.ndarray:
+        """The current list's vertices (int32; one blocking read)."""
+        out = np.empty(self.size, np.int32)
+        if out.size:
+            self.engine.read_buffer(self.role, out, self.front, out.size)
+        return out
+
     def read_tally(self) -> tuple[int, int]:
         """The current list's size and edges, read from the device (one blocking read)."""
         self.engine.read_buffer(self.role, self.host, self.tallies, STATE + 1)
@@ -596,6 +620,18 @@ class FrontierTrace:
 
     steps: list = field(default_factory=list)
     launches: list = field(default_factory=list)
+    #: Hand-overs between the CPU's walk and the push side (:mod:`finepar.engine.walk`):
+    #: ``to_walk``, ``from_walk`` and their ``seconds``; empty without a walk.
+    handovers: dict = field(default_factory=dict)
+
+    def by_device(self) -> dict:
+        """Levels by the device that ran them: ``cpu``, ``gpu``, or ``both`` (a pull over
+        the plan); the CPU's walk counts as the CPU."""
+        out: dict[str, int] = {}
+        for s in self.steps:
+            k = s["where"].split(" ")[0]
+            out[k] = out.get(k, 0) + 1
+        return out
 
     def counts(self) -> dict:
         """Steps by ``direction on where``, e.g. ``{'pull on both': 3, 'push on gpu': 4}``."""
@@ -620,7 +656,7 @@ class FrontierTrace:
         """Levels per launch by mode, and levels per host round trip of the loop."""
         out = {"round_trips": len(self.launches),
                "levels_per_round_trip": len(self.steps) / max(len(self.launches), 1)}
-        for mode in ("local", "batch"):
+        for mode in ("local", "batch", "walk"):
             ls = [x["levels"] for x in self.launches if x["mode"] == mode]
             if ls:
                 out[f"{mode}_launches"] = len(ls)
@@ -642,11 +678,22 @@ def launch_line(per: dict) -> str:
     """:meth:`FrontierTrace.per_launch` as one summary line."""
     parts = [f"{per['round_trips']:,} host round trips, "
              f"{per['levels_per_round_trip']:.1f} levels each"]
-    for mode, what in (("local", "work-group-local launches"), ("batch", "batches")):
+    for mode, what in (("local", "work-group-local launches"), ("batch", "batches"),
+                       ("walk", "walks on one CPU work-item")):
         if f"{mode}_launches" in per:
             parts.append(f"{per[f'{mode}_launches']:,} {what} of "
                          f"{per[f'levels_per_{mode}_launch']:.1f} levels")
     return "; ".join(parts)
+
+
+def by_device_line(counts: dict, handovers: dict | None) -> str:
+    """Levels by device (:meth:`FrontierTrace.by_device`) and the walk's hand-overs, as one
+    summary line."""
+    line = ", ".join(f"{k} {v:,} levels" for k, v in counts.items()) or "no levels"
+    if handovers:
+        line += (f"; {handovers['from_walk']} hand-overs from the CPU's walk, "
+                 f"{handovers['to_walk']} back to it ({1e3 * handovers['seconds']:.2f} ms)")
+    return line
 
 
 class FrontierApp:
@@ -664,15 +711,34 @@ class FrontierApp:
     owned_rows = False
     #: Direction names for reports (BFS calls them top-down and bottom-up).
     direction_names = {"push": "push", "pull": "pull"}
+    #: The app's advance fragment and ``skeleton/walk.cl``: small frontiers run on the
+    #: CPU's walk (:mod:`finepar.engine.walk`); None: the app does not walk.
+    walk_sources: tuple | None = None
 
-    def prepare_push(self, engine: Engine) -> dict:
-        """The push role (:func:`choose_push_role`), its measured costs, and the mover of
-        owned rows where the app allows one (split memory, two roles)."""
+    def prepare_push(self, engine: Engine, graph=None) -> dict:
+        """The push role (:func:`choose_push_role`), its measured costs, the mover of
+        owned rows where the app allows one (split memory, two roles), and the CPU's walk
+        over ``graph`` (the out-edge CSR) where the app and the engine allow one
+        (:func:`make_walker`)."""
         push, costs = choose_push_role(engine, self.sync_vectors, owned_rows=self.owned_rows)
         mover = (RowMover(engine, push) if push is not None and self.owned_rows
                  and not engine.pair.shared and len(engine.roles) == 2
                  and engine.plan.method != "dynamic" else None)
-        return {"push_role": push, "push_costs": costs, "mover": mover}
+        walker = (make_walker(engine, graph, self.walk_sources, self.sync_vectors, push, costs)
+                  if graph is not None and self.walk_sources else None)
+        return {"push_role": push, "push_costs": costs, "mover": mover, "walker": walker}
+
+    def walks(self, st: dict) -> bool:
+        """Whether this run's levels may run on the CPU's walk (default: yes)."""
+        return True
+
+    def walk_args(self, engine: Engine, st: dict) -> tuple:
+        """The walk fragment's ``ADVANCE_ARGS`` on the CPU (default: the sync vectors)."""
+        return tuple(engine.buffer(v, "cpu") for v in self.sync_vectors)
+
+    def walked(self, st: dict, levels: list) -> None:
+        """The walk ran ``levels`` (``(size, edges, found, found_edges)`` each): update the
+        app's own loop state (default: nothing)."""
 
     def _to_push(self, engine: Engine, st: dict) -> None:
         if st.get("mover") is not None:
@@ -717,47 +783,85 @@ class FrontierApp:
         -------
         (int, FrontierTrace, str)
             Iterations run, the trace, and where the state lives at the end
-            (``queue``: on the push side; ``marks``: every side owns its rows).
+            (``queue``: on the push side; ``marks``: every side owns its rows; ``walk``:
+            whole on the CPU, :mod:`finepar.engine.walk`).
         """
         size, edges = self.start(engine, st)
-        push_role = st["push_role"]
-        where = "queue" if push_role is not None else "marks"
+        walker = st.get("walker")
+        where = "queue" if st["push_role"] is not None else "marks"
+        if walker is not None and walker.takes(edges) and self.walks(st):
+            walker.load(st["start_list"])  # every side holds the start: nothing to move
+            where = "walk"
         trace = FrontierTrace()
-        processed, it, batch = 0, 0, 1
-        two = len(engine.roles) == 2
-        while (size > 0 or self.more_work(st)) and (max_iter is None or it < max_iter):
+        loop = {"processed": 0, "batch": 1, "it": 0}
+        while (size > 0 or self.more_work(st)) and (max_iter is None or loop["it"] < max_iter):
             t0 = time.perf_counter()
-            # no device holds the whole CSR (chunked shares): every iteration pulls
-            pull = push_role is None or self.wants_pull(st, size, edges, processed, policy, two)
-            if pull:
-                if where == "queue":
-                    self._from_push(engine, st)
-                    self.marks_from_queue(engine, st)
-                    where = "marks"
-                found, found_edges = self.pull(engine, st, it)
-                levels = [(size, edges, found, found_edges)]
-                run = PushRun("pull", levels, 1, False, int(found), int(found_edges),
-                              "empty" if not found else "batch")
-                batch = 1
-            else:
-                if where == "marks":
-                    self._to_push(engine, st)
-                    self.queue_from_marks(engine, st, it, size, edges)
+            cap = None if max_iter is None else max_iter - loop["it"]
+            if (walker is not None and where == "queue" and walker.takes(edges)
+                    and self.walks(st)):
+                walker.take_back(st["queue"])
+                where = "walk"
+            if where == "walk":
+                run, where, here = self._walk_levels(engine, st, walker, loop["it"], cap), \
+                    "walk", "cpu (walk)"
+                if run.stop == "grew":
+                    walker.hand_over(st["queue"])
                     where = "queue"
-                run = self.push_levels(engine, st, it, batch,
-                                       None if max_iter is None else max_iter - it)
-                if run.refused:
-                    st["refused"] = True
-                widest = max((lv[1] for lv in run.levels), default=0)
-                batch = min(2 * batch, MAX_BATCH) if widest < st["nnz"] / 8 else 1
-            name = self.direction_names["pull" if pull else "push"]
-            trace.add(run.mode, [{"iteration": it + i, "direction": name,
-                                  "where": ("both" if two else engine.roles[0]) if pull
-                                  else push_role, "frontier": int(s), "frontier_edges": int(e),
-                                  "found": int(f), "found_edges": int(fe)}
-                                 for i, (s, e, f, fe) in enumerate(run.levels)],
-                      run.enqueued, time.perf_counter() - t0, run.stop)
-            processed += sum(lv[1] for lv in run.levels)
-            it += len(run.levels)
+                pull = False
+            else:
+                run, where, pull = self._step(engine, st, where, size, edges, policy, loop, cap)
+                here = ("both" if len(engine.roles) == 2 else engine.roles[0]) if pull \
+                    else st["push_role"]
+                if walker is not None and not pull:
+                    walker.pushed(run.levels, time.perf_counter() - t0)
+            self._record(trace, run, pull, here, loop["it"], time.perf_counter() - t0)
+            loop["processed"] += sum(lv[1] for lv in run.levels)
+            loop["it"] += len(run.levels)
             size, edges = run.size, run.edges
-        return it, trace, where
+        if walker is not None:
+            trace.handovers = dict(walker.moves)
+        return loop["it"], trace, where
+
+    def _step(self, engine: Engine, st: dict, where: str, size: int, edges: int, policy,
+              loop: dict, cap: int | None) -> tuple[PushRun, str, bool]:
+        """One pull step, or a run of push levels (the push side's queue); returns the
+        run, where the state lives after it, and whether it pulled."""
+        two = len(engine.roles) == 2
+        pull = st["push_role"] is None or self.wants_pull(st, size, edges, loop["processed"],
+                                                          policy, two)
+        if pull:
+            if where == "queue":
+                self._from_push(engine, st)
+                self.marks_from_queue(engine, st)
+            found, found_edges = self.pull(engine, st, loop["it"])
+            loop["batch"] = 1
+            return PushRun("pull", [(size, edges, found, found_edges)], 1, False, int(found),
+                           int(found_edges), "empty" if not found else "batch"), "marks", True
+        if where == "marks":
+            self._to_push(engine, st)
+            self.queue_from_marks(engine, st, loop["it"], size, edges)
+        walker = st.get("walker")
+        if walker is not None and self.walks(st):
+            small = walker.push_cap(edges)
+            cap = small if cap is None else min(cap, small)
+        run = self.push_levels(engine, st, loop["it"], loop["batch"], cap)
+        if run.refused:
+            st["refused"] = True
+        widest = max((lv[1] for lv in run.levels), default=0)
+        loop["batch"] = min(2 * loop["batch"], MAX_BATCH) if widest < st["nnz"] / 8 else 1
+        return run, "queue", False
+
+    def _walk_levels(self, engine: Engine, st: dict, walker, it: int, cap: int | None):
+        """Levels on the CPU's walk (:class:`~finepar.engine.walk.SerialWalk`)."""
+        run = walker.run(it, self.walk_args(engine, st), cap)
+        self.walked(st, run.levels)
+        return run
+
+    def _record(self, trace: FrontierTrace, run, pull: bool, here: str, it: int,
+                seconds: float) -> None:
+        name = self.direction_names["pull" if pull else "push"]
+        mode = getattr(run, "mode", "walk")
+        trace.add(mode, [{"iteration": it + i, "direction": name, "where": here,
+                          "frontier": int(s), "frontier_edges": int(e), "found": int(f),
+                          "found_edges": int(fe)} for i, (s, e, f, fe) in enumerate(run.levels)],
+                  getattr(run, "enqueued", len(run.levels)), seconds, run.stop)

@@ -42,6 +42,12 @@ class EngineOptions:
         (:mod:`finepar.engine.columns`) for an app that reads a vector by column: ``auto``
         (default) where that vector exceeds the device's cache and its hottest columns
         take most reads, ``hot`` wherever the share can be, ``none`` never.
+    walk : 'auto', 'none' or int
+        Small frontiers of BFS on the CPU's walk, one work-item walking a queue
+        (:mod:`finepar.engine.walk`): ``auto`` (default) while the frontier's out-edges
+        are below the push device's measured cost of a level over the walk's of an edge,
+        handed back by the ski-rental rule; an integer fixes that many out-edges (and
+        hands back at once); ``none`` never walks.
     """
 
     offsets: str = "auto"
@@ -52,6 +58,7 @@ class EngineOptions:
     profile: str = "batch"
     prebuild: bool = True
     columns: str = "auto"
+    walk: str | int = "auto"
 
     def limit(self, role: str, side: Side) -> int:
         """The bytes FinePar may use on ``role``'s device: the budget given, else 90% of

@@ -1,0 +1,113 @@
+"""The CPU's walk of small BFS frontiers (finepar.engine.walk): levels handed over both
+ways agree with scipy on every real graph, in both memory modes, at several switch
+points, with either device pushing; levels per device and hand-overs asserted as counts,
+never as times."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import SHARED_GRAPHS, generated_graph, graph_params, shared_graph
+from finepar import api, apps
+from finepar.engine import EngineOptions, frontier
+from finepar.apps.bfs import bfs_levels_fast
+
+MODES = ("shared", "split")
+#: Fixed switch points (a frontier's out-edges): a handful, a few hundred, and past any
+#: frontier of these graphs but the largest.
+SWITCHES = (4, 300, 20_000)
+WALK = "cpu (walk)"
+
+
+def push_from(monkeypatch, role: str) -> None:
+    """Make ``role`` the push side, whatever the measured costs."""
+    monkeypatch.setattr(frontier, "choose_push_role",
+                        lambda engine, names, owned_rows: (role, {role: 1e-5}))
+
+
+def check_run(g, res, root, switch: int) -> None:
+    """The answer is scipy's; every walked level's frontier is within the switch point;
+    the hand-overs are the trace's changes of device; levels by device add up."""
+    np.testing.assert_array_equal(res.values, bfs_levels_fast(g, root))
+    assert not apps.get("bfs").check(g, res, res.values, {"root": root})
+    steps = res.extra["trace"]
+    walked = [s for s in steps if s["where"] == WALK]
+    assert all(s["frontier_edges"] <= switch for s in walked)
+    assert all(s["direction"] == "top-down" for s in walked)
+    changes = [(a["where"] == WALK, b["where"] == WALK) for a, b in zip(steps, steps[1:])
+               if (a["where"] == WALK) != (b["where"] == WALK)]
+    moves = res.extra["handovers"]
+    assert moves["from_walk"] == sum(1 for a, _ in changes if a)
+    assert moves["to_walk"] == sum(1 for _, b in changes if b)
+    assert sum(res.extra["by_device"].values()) == res.iterations == len(steps)
+    assert res.extra["by_device"].get("cpu", 0) >= len(walked)
+
+
+@pytest.mark.parametrize("name", graph_params(SHARED_GRAPHS))
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("push", ("cpu", "gpu"))
+def test_walk_hands_levels_over_both_ways(name, mode, push, pairs, monkeypatch):
+    """Every real graph, both memory modes, either push side, three switch points: the
+    levels are scipy's and the parents a valid BFS tree; on a graph whose frontiers grow
+    past a switch point and shrink below it the walk hands over and takes back."""
+    push_from(monkeypatch, push)
+    g = shared_graph(name)
+    root = int(np.argmax(np.diff(g.indptr)))
+    both_ways = 0
+    for switch in SWITCHES:
+        res, _ = api.run("bfs", g, pair=pairs[mode], threshold=4, warmup=False, root=root,
+                         options=EngineOptions(walk=switch))
+        assert res.extra["push_role"] == push
+        check_run(g, res, root, switch)
+        both_ways += min(res.extra["handovers"]["from_walk"], res.extra["handovers"]["to_walk"])
+    if name in ("luxembourg.mtx", "USPowerGrid.mtx", "ca-GrQc.mtx"):
+        assert both_ways, "frontiers that grow and shrink past 4 edges were handed both ways"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_walk_on_a_kronecker_graph_with_bottom_up_levels(mode, pairs, monkeypatch):
+    """A Graph500 graph from a leaf: walked levels, then the push side's, bottom-up
+    levels over both devices, and the tail back on the walk; exact answers."""
+    push_from(monkeypatch, "gpu")
+    g = generated_graph(12, 3)
+    deg = np.diff(g.indptr)
+    root = int(np.flatnonzero(deg == 1)[0])
+    res, _ = api.run("bfs", g, pair=pairs[mode], threshold=4, warmup=False, root=root,
+                     options=EngineOptions(walk=8))
+    check_run(g, res, root, 8)
+    where = {s["where"] for s in res.extra["trace"]}
+    assert {WALK, "both"} <= where, where
+    assert res.extra["handovers"]["from_walk"] >= 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_auto_walk_runs_a_road_graph_on_the_cpu(mode, pairs):
+    """By default (the measured costs) luxembourg's small frontiers all run on the walk,
+    in a few launches; ``walk='none'`` leaves them to the push side; one answer."""
+    g = shared_graph("USPowerGrid.mtx")
+    root = int(np.argmax(np.diff(g.indptr)))
+    res, rep = api.run("bfs", g, pair=pairs[mode], devices="cpu", warmup=False, root=root)
+    check_run(g, res, root, 10**9)
+    assert res.extra["by_device"] == {"cpu": res.iterations}
+    walks = [x for x in res.extra["launches"] if x["mode"] == "walk"]
+    assert sum(x["levels"] for x in walks) == res.iterations and len(walks) <= 2
+    assert "walks on one CPU work-item" in dict(rep.result["summary"])["launches"]
+    assert "cpu" in dict(rep.result["summary"])["by device"]
+    res2, _ = api.run("bfs", g, pair=pairs[mode], devices="cpu", warmup=False, root=root,
+                      options=EngineOptions(walk="none"))
+    assert not any(x["mode"] == "walk" for x in res2.extra["launches"])
+    np.testing.assert_array_equal(res.values, res2.values)
+
+
+def test_no_walk_where_the_run_must_not(pairs):
+    """The GPU alone (no CPU role) and BFS's every-level bottom-up never walk; a capped
+    run stops at its cap on the walk too."""
+    g = shared_graph("USPowerGrid.mtx")
+    res, _ = api.run("bfs", g, pair=pairs["split"], devices="gpu", warmup=False)
+    assert res.extra["handovers"] == {} and "cpu" not in res.extra["by_device"]
+    res, _ = api.run("bfs", g, pair=pairs["split"], devices="cpu", warmup=False,
+                     direction="bottom-up")
+    assert all(s["where"] != WALK for s in res.extra["trace"])
+    res, _ = api.run("bfs", g, pair=pairs["split"], devices="cpu", warmup=False, max_iter=5)
+    assert res.iterations == 5 and res.extra["by_device"] == {"cpu": 5}
