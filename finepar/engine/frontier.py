@@ -642,15 +642,18 @@ class FrontierTrace:
         return out
 
     def add(self, mode: str, levels: list, enqueued: int, seconds: float, stop: str = "",
-            **common) -> None:
-        """Record one launch (or batch) and its levels: ``levels`` as dicts of
-        ``iteration, frontier, frontier_edges, found, found_edges``."""
+            first: int = 0, **common) -> None:
+        """Record one launch (or batch) and its levels: ``levels`` as tuples of
+        ``(frontier, frontier_edges, found, found_edges)``, the first iteration ``first``;
+        ``common`` (direction, where) goes into every level's entry."""
         li = len(self.launches)
         self.launches.append({"mode": mode, "levels": len(levels), "enqueued": int(enqueued),
                               "stop": stop})
-        for lv in levels:
-            self.steps.append({**lv, **common, "launch": li,
-                               "seconds": seconds / max(len(levels), 1)})
+        each = seconds / max(len(levels), 1)
+        self.steps.extend({"iteration": first + i, **common, "frontier": int(s),
+                           "frontier_edges": int(e), "found": int(f), "found_edges": int(fe),
+                           "launch": li, "seconds": each}
+                          for i, (s, e, f, fe) in enumerate(levels))
 
     def per_launch(self) -> dict:
         """Levels per launch by mode, and levels per host round trip of the loop."""
@@ -860,8 +863,6 @@ class FrontierApp:
     def _record(self, trace: FrontierTrace, run, pull: bool, here: str, it: int,
                 seconds: float) -> None:
         name = self.direction_names["pull" if pull else "push"]
-        mode = getattr(run, "mode", "walk")
-        trace.add(mode, [{"iteration": it + i, "direction": name, "where": here,
-                          "frontier": int(s), "frontier_edges": int(e), "found": int(f),
-                          "found_edges": int(fe)} for i, (s, e, f, fe) in enumerate(run.levels)],
-                  getattr(run, "enqueued", len(run.levels)), seconds, run.stop)
+        trace.add(getattr(run, "mode", "walk"), run.levels,
+                  getattr(run, "enqueued", len(run.levels)), seconds, run.stop, first=it,
+                  direction=name, where=here)

@@ -172,15 +172,14 @@ class SerialWalk:
             np.int32(self.tail), np.int64(self.edges), self.fifo, self.indptr, self.indices,
             self.out, *args), kind="walk", wg=1)
         self.engine.read_buffer("cpu", self.host, self.out, OUT + 2 * k)
-        h = self.host
-        levels, size, edges = [], size0, edges0
-        for lv in range(int(h[2])):
-            found, grown = int(h[OUT + 2 * lv]), int(h[OUT + 2 * lv + 1])
-            levels.append((size, edges, found, grown))
-            size, edges = found, grown
+        h, ran = self.host, int(self.host[2])
+        found = h[OUT:OUT + 2 * ran:2].tolist()
+        grown = h[OUT + 1:OUT + 2 * ran:2].tolist()
+        levels = list(zip([size0] + found[:-1], [edges0] + grown[:-1], found, grown))
+        size, edges = (found[-1], grown[-1]) if ran else (size0, edges0)
         self.head, self.tail, self.edges = int(h[0]), int(h[1]), int(h[4])
         seconds = float(rec.kernel.get("cpu", rec.wall))
-        walked = sum(lv[1] + lv[0] for lv in levels)
+        walked = sum(lv[0] + lv[1] for lv in levels)  # vertices and edges walked
         if walked >= 4096 and self.fixed is None:
             self.edge_seconds = max(seconds / walked, 1e-10)
         return WalkRun(levels, STOPS[int(h[3])], size, edges, seconds)
