@@ -203,7 +203,8 @@ class SSSP(FrontierApp, App):
         found, found_edges = engine.rowop(op=st["op"], x="dist", y="dist", s0="stamp",
                                           aux="outdeg", ia=it, exchange="dist")
         if st["queue"] is not None and st["far"]:  # every edge relaxed: the far pile is done
-            st["queue"].set_state([0])
+            q = st["queue"]  # a new epoch: its vertices' far stamps must not keep them out
+            q.set_state([0, q.host[1], q.host[2] + np.uint64(1)])
             st["far"] = 0
         return int(found), int(found_edges)
 
