@@ -22,6 +22,11 @@ the frontier loop (:mod:`finepar.engine.frontier`, FinePar TKDE §4.2):
   frontier Bellman-Ford; the default is cuGraph's seed for its near-far SSSP,
   32 x the mean edge length / the mean out-degree.
 
+A run whose source has few out-edges starts on the CPU's walk
+(:mod:`finepar.engine.heapwalk`): Dijkstra on one CPU work-item, the same float32
+relaxations, to the end on a road graph; a heap whose vertices' out-edges pass the switch
+point (``EngineOptions.walk``) becomes the push side's near pile (no hand-back).
+
 A round pulls while the changed vertices' out-edges are at least
 ``frontier_fraction`` of all edges (each round judged anew: Bellman-Ford revisits
 edges, so §4.2's stop-counting rule would end co-running while frontiers are still
@@ -47,7 +52,8 @@ from ..graph import Graph
 from . import register
 from .base import MAX_ITER, App, AppResult, Param, in_unit, positive, vertex_label
 from ..engine.executors import DynamicPolicy
-from ..engine.frontier import FrontierApp, FrontierQueue, launch_line, push_line
+from ..engine.frontier import (FrontierApp, FrontierQueue, by_device_line, launch_line,
+                               push_line)
 
 WEIGHTS = ("values", "abs")
 
@@ -126,6 +132,11 @@ class SSSP(FrontierApp, App):
     rate_unit = "TEPS"
     weighted = True
     sync_vectors = ("dist", "stamp")
+    #: a run from a small source starts on the CPU's walk, Dijkstra on one work-item
+    #: (finepar.engine.heapwalk); it writes dist only
+    walk_sources = ("apps/sssp/walk.cl",)
+    walk_kind = "heap"
+    walk_vectors = ("dist",)
 
     def static_params(self) -> dict:
         return {"static": True}
@@ -152,7 +163,7 @@ class SSSP(FrontierApp, App):
         engine.blank("stamp", n, np.int32, -1)
         engine.vector("outdeg", outdeg)
         engine.prepare_exchange()
-        pp = self.prepare_push(engine)
+        pp = self.prepare_push(engine, graph)
         push = pp["push_role"]
         if push is None:
             return {"outdeg": outdeg, **pp, "queue": None, "mean_length": {}}
@@ -189,7 +200,25 @@ class SSSP(FrontierApp, App):
                                      st["fstamp"].size)
             q.set_state([0, np.float32(st["delta"]).view(np.uint32), 0])  # far pile, threshold
             st["far"] = 0
+        st["start_list"] = np.array([root], np.int32)
+        if st.get("walker") is not None:
+            st["walker"].begin()
         return 1, int(st["outdeg"][root])
+
+    def walks(self, st: dict) -> bool:
+        """The walk pushes: not where every round must pull."""
+        return not st["static"]
+
+    def walk_args(self, engine: Engine, st: dict) -> tuple:
+        """The walk's ``(abs_weights, dist)`` on the CPU."""
+        return np.int32(st["weights"] == "abs"), engine.buffer("dist", "cpu")
+
+    def walk_handed(self, engine: Engine, st: dict, walker) -> None:
+        """The heap's vertices are the near pile: the far pile empty (nothing pushed before
+        in this run), the threshold the least distance handed over plus delta."""
+        thr = np.float32(np.float32(walker.least) + np.float32(st["delta"]))
+        st["queue"].set_state([0, thr.view(np.uint32), 0])
+        st["far"] = 0
 
     def wants_pull(self, st, size, edges, processed, policy, two_roles) -> bool:
         refused = st.pop("refused", False)
@@ -203,7 +232,8 @@ class SSSP(FrontierApp, App):
         found, found_edges = engine.rowop(op=st["op"], x="dist", y="dist", s0="stamp",
                                           aux="outdeg", ia=it, exchange="dist")
         if st["queue"] is not None and st["far"]:  # every edge relaxed: the far pile is done
-            st["queue"].set_state([0])
+            q = st["queue"]  # a new epoch: its vertices' far stamps must not keep them out
+            q.set_state([0, q.host[1], q.host[2] + np.uint64(1)])
             st["far"] = 0
         return int(found), int(found_edges)
 
@@ -257,11 +287,13 @@ class SSSP(FrontierApp, App):
                                 "trace": trace.steps, "launches": trace.launches,
                                 "per_launch": trace.per_launch(),
                                 "push_role": st["push_role"], "push_costs": st["push_costs"],
-                                "steps": trace.counts(), "where": where})
+                                "steps": trace.counts(), "where": where,
+                                "by_device": trace.by_device(),
+                                "handovers": trace.handovers})
 
     def collect(self, engine: Engine, graph: Graph, result: AppResult) -> AppResult:
         st = engine.state[self.name]
-        role = st["push_role"] if result.extra["where"] == "queue" else None
+        role = {"queue": st["push_role"], "walk": "cpu"}.get(result.extra["where"])
         result.values = engine.read("dist", role=role)
         reached = np.isfinite(result.values)
         work = int(st["outdeg"][reached].sum(dtype=np.int64))
@@ -297,6 +329,7 @@ class SSSP(FrontierApp, App):
                            + ", ".join(f"{k}: {v}" for k, v in ex["steps"].items())
                            + f"; near-far delta {ex['delta']:.4g})"),
                 ("launches", launch_line(ex["per_launch"])),
+                ("by device", by_device_line(ex["by_device"], ex.get("handovers"))),
                 ("push role", push_line(ex["push_role"], ex["push_costs"]))]
 
 

@@ -201,20 +201,23 @@ def choose_push_role(engine: Engine, names: tuple, *, owned_rows: bool
 
 
 def make_walker(engine: Engine, graph, sources: tuple, names: tuple, push: str | None,
-                costs: dict):
-    """The CPU's walk (:class:`~finepar.engine.walk.SerialWalk`) of a frontier app, or None
-    where it cannot or should not run: no push side, no CPU role, a CPU that cannot hold
-    the whole CSR, or ``EngineOptions.walk == 'none'``. Its prior cost of a push level is
-    the push side's measured round trip (``costs``, the push role's choice, includes a
-    switch's moves)."""
+                costs: dict, kind: str = "levels"):
+    """The CPU's walk of a frontier app, or None where it cannot or should not run: no push
+    side, no CPU role, a CPU that cannot hold the whole CSR, or ``EngineOptions.walk ==
+    'none'``. ``kind``: ``levels`` (:class:`~finepar.engine.walk.SerialWalk`, BFS's) or
+    ``heap`` (:class:`~finepar.engine.heapwalk.HeapWalk`, SSSP's Dijkstra). Its prior cost
+    of a push level is the push side's measured round trip (``costs``, the push role's
+    choice, includes a switch's moves)."""
     from .walk import SerialWalk
+    from .heapwalk import HeapWalk
     mode = engine.options.walk
     if (mode == "none" or push is None or "cpu" not in engine.roles
             or not (engine.pair.shared or "cpu" in engine.push_roles())):
         return None
     level = round_trip_seconds(engine, push)
-    return SerialWalk(engine, graph, sources, names, push, level,
-                      fixed=None if mode == "auto" else int(mode))
+    cls = {"levels": SerialWalk, "heap": HeapWalk}[kind]
+    return cls(engine, graph, sources, names, push, level,
+               fixed=None if mode == "auto" else int(mode))
 
 
 def count_roots(side, program, labels, n: int) -> int:
@@ -717,6 +720,10 @@ class FrontierApp:
     #: The app's advance fragment and ``skeleton/walk.cl``: small frontiers run on the
     #: CPU's walk (:mod:`finepar.engine.walk`); None: the app does not walk.
     walk_sources: tuple | None = None
+    #: The walk's kind (:func:`make_walker`): ``levels`` (BFS) or ``heap`` (SSSP).
+    walk_kind = "levels"
+    #: The vectors the walk writes, moved on a hand-over; None: :attr:`sync_vectors`.
+    walk_vectors: tuple | None = None
 
     def prepare_push(self, engine: Engine, graph=None) -> dict:
         """The push role (:func:`choose_push_role`), its measured costs, the mover of
@@ -727,7 +734,9 @@ class FrontierApp:
         mover = (RowMover(engine, push) if push is not None and self.owned_rows
                  and not engine.pair.shared and len(engine.roles) == 2
                  and engine.plan.method != "dynamic" else None)
-        walker = (make_walker(engine, graph, self.walk_sources, self.sync_vectors, push, costs)
+        walker = (make_walker(engine, graph, self.walk_sources,
+                              self.walk_vectors or self.sync_vectors, push, costs,
+                              self.walk_kind)
                   if graph is not None and self.walk_sources else None)
         return {"push_role": push, "push_costs": costs, "mover": mover, "walker": walker}
 
@@ -742,6 +751,10 @@ class FrontierApp:
     def walked(self, st: dict, levels: list) -> None:
         """The walk ran ``levels`` (``(size, edges, found, found_edges)`` each): update the
         app's own loop state (default: nothing)."""
+
+    def walk_handed(self, engine: Engine, st: dict, walker) -> None:
+        """The walk handed its frontier to the push side's queue: make the app's own push
+        state agree (default: nothing)."""
 
     def _to_push(self, engine: Engine, st: dict) -> None:
         if st.get("mover") is not None:
@@ -809,6 +822,7 @@ class FrontierApp:
                     "walk", "cpu (walk)"
                 if run.stop == "grew":
                     walker.hand_over(st["queue"])
+                    self.walk_handed(engine, st, walker)
                     where = "queue"
                 pull = False
             else:

@@ -47,7 +47,9 @@ class EngineOptions:
         (:mod:`finepar.engine.walk`): ``auto`` (default) while the frontier's out-edges
         are below the push device's measured cost of a level over the walk's of an edge,
         handed back by the ski-rental rule; an integer fixes that many out-edges (and
-        hands back at once); ``none`` never walks.
+        hands back at once); ``none`` never walks. SSSP's walk is Dijkstra from the
+        source (:mod:`finepar.engine.heapwalk`), by the same switch point over the heap's
+        out-edges, without a hand-back.
     """
 
     offsets: str = "auto"

@@ -208,28 +208,8 @@ class SerialWalk:
 
     def _move_visited(self) -> None:
         """Copy each vector's entries of the vertices in ``fifo[:tail]`` from the CPU to the
-        push side: gathered on the CPU, scattered on the push side (O(visited), not O(n))."""
-        from ..device import alloc
-        from .exchange import _TYPES
-        eng, count = self.engine, self.tail
-        idx = np.empty(count, np.int32)
-        cl().enqueue_copy(self.side.queue, idx, self.fifo, is_blocking=True)
-        dst = eng.pair.side(self.push)
-        idx_dst = alloc(dst, idx, read_only=True)
-        grid = (-(-count // 64) * 64,)
-        for name in self.names:
-            dtype = eng._vec_dtype[name]
-            kind = {"T": _TYPES[dtype]}
-            tmp = alloc(self.side, nbytes=count * dtype.itemsize)
-            eng.pair.kernel(self.side, ("skeleton/vector.cl",), kind, "gather")(
-                self.side.queue, grid, None, np.int32(count), self.fifo,
-                eng.buffer(name, "cpu"), tmp)
-            host = np.empty(count, dtype)
-            cl().enqueue_copy(self.side.queue, host, tmp, is_blocking=True)
-            vals = alloc(dst, host, read_only=True)
-            eng.pair.kernel(dst, ("skeleton/vector.cl",), kind, "scatter")(
-                dst.queue, grid, None, np.int32(count), idx_dst, vals, eng.buffer(name, self.push))
-        eng.host_syncs += 1 + len(self.names)
+        push side (:func:`move_entries`)."""
+        move_entries(self.engine, self.names, self.push, self.fifo, self.tail)
 
     def take_back(self, queue) -> None:
         """The push side's frontier (its ``queue``, whose side holds whole vectors) back to
@@ -246,3 +226,29 @@ class SerialWalk:
         self.small_seconds = 0.0
         self.moves["to_walk"] += 1
         self.moves["seconds"] += seconds
+
+
+def move_entries(engine, names: tuple, push: str, index, count: int) -> None:
+    """Copy each vector's entries of the ``count`` vertices in the CPU buffer ``index``
+    (int32) from the CPU to the push side: gathered on the CPU, scattered on the push side
+    (O(count), not O(n))."""
+    from ..device import alloc
+    from .exchange import _TYPES
+    side = engine.pair.side("cpu")
+    idx = np.empty(count, np.int32)
+    cl().enqueue_copy(side.queue, idx, index, is_blocking=True)
+    dst = engine.pair.side(push)
+    idx_dst = alloc(dst, idx, read_only=True)
+    grid = (-(-count // 64) * 64,)
+    for name in names:
+        dtype = engine._vec_dtype[name]
+        kind = {"T": _TYPES[dtype]}
+        tmp = alloc(side, nbytes=count * dtype.itemsize)
+        engine.pair.kernel(side, ("skeleton/vector.cl",), kind, "gather")(
+            side.queue, grid, None, np.int32(count), index, engine.buffer(name, "cpu"), tmp)
+        host = np.empty(count, dtype)
+        cl().enqueue_copy(side.queue, host, tmp, is_blocking=True)
+        vals = alloc(dst, host, read_only=True)
+        engine.pair.kernel(dst, ("skeleton/vector.cl",), kind, "scatter")(
+            dst.queue, grid, None, np.int32(count), idx_dst, vals, engine.buffer(name, push))
+    engine.host_syncs += 1 + len(names)

@@ -1,0 +1,171 @@
+"""SSSP's CPU walk: Dijkstra on one CPU work-item while the frontier stays small (the
+heap-ordered sibling of :class:`~finepar.engine.walk.SerialWalk`, BFS's level walk).
+
+A road network's near-far SSSP on a level-synchronous device runs thousands of narrow
+relaxation waves, each paying a launch or a work-group barrier. One CPU work-item popping
+the nearest vertex from a binary heap (``dijkstra_walk`` in ``opencl/apps/sssp/walk.cl``)
+pays a few nanoseconds an edge, nothing a wave, and relaxes each vertex once. So:
+
+* a run starts on the walk when the source's out-edges are at most ``switch_edges`` (the
+  push device's measured seconds per level over the walk's seconds per edge, or
+  ``EngineOptions.walk`` fixed), and the walk runs to the end while the heap's vertices
+  have at most ``switch_edges`` out-edges between them;
+* past that it **hands the frontier over**: the heap's vertices become the push side's near
+  pile (an empty far pile, the threshold the least distance left plus delta, set by the
+  app's :meth:`~finepar.engine.frontier.FrontierApp.walk_handed`), and the distances of every
+  vertex the walk touched go to the push side first (their entries only; nothing where the
+  push side's buffers are the CPU's).
+
+There is **no hand-back**: a run's walk starts only from its source, and a frontier the walk
+declines or hands over stays with the push side to the end of the run (taking one back
+would also have to take the far pile). The relaxations are the device fragment's float32
+sums, so either way the answer is the one float32 fixed point.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..device import alloc, cl
+from .walk import STOPS, WalkRun, move_entries
+
+#: Seconds an edge of the heap walk costs before a run measures it (a heap operation an
+#: improved vertex on top of the edge: about twice the level walk's).
+HEAP_EDGE_SECONDS = 1e-8
+#: Words of ``dijkstra_walk``'s results (``out`` in walk.cl).
+OUT = 6
+#: A cap on the push side's levels that never binds (no hand-back to wait for).
+NO_CAP = 1 << 30
+
+
+class HeapWalk:
+    """One CPU work-item running Dijkstra from a run's source (see the module).
+
+    Parameters
+    ----------
+    engine : Engine
+        Its roles include ``cpu``, which holds the whole out-edge CSR.
+    graph : Graph
+        The out-edge CSR (with its values) the walk follows: the push queue's.
+    sources : tuple of str
+        The walk's program (``apps/sssp/walk.cl``).
+    names : tuple of str
+        The vectors the walk writes (SSSP's ``dist``), moved on a hand-over.
+    push : str
+        The push role (whose queue takes the frontier over).
+    push_level_seconds : float
+        The prior cost of one of the push side's levels (its measured round trip).
+    fixed : int, optional
+        A fixed ``switch_edges``; None: measured costs decide.
+    """
+
+    def __init__(self, engine, graph, sources: tuple, names: tuple, push: str,
+                 push_level_seconds: float, fixed: int | None = None):
+        self.engine, self.names, self.push, self.n = engine, names, push, graph.n
+        side = self.side = engine.pair.side("cpu")
+        wide = graph.indptr.dtype == np.int64
+        self.indptr, self.indices, _ = engine.global_csr("cpu", graph, wide=wide)
+        self.data = engine._global_csr.setdefault(
+            ("data", "cpu", id(graph)), (alloc(side, graph.data, read_only=True),))[0]
+        self.degrees = np.diff(graph.indptr)
+        size = max(graph.n, 1)
+        self.heap_d = engine.scratch("cpu", np.zeros(size, np.float32))
+        self.heap_v = engine.scratch("cpu", np.zeros(size, np.int32))
+        self.pos = engine.scratch("cpu", np.full(size, -1, np.int32))
+        self.touched = engine.scratch("cpu", np.zeros(size, np.int32))
+        self.out = engine.scratch("cpu", np.zeros(OUT, np.int64))
+        self.host = np.zeros(OUT, np.int64)
+        self.kernel = engine.pair.kernel(side, tuple(sources),
+                                         {"OFFSET_T": "long" if wide else "int"},
+                                         "dijkstra_walk")
+        self.fixed = fixed
+        self.edge_seconds = HEAP_EDGE_SECONDS
+        self.push_level_seconds = max(float(push_level_seconds), 1e-7)
+        self.same = all(engine.buffer(v, "cpu") is engine.buffer(v, push) for v in names)
+        self.nfront = self.ntouched = self.size = self.edges = 0
+        self.least = float("inf")
+        self.begin()
+
+    def begin(self) -> None:
+        """A new run: the walk may take its source; no hand-overs yet."""
+        self.open = True
+        self.moves = {"to_walk": 0, "from_walk": 0, "seconds": 0.0}
+
+    # ------------------------------------------------------------------ the rule
+    @property
+    def switch_edges(self) -> int:
+        """The heap's out-edges up to which the walk is faster than the push side."""
+        if self.fixed is not None:
+            return int(self.fixed)
+        return int(self.push_level_seconds / self.edge_seconds)
+
+    def takes(self, edges: int) -> bool:
+        """Whether the walk runs from the current frontier (``edges`` out-edges): only at
+        a run's start, when small enough; once declined or handed over, never again in
+        the run (no hand-back)."""
+        ok = self.open and edges <= self.switch_edges
+        self.open = False
+        return ok
+
+    def push_cap(self, edges: int) -> int:
+        """No cap on the push side's levels (it never hands back)."""
+        return NO_CAP
+
+    def pushed(self, levels: list, seconds: float) -> None:
+        """The push side's levels change nothing here (no hand-back to pay for)."""
+
+    # ------------------------------------------------------------------ the walk
+    def load(self, vertices: np.ndarray) -> None:
+        """Start from ``vertices`` (their distances set on the CPU; non-blocking)."""
+        v = np.unique(np.asarray(vertices, dtype=np.int32))
+        if v.size:
+            cl().enqueue_copy(self.side.queue, self.touched, v, is_blocking=False)
+        self.nfront, self.size, self.edges = int(v.size), int(v.size), int(self.degrees[v].sum())
+
+    def run(self, it: int, args: tuple, cap: int | None = None) -> WalkRun:
+        """Dijkstra from the loaded frontier until the heap empties or its vertices' out-edges
+        pass :attr:`switch_edges` (one launch, one read); ``args`` are ``(abs_weights,
+        dist)`` on the CPU. The walk counts as one level of the trace whatever ``cap``:
+        ``(frontier, its edges, heap left, its edges)``."""
+        abs_weights, dist = args
+        size0, edges0 = self.size, self.edges
+        rec = self.engine.launch("cpu", self.kernel, 1, (
+            np.int64(self.switch_edges), np.int32(self.nfront), self.indptr, self.indices,
+            self.data, abs_weights, dist, self.heap_d, self.heap_v, self.pos, self.touched,
+            self.out), kind="walk", wg=1)
+        h = self.engine.read_buffer("cpu", self.host, self.out)
+        stop, self.size, self.edges, self.ntouched = (int(x) for x in h[:4])
+        seconds = float(rec.kernel.get("cpu", rec.wall))
+        if int(h[5]) >= 4096 and self.fixed is None:
+            self.edge_seconds = max(seconds / int(h[5]), 1e-10)
+        return WalkRun([(size0, edges0, self.size, self.edges)], STOPS[stop], self.size,
+                       self.edges, seconds)
+
+    def frontier(self) -> tuple[np.ndarray, float]:
+        """The heap's vertices and the least distance among them (one blocking read)."""
+        v = np.empty(self.size, np.int32)
+        d = np.full(1, np.inf, np.float32)
+        if v.size:
+            cl().enqueue_copy(self.side.queue, v, self.heap_v, is_blocking=False)
+            cl().enqueue_copy(self.side.queue, d, self.heap_d, is_blocking=True)
+        return v, float(d[0])
+
+    # ------------------------------------------------------------- hand-overs
+    def hand_over(self, queue) -> None:
+        """The heap's vertices to the push side's ``queue`` as its near pile; first the
+        distances of every vertex the walk touched go to the push side (none where its
+        buffers are the CPU's). :attr:`least` keeps the least distance handed over."""
+        t0 = time.perf_counter()
+        front, self.least = self.frontier()
+        if not self.same and self.ntouched:
+            move_entries(self.engine, self.names, self.push, self.touched, self.ntouched)
+        queue.load(front)
+        self.open = False
+        self.moves["from_walk"] += 1
+        self.moves["seconds"] += time.perf_counter() - t0
+
+    def take_back(self, queue) -> None:
+        """Never asked (:meth:`takes` says no after a run's start)."""
+        raise NotImplementedError("SSSP's walk does not take a frontier back")

@@ -1,0 +1,122 @@
+/*
+ * SSSP's walk on one CPU work-item: Dijkstra with a binary min-heap (finepar/engine/heapwalk.py).
+ *
+ * The CPU's share of a frontier app's small frontiers (opencl/skeleton/walk.cl walks BFS's
+ * levels): a level-synchronous device pays a launch or a barrier a level, which a road
+ * network's thousands of narrow relaxation waves never amortise; one work-item popping the
+ * nearest vertex pays a few nanoseconds an edge and relaxes each vertex once.
+ *
+ * Each relaxation is the device fragment's (apps/sssp/frontier.cl): nd = dist[u] + w in
+ * float32, w = data[k] or fabs(data[k]); v improves when nd < dist[v]. float32 addition of a
+ * non-negative length never decreases a sum, so a popped vertex's distance is final and the
+ * walk, run to the end, leaves the one float32 fixed point the devices reach.
+ *
+ * The heap is indexed (heap_v[i] the vertex at slot i, heap_d[i] its distance, pos[v] its
+ * slot): an improved vertex in the heap moves up (decrease-key), so the heap holds each
+ * unsettled improved vertex once, and it *is* the frontier a hand-over gives the push side.
+ * pos[v]: -1 never in the heap this walk, -2 popped; reset to -1 (of every touched vertex)
+ * before the kernel returns, so the buffer is all -1 between walks.
+ *
+ * touched[0 .. nfront) is the frontier to start from (distinct vertices, their dist set);
+ * each vertex the walk improves for the first time is appended: the entries a hand-over
+ * moves. The walk stops when the heap is empty (`EMPTY`) or when the heap's vertices have
+ * more than `max_edges` out-edges (`GREW`: a device relaxing them in parallel does it
+ * faster).
+ *
+ * Results (one read on the host): out[0] why it stopped, out[1] the heap's vertices,
+ * out[2] their out-edges, out[3] touched vertices, out[4] vertices popped, out[5] edges
+ * relaxed; when it grew, heap_d[0] is the least distance left.
+ */
+#ifndef OFFSET_T
+#define OFFSET_T int
+#endif
+#define WALK_EMPTY 0
+#define WALK_GREW 1
+
+/* Move slot i's entry (d, v) up while its parent is farther. */
+void heap_up(__global float *hd, __global int *hv, __global int *pos, int i, const float d,
+             const int v)
+{
+    while (i > 0) {
+        const int p = (i - 1) >> 1;
+        if (!(d < hd[p])) break;
+        hd[i] = hd[p];
+        hv[i] = hv[p];
+        pos[hv[i]] = i;
+        i = p;
+    }
+    hd[i] = d;
+    hv[i] = v;
+    pos[v] = i;
+}
+
+/* Put (d, v) at slot 0 of a heap of `size` slots and move it down. */
+void heap_down(__global float *hd, __global int *hv, __global int *pos, const int size,
+               const float d, const int v)
+{
+    int i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= size) break;
+        if (c + 1 < size && hd[c + 1] < hd[c]) ++c;
+        if (!(hd[c] < d)) break;
+        hd[i] = hd[c];
+        hv[i] = hv[c];
+        pos[hv[i]] = i;
+        i = c;
+    }
+    hd[i] = d;
+    hv[i] = v;
+    pos[v] = i;
+}
+
+__kernel void dijkstra_walk(const long max_edges, const int nfront,
+                            __global const OFFSET_T *restrict indptr,
+                            __global const int *restrict indices,
+                            __global const float *restrict data, const int abs_weights,
+                            __global float *restrict dist, __global float *restrict heap_d,
+                            __global int *restrict heap_v, __global int *restrict pos,
+                            __global int *restrict touched, __global long *restrict out)
+{
+    int size = 0, ntouched = nfront, stop = WALK_EMPTY;
+    long live = 0, popped = 0, relaxed = 0;
+    for (int i = 0; i < nfront; ++i) {
+        const int v = touched[i];
+        if (pos[v] != -1) continue;
+        heap_up(heap_d, heap_v, pos, size++, dist[v], v);
+        live += (long)(indptr[v + 1] - indptr[v]);
+    }
+    while (size > 0) {
+        if (live > max_edges) { stop = WALK_GREW; break; }
+        const int u = heap_v[0];
+        const float du = heap_d[0];
+        pos[u] = -2;
+        if (--size > 0) heap_down(heap_d, heap_v, pos, size, heap_d[size], heap_v[size]);
+        const OFFSET_T last = indptr[u + 1];
+        live -= (long)(last - indptr[u]);
+        ++popped;
+        relaxed += (long)(last - indptr[u]);
+        for (OFFSET_T k = indptr[u]; k < last; ++k) {
+            const int v = indices[k];
+            const float w = abs_weights ? fabs(data[k]) : data[k];
+            const float nd = du + w;
+            if (!(nd < dist[v])) continue;
+            dist[v] = nd;
+            const int p = pos[v];
+            if (p >= 0) {
+                heap_up(heap_d, heap_v, pos, p, nd, v);
+            } else {
+                if (p == -1) touched[ntouched++] = v;
+                heap_up(heap_d, heap_v, pos, size++, nd, v);
+                live += (long)(indptr[v + 1] - indptr[v]);
+            }
+        }
+    }
+    for (int i = 0; i < ntouched; ++i) pos[touched[i]] = -1;
+    out[0] = stop;
+    out[1] = size;
+    out[2] = live;
+    out[3] = ntouched;
+    out[4] = popped;
+    out[5] = relaxed;
+}
