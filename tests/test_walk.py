@@ -111,3 +111,26 @@ def test_no_walk_where_the_run_must_not(pairs):
     assert all(s["where"] != WALK for s in res.extra["trace"])
     res, _ = api.run("bfs", g, pair=pairs["split"], devices="cpu", warmup=False, max_iter=5)
     assert res.iterations == 5 and res.extra["by_device"] == {"cpu": 5}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_walk_where_the_split_gave_the_cpu_no_rows(mode, pairs):
+    """A fine split whose T_f is past every row (the tuner's choice on a road network) still
+    walks on the CPU: its copies of the vectors start as the GPU's do, and the hand-overs
+    move the visited vertices; BFS and SSSP answer exactly."""
+    g = shared_graph("USPowerGrid.mtx")
+    root = int(np.argmax(np.diff(g.indptr)))
+    for walk in ("auto", 300):
+        res, rep = api.run("bfs", g, pair=pairs[mode], threshold=10**6, warmup=False,
+                           root=root, options=EngineOptions(walk=walk))
+        assert rep.plan["stats"]["cpu_rows"] == 0
+        check_run(g, res, root, 10**9 if walk == "auto" else walk)
+        assert res.extra["by_device"].get("cpu", 0) > 0
+        if walk == 300:  # the walk takes the root, hands over past 300 edges
+            assert res.extra["handovers"]["from_walk"] >= 1
+        sssp = apps.get("sssp")
+        res, _ = api.run("sssp", g, pair=pairs[mode], threshold=10**6, warmup=False,
+                         root=root, options=EngineOptions(walk=walk))
+        ref = sssp.reference(g, {"root": root, "weights": "values"})
+        assert not sssp.check(g, res, ref, {"root": root, "weights": "values"})
+        assert res.extra["by_device"].get("cpu", 0) > 0

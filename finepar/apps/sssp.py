@@ -201,8 +201,6 @@ class SSSP(FrontierApp, App):
             q.set_state([0, np.float32(st["delta"]).view(np.uint32), 0])  # far pile, threshold
             st["far"] = 0
         st["start_list"] = np.array([root], np.int32)
-        if st.get("walker") is not None:
-            st["walker"].begin()
         return 1, int(st["outdeg"][root])
 
     def walks(self, st: dict) -> bool:

@@ -134,6 +134,12 @@ def add_plan_options(p: argparse.ArgumentParser) -> None:
                         "where that vector exceeds the device's cache and a few columns take "
                         "most reads, hot wherever possible, none (one process; not in "
                         "distributed runs)")
+    w = p.add_argument_group("frontiers (FinePar TKDE §4.2)")
+    w.add_argument("--walk", type=walk_option, default="auto", metavar="auto|none|EDGES",
+                   help="BFS's and SSSP's small frontiers on one CPU work-item walking a queue: "
+                        "auto (default) while a frontier's out-edges cost the walk less than a "
+                        "level costs the push device (both measured), none never, or a fixed "
+                        "number of out-edges")
     t.add_argument("--cache-bytes", type=byte_size, default=None, metavar="SIZE",
                    help="the cache partitions must fit, e.g. 24MB or 50MiB (default: the GPU's "
                         "L2, from known sizes where the driver misreports it)")
@@ -243,12 +249,23 @@ def check_outputs(args, **suffixes) -> None:
             check_output(path, f"--{name}", force=getattr(args, "force", False), suffixes=ends)
 
 
+def walk_option(text: str):
+    """``--walk``: ``auto``, ``none`` or a count of out-edges (an int >= 0)."""
+    import argparse
+    if text in ("auto", "none"):
+        return text
+    if text.isdigit():
+        return int(text)
+    raise argparse.ArgumentTypeError(f"must be auto, none or a number of out-edges, not {text!r}")
+
+
 def engine_options(app, n: int, args, config: dict):
     """EngineOptions from the flags, else the config's [budget] table."""
     from ..engine import EngineOptions
     budget = config.get("budget") or {}
     return EngineOptions(
         offsets=getattr(args, "offsets", "auto"), columns=getattr(args, "columns", "auto"),
+        walk=getattr(args, "walk", "auto"),
         gpu_memory=args.gpu_memory if args.gpu_memory is not None else budget.get("gpu_memory"),
         cpu_memory=args.cpu_memory if args.cpu_memory is not None else budget.get("cpu_memory"),
         reserve_bytes=app.state_bytes(n))

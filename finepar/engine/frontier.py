@@ -200,6 +200,20 @@ def choose_push_role(engine: Engine, names: tuple, *, owned_rows: bool
     return best, {r: float(v) for r, v in cost.items()}
 
 
+def cpu_may_walk(engine: Engine, graph) -> bool:
+    """Whether the CPU may walk ``graph``'s frontiers: it is one of the plan's roles, or
+    the plan is a fine split (the tuner gave it no rows: a road network's rows are all
+    short), and it holds the whole CSR within its budget. Not for a plan of the GPU
+    alone (``--devices gpu``)."""
+    if "cpu" not in engine.roles and engine.plan.method != "fine":
+        return False
+    if engine.pair.shared and "cpu" in engine.roles:
+        return True
+    side = engine.pair.side("cpu")
+    return (engine.fits_whole(side)
+            and graph.indices.nbytes + graph.indptr.nbytes <= engine.options.budget("cpu", side))
+
+
 def make_walker(engine: Engine, graph, sources: tuple, names: tuple, push: str | None,
                 costs: dict, kind: str = "levels"):
     """The CPU's walk of a frontier app, or None where it cannot or should not run: no push
@@ -211,9 +225,10 @@ def make_walker(engine: Engine, graph, sources: tuple, names: tuple, push: str |
     from .walk import SerialWalk
     from .heapwalk import HeapWalk
     mode = engine.options.walk
-    if (mode == "none" or push is None or "cpu" not in engine.roles
-            or not (engine.pair.shared or "cpu" in engine.push_roles())):
+    if mode == "none" or push is None or not cpu_may_walk(engine, graph):
         return None
+    if "cpu" not in engine.roles:  # a split that gave the CPU no rows: its copies of the
+        engine.vector_roles = engine.roles + ("cpu",)  # vectors are filled as the others
     level = round_trip_seconds(engine, push)
     cls = {"levels": SerialWalk, "heap": HeapWalk}[kind]
     return cls(engine, graph, sources, names, push, level,
@@ -804,8 +819,10 @@ class FrontierApp:
         """
         size, edges = self.start(engine, st)
         walker = st.get("walker")
+        if walker is not None:
+            walker.begin()
         where = "queue" if st["push_role"] is not None else "marks"
-        if walker is not None and walker.takes(edges) and self.walks(st):
+        if walker is not None and walker.starts(edges) and self.walks(st):
             walker.load(st["start_list"])  # every side holds the start: nothing to move
             where = "walk"
         trace = FrontierTrace()

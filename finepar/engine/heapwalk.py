@@ -109,6 +109,8 @@ class HeapWalk:
         self.open = False
         return ok
 
+    starts = takes
+
     def push_cap(self, edges: int) -> int:
         """No cap on the push side's levels (it never hands back)."""
         return NO_CAP

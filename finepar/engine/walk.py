@@ -115,6 +115,11 @@ class SerialWalk:
         self.moves = {"to_walk": 0, "from_walk": 0, "seconds": 0.0}
         self._scratch: dict = {}
 
+    def begin(self) -> None:
+        """A new run: no small levels counted, no hand-overs yet."""
+        self.small_seconds, self.check_levels = 0.0, 2
+        self.moves = {"to_walk": 0, "from_walk": 0, "seconds": 0.0}
+
     # ------------------------------------------------------------------ the rule
     @property
     def switch_edges(self) -> int:
@@ -122,6 +127,10 @@ class SerialWalk:
         if self.fixed is not None:
             return int(self.fixed)
         return int(self.push_level_seconds / self.edge_seconds)
+
+    def starts(self, edges: int) -> bool:
+        """Whether the walk takes a run's start (every side holds it: nothing to move)."""
+        return edges <= self.switch_edges
 
     def takes(self, edges: int) -> bool:
         """Whether the walk should run the next level (a frontier of ``edges`` out-edges):
