@@ -103,9 +103,6 @@ class Engine:
         self.halo: dict[str, np.ndarray] = {}
         self._halo: Halo | None = None
         self.roles = tuple(plan.active_roles())
-        #: The roles whose copies of the vectors fill and set_entries keep: the plan's,
-        #: and the CPU where it walks frontiers without rows of its own (engine/walk.py).
-        self.vector_roles = self.roles
         if not self.roles:
             raise DeviceError("the plan assigns no rows to any device")
         dynamic = plan.method == "dynamic"
@@ -464,7 +461,7 @@ class Engine:
     def _each_buffer(self, name: str, roles: tuple | None):
         """(side, buffer) of vector ``name`` on each role, once per distinct buffer."""
         done = set()
-        for r in roles or self.vector_roles:
+        for r in roles or self.roles:
             buf = self.buffer(name, r)
             if id(buf) not in done:
                 done.add(id(buf))

@@ -227,8 +227,6 @@ def make_walker(engine: Engine, graph, sources: tuple, names: tuple, push: str |
     mode = engine.options.walk
     if mode == "none" or push is None or not cpu_may_walk(engine, graph):
         return None
-    if "cpu" not in engine.roles:  # a split that gave the CPU no rows: its copies of the
-        engine.vector_roles = engine.roles + ("cpu",)  # vectors are filled as the others
     level = round_trip_seconds(engine, push)
     cls = {"levels": SerialWalk, "heap": HeapWalk}[kind]
     return cls(engine, graph, sources, names, push, level,
@@ -823,6 +821,9 @@ class FrontierApp:
             walker.begin()
         where = "queue" if st["push_role"] is not None else "marks"
         if walker is not None and walker.starts(edges) and self.walks(st):
+            if "cpu" not in engine.roles:  # a split that gave the CPU no rows: its copies
+                for name in walker.names:  # of the vectors start as the push side's
+                    engine.write(name, engine.read(name, role=walker.push), roles=("cpu",))
             walker.load(st["start_list"])  # every side holds the start: nothing to move
             where = "walk"
         trace = FrontierTrace()
