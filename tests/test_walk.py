@@ -134,3 +134,25 @@ def test_walk_where_the_split_gave_the_cpu_no_rows(mode, pairs):
         ref = sssp.reference(g, {"root": root, "weights": "values"})
         assert not sssp.check(g, res, ref, {"root": root, "weights": "values"})
         assert res.extra["by_device"].get("cpu", 0) > 0
+
+
+def test_walks_learn_their_cost_on_the_pair(pairs):
+    """A walk's measured seconds an edge stay with the pair: the next run's switch point
+    starts from it, not from the prior."""
+    from finepar.engine.walk import WALK_EDGE_SECONDS, measured_rates
+    g = shared_graph("luxembourg.mtx")
+    pair = pairs["split"]
+    api.run("bfs", g, pair=pair, devices="cpu", warmup=False)
+    learned = measured_rates(pair)["levels"]
+    assert learned > 0 and learned != WALK_EDGE_SECONDS
+    seen = {}
+    real = frontier.make_walker
+
+    def spy(*a, **k):
+        seen["walker"] = real(*a, **k)
+        seen["start"] = seen["walker"].edge_seconds
+        return seen["walker"]
+    import unittest.mock as mock
+    with mock.patch.object(frontier, "make_walker", spy):
+        api.run("bfs", g, pair=pair, devices="cpu", warmup=False)
+    assert seen["start"] == learned

@@ -29,7 +29,7 @@ import time
 import numpy as np
 
 from ..device import alloc, cl
-from .walk import STOPS, WalkRun, move_entries
+from .walk import measured_rates, STOPS, WalkRun, move_entries
 
 #: Seconds an edge of the heap walk costs before a run measures it (a heap operation an
 #: improved vertex on top of the edge: about twice the level walk's).
@@ -81,7 +81,8 @@ class HeapWalk:
                                          {"OFFSET_T": "long" if wide else "int"},
                                          "dijkstra_walk")
         self.fixed = fixed
-        self.edge_seconds = HEAP_EDGE_SECONDS
+        #: seconds an edge, as the last walk of this kind on this pair measured it
+        self.edge_seconds = measured_rates(engine.pair).get("heap", HEAP_EDGE_SECONDS)
         self.push_level_seconds = max(float(push_level_seconds), 1e-7)
         self.same = all(engine.buffer(v, "cpu") is engine.buffer(v, push) for v in names)
         self.nfront = self.ntouched = self.size = self.edges = 0
@@ -142,6 +143,7 @@ class HeapWalk:
         seconds = float(rec.kernel.get("cpu", rec.wall))
         if int(h[5]) >= 4096 and self.fixed is None:
             self.edge_seconds = max(seconds / int(h[5]), 1e-10)
+            measured_rates(self.engine.pair)["heap"] = self.edge_seconds
         return WalkRun([(size0, edges0, self.size, self.edges)], STOPS[stop], self.size,
                        self.edges, seconds)
 

@@ -45,6 +45,15 @@ OUT = 5
 STOPS = ("empty", "grew", "capped")
 
 
+def measured_rates(pair) -> dict:
+    """The seconds an edge each kind of walk last measured on ``pair`` (``levels``,
+    ``heap``), so a later run on the same pair starts from the measured cost, not the
+    prior (a fresh engine per run would otherwise never learn it)."""
+    if not hasattr(pair, "walk_edge_seconds"):
+        pair.walk_edge_seconds = {}
+    return pair.walk_edge_seconds
+
+
 @dataclass
 class WalkRun:
     """What one ``walk`` launch did.
@@ -104,7 +113,8 @@ class SerialWalk:
                                          {"OFFSET_T": "long" if wide else "int"}, "walk")
         self.head = self.tail = self.edges = 0
         self.fixed = fixed
-        self.edge_seconds = WALK_EDGE_SECONDS
+        #: seconds an edge, as the last walk of this kind on this pair measured it
+        self.edge_seconds = measured_rates(engine.pair).get("levels", WALK_EDGE_SECONDS)
         self.push_level_seconds = max(float(push_level_seconds), 1e-7)
         self.same = all(engine.buffer(v, "cpu") is engine.buffer(v, push) for v in names)
         self.handback_seconds = 0.0 if self.same else (
@@ -191,6 +201,7 @@ class SerialWalk:
         walked = sum(lv[0] + lv[1] for lv in levels)  # vertices and edges walked
         if walked >= 4096 and self.fixed is None:
             self.edge_seconds = max(seconds / walked, 1e-10)
+            measured_rates(self.engine.pair)["levels"] = self.edge_seconds
         return WalkRun(levels, STOPS[int(h[3])], size, edges, seconds)
 
     def frontier(self) -> np.ndarray:
