@@ -86,6 +86,17 @@ def pairs():
             "split": make_pair(memory="split", gpu="emulate")}
 
 
+@pytest.fixture(autouse=True)
+def _fresh_walk_costs(request):
+    """Each test's walks start from the priors: the session's pairs forget what earlier
+    tests' walks measured (:func:`finepar.engine.walk.measured_rates`), so a test's switch
+    points do not depend on the tests that ran before it on the same worker."""
+    if "pairs" in request.fixturenames:
+        for pair in request.getfixturevalue("pairs").values():
+            getattr(pair, "walk_edge_seconds", {}).clear()
+    yield
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)

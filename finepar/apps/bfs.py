@@ -112,10 +112,9 @@ class BFS(FrontierApp, App):
     # ------------------------------------------------------------ the loop's hooks
     def start(self, engine: Engine, st: dict):
         root = st["root"]
-        for name, value in (("level", -1), ("parent", -1), ("front", 0), ("next", 0)):
-            engine.fill(name, value)  # on the devices: no n-long host arrays, no transfers
-        engine.set_entries("level", [root], [0])
-        engine.set_entries("parent", [root], [root])
+        engine.fill("front", 0)
+        engine.fill("next", 0)
+        self.start_vectors(engine, st)
         if st["queue"] is not None:
             st["queue"].load(np.array([root], np.int32))
         else:  # no push side: the frontier starts as a bitmap on every side
@@ -124,6 +123,15 @@ class BFS(FrontierApp, App):
         st["last"] = "push"
         st["start_list"] = np.array([root], np.int32)
         return 1, int(st["outdeg"][root])
+
+    def start_vectors(self, engine: Engine, st: dict, roles: tuple | None = None) -> None:
+        """Levels and parents at a run's start on ``roles`` (default: the plan's): -1, the
+        root's its own (on the devices: no n-long host arrays, no waits)."""
+        root = st["root"]
+        engine.fill("level", -1, roles)
+        engine.fill("parent", -1, roles)
+        engine.set_entries("level", [root], [0], roles, wait=False)
+        engine.set_entries("parent", [root], [root], roles, wait=False)
 
     def walks(self, st: dict) -> bool:
         """The walk is top-down: not where every level must be bottom-up."""

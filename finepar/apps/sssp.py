@@ -190,9 +190,8 @@ class SSSP(FrontierApp, App):
     # ------------------------------------------------------------ the loop's hooks
     def start(self, engine: Engine, st: dict):
         root = st["root"]
-        engine.fill("dist", np.float32(np.inf))  # on the devices: no n-long host arrays
+        self.start_vectors(engine, st)
         engine.fill("stamp", -1)
-        engine.set_entries("dist", [root], [0.0])
         q = st["queue"]
         if q is not None:
             q.load(np.array([root], np.int32))
@@ -202,6 +201,12 @@ class SSSP(FrontierApp, App):
             st["far"] = 0
         st["start_list"] = np.array([root], np.int32)
         return 1, int(st["outdeg"][root])
+
+    def start_vectors(self, engine: Engine, st: dict, roles: tuple | None = None) -> None:
+        """Distances at a run's start on ``roles`` (default: the plan's): inf, the source's
+        0 (on the devices: no n-long host arrays, no waits)."""
+        engine.fill("dist", np.float32(np.inf), roles)
+        engine.set_entries("dist", [st["root"]], [0.0], roles, wait=False)
 
     def walks(self, st: dict) -> bool:
         """The walk pushes: not where every round must pull."""

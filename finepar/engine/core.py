@@ -513,17 +513,21 @@ class Engine:
             self._shared_barrier(side)
 
     def set_entries(self, name: str, index: np.ndarray, values: np.ndarray,
-                    roles: tuple | None = None) -> None:
-        """Write a few entries of vector ``name`` (small host-to-device copies)."""
+                    roles: tuple | None = None, wait: bool = True) -> None:
+        """Write a few entries of vector ``name`` (small host-to-device copies). ``wait=False``
+        enqueues them, in order with the queue's other commands (pyopencl keeps the host
+        values alive until they are copied), except in shared memory with two roles, where
+        the other role's queue is not ordered with this one."""
         self._plain(name)
         mod = cl()
         dtype = self._vec_dtype[name]
         vals = np.ascontiguousarray(values, dtype=dtype)
+        block = wait or (self.pair.shared and len(self.roles) == 2)
         for side, buf in self._each_buffer(name, roles):
             for i, v in zip(np.asarray(index).ravel(), vals.ravel()):
                 mod.enqueue_copy(side.queue, buf, np.array([v], dtype=dtype),
-                                 dst_offset=int(i) * dtype.itemsize, is_blocking=True)
-                self.host_syncs += 1
+                                 dst_offset=int(i) * dtype.itemsize, is_blocking=block)
+                self.host_syncs += int(block)
 
     def scalars(self, values, roles: tuple | None = None, wait: bool = True) -> None:
         """Write the app's scalars (``fscal[0..]``, float32) to every side.

@@ -658,18 +658,19 @@ class FrontierTrace:
         return out
 
     def add(self, mode: str, levels: list, enqueued: int, seconds: float, stop: str = "",
-            first: int = 0, **common) -> None:
-        """Record one launch (or batch) and its levels: ``levels`` as tuples of
-        ``(frontier, frontier_edges, found, found_edges)``, the first iteration ``first``;
-        ``common`` (direction, where) goes into every level's entry."""
+            first: int = 0, direction: str = "push", where: str = "both") -> None:
+        """Record one launch (or batch) and its levels: ``levels`` as tuples of Python ints
+        ``(frontier, frontier_edges, found, found_edges)``, the first iteration ``first``,
+        each run ``direction`` on ``where``. One dict literal a level: a walk of a thousand
+        levels records them in a quarter of a millisecond."""
         li = len(self.launches)
         self.launches.append({"mode": mode, "levels": len(levels), "enqueued": int(enqueued),
                               "stop": stop})
         each = seconds / max(len(levels), 1)
-        self.steps.extend({"iteration": first + i, **common, "frontier": int(s),
-                           "frontier_edges": int(e), "found": int(f), "found_edges": int(fe),
-                           "launch": li, "seconds": each}
-                          for i, (s, e, f, fe) in enumerate(levels))
+        self.steps.extend([{"iteration": first + i, "direction": direction, "where": where,
+                            "frontier": s, "frontier_edges": e, "found": f, "found_edges": fe,
+                            "launch": li, "seconds": each}
+                           for i, (s, e, f, fe) in enumerate(levels)])
 
     def per_launch(self) -> dict:
         """Levels per launch by mode, and levels per host round trip of the loop."""
@@ -753,6 +754,12 @@ class FrontierApp:
                   if graph is not None and self.walk_sources else None)
         return {"push_role": push, "push_costs": costs, "mover": mover, "walker": walker}
 
+    def start_vectors(self, engine: Engine, st: dict, roles: tuple | None = None) -> None:
+        """The walk's vectors (:attr:`sync_vectors`) at a run's start on ``roles`` (the
+        CPU's copies where a split gave it no rows); default: the push side's copied."""
+        for name in self.sync_vectors:
+            engine.write(name, engine.read(name, role=st["push_role"]), roles=roles)
+
     def walks(self, st: dict) -> bool:
         """Whether this run's levels may run on the CPU's walk (default: yes)."""
         return True
@@ -801,7 +808,8 @@ class FrontierApp:
         :meth:`push`."""
         t0 = st["queue"].size, st["queue"].edges
         found, found_edges = self.push(engine, st, it)
-        return PushRun("step", [(*t0, found, found_edges)], 1, False, found, found_edges,
+        level = (int(t0[0]), int(t0[1]), int(found), int(found_edges))
+        return PushRun("step", [level], 1, False, found, found_edges,
                        "empty" if not found else "batch")
 
     def frontier_loop(self, engine: Engine, st: dict, *, policy, max_iter: int | None
@@ -821,9 +829,8 @@ class FrontierApp:
             walker.begin()
         where = "queue" if st["push_role"] is not None else "marks"
         if walker is not None and walker.starts(edges) and self.walks(st):
-            if "cpu" not in engine.roles:  # a split that gave the CPU no rows: its copies
-                for name in walker.names:  # of the vectors start as the push side's
-                    engine.write(name, engine.read(name, role=walker.push), roles=("cpu",))
+            if "cpu" not in engine.roles:  # a split that gave the CPU no rows
+                self.start_vectors(engine, st, ("cpu",))
             walker.load(st["start_list"])  # every side holds the start: nothing to move
             where = "walk"
         trace = FrontierTrace()
@@ -870,7 +877,8 @@ class FrontierApp:
                 self.marks_from_queue(engine, st)
             found, found_edges = self.pull(engine, st, loop["it"])
             loop["batch"] = 1
-            return PushRun("pull", [(size, edges, found, found_edges)], 1, False, int(found),
+            level = (int(size), int(edges), int(found), int(found_edges))
+            return PushRun("pull", [level], 1, False, int(found),
                            int(found_edges), "empty" if not found else "batch"), "marks", True
         if where == "marks":
             self._to_push(engine, st)
