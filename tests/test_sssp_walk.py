@@ -126,3 +126,36 @@ def test_no_walk_where_the_run_must_not(pairs):
     assert all(s["where"] != WALK for s in res.extra["trace"])
     res, _ = api.run("sssp", g, pair=pairs["split"], devices="cpu", warmup=False, max_iter=5)
     assert res.iterations == 1 and res.extra["by_device"] == {"cpu": 1} and res.converged
+
+
+def bucket_lengths(g, kind: str):
+    """``g`` with lengths the bucket queue takes: all 1 (BFS's case), integers 1-100, or
+    floats in [0.5, 50) (100 buckets of width 0.5, sums that round)."""
+    rng = np.random.default_rng(5)
+    w = {"unit": np.ones(g.nnz),
+         "integers": rng.integers(1, 101, g.nnz),
+         "floats": rng.uniform(0.5, 50.0, g.nnz)}[kind].astype(np.float32)
+    return from_scipy(sp.csr_array((w, g.indices, g.indptr), shape=g.shape), name=g.name + kind)
+
+
+@pytest.mark.parametrize("name", ("USPowerGrid.mtx", "ca-GrQc.mtx", "rajat01.mtx"))
+@pytest.mark.parametrize("kind", ("unit", "integers", "floats"))
+@pytest.mark.parametrize("mode", MODES)
+def test_bucket_queue_gives_the_fixed_point(name, kind, mode, pairs, monkeypatch):
+    """Lengths whose longest is at most 4,094 times the least walk with Dinitz's buckets
+    (width: the least length), one length for all with a FIFO, whole or handed over at a
+    switch point: the push side's float32 fixed point, bit for bit; five-decade lengths take
+    the heap."""
+    push_from(monkeypatch, "gpu")
+    g = bucket_lengths(shared_graph(name), kind)
+    root = int(np.argmax(np.diff(g.indptr)))
+    kw = dict(pair=pairs[mode], threshold=4, warmup=False, root=root)
+    want = api.run("sssp", g, options=NO_WALK, **kw)[0].values
+    deg = int(np.diff(g.indptr)[root])
+    for switch in (deg + 40, 10**9):
+        res, _ = api.run("sssp", g, options=EngineOptions(walk=switch), **kw)
+        check_run(g, res, {}, switch, want)
+        assert res.extra["walk_queue"] == ("fifo" if kind == "unit" else "buckets")
+    wide, _ = lengths(shared_graph(name), name)
+    res, _ = api.run("sssp", wide, options=EngineOptions(walk=10**9), **kw)
+    assert res.extra["walk_queue"] == "heap"

@@ -29,8 +29,8 @@ from ..engine import Engine, RowOp
 from ..graph import Graph
 from . import register
 from .base import MAX_ITER, App, AppResult, Param, positive, vertex_label
-from ..engine.frontier import (FrontierApp, FrontierQueue, by_device_line, launch_line, push_line,
-                               queue_defines)
+from ..engine.frontier import FrontierApp, FrontierQueue, queue_defines
+from ..engine.trace import by_device_line, launch_line, push_line
 
 DIRECTIONS = ("auto", "top-down", "bottom-up")
 

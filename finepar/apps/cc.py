@@ -39,8 +39,10 @@ from ..device import cl
 from .afforest import ROUNDS, Afforest
 from .base import MAX_ITER, App, AppResult, Param, component_sizes, in_unit
 from ..engine.executors import DynamicPolicy
-from ..engine.frontier import (FrontierApp, FrontierQueue, choose_push_role, count_roots, pick_algorithm,
-                       push_line, queue_defines, sync_from_push_side, sync_to_push_side)
+from ..engine.frontier import (FrontierApp, FrontierQueue, choose_push_role, count_roots,
+                               pick_algorithm, queue_defines, sync_from_push_side,
+                               sync_to_push_side)
+from ..engine.trace import push_line
 
 ALGORITHMS = ("auto", "afforest", "fastsv")
 

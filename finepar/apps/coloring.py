@@ -42,7 +42,8 @@ from ..errors import DeviceError
 from ..graph import Graph
 from . import register
 from .base import MAX_ITER, App, AppResult, Param, at_least
-from ..engine.frontier import choose_push_role, pick_algorithm, push_line
+from ..engine.frontier import choose_push_role, pick_algorithm
+from ..engine.trace import push_line
 from .speculative import SpeculativeColoring
 
 ALGORITHMS = ("auto", "speculative", "jp")

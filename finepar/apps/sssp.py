@@ -52,8 +52,8 @@ from ..graph import Graph
 from . import register
 from .base import MAX_ITER, App, AppResult, Param, in_unit, positive, vertex_label
 from ..engine.executors import DynamicPolicy
-from ..engine.frontier import (FrontierApp, FrontierQueue, by_device_line, launch_line,
-                               push_line)
+from ..engine.frontier import FrontierApp, FrontierQueue
+from ..engine.trace import by_device_line, launch_line, push_line
 
 WEIGHTS = ("values", "abs")
 
@@ -200,6 +200,8 @@ class SSSP(FrontierApp, App):
             q.set_state([0, np.float32(st["delta"]).view(np.uint32), 0])  # far pile, threshold
             st["far"] = 0
         st["start_list"] = np.array([root], np.int32)
+        if st.get("walker") is not None:  # the lengths pick its queue (and its costs)
+            st["walker"].use(st["weights"] == "abs")
         return 1, int(st["outdeg"][root])
 
     def start_vectors(self, engine: Engine, st: dict, roles: tuple | None = None) -> None:
@@ -292,7 +294,9 @@ class SSSP(FrontierApp, App):
                                 "push_role": st["push_role"], "push_costs": st["push_costs"],
                                 "steps": trace.counts(), "where": where,
                                 "by_device": trace.by_device(),
-                                "handovers": trace.handovers})
+                                "handovers": trace.handovers,
+                                "walk_queue": (st["walker"].queue_kind
+                                               if st.get("walker") is not None else None)})
 
     def collect(self, engine: Engine, graph: Graph, result: AppResult) -> AppResult:
         st = engine.state[self.name]
@@ -332,7 +336,8 @@ class SSSP(FrontierApp, App):
                            + ", ".join(f"{k}: {v}" for k, v in ex["steps"].items())
                            + f"; near-far delta {ex['delta']:.4g})"),
                 ("launches", launch_line(ex["per_launch"])),
-                ("by device", by_device_line(ex["by_device"], ex.get("handovers"))),
+                ("by device", by_device_line(ex["by_device"], ex.get("handovers"))
+                 + (f"; the walk's queue: {ex['walk_queue']}" if ex.get("walk_queue") else "")),
                 ("push role", push_line(ex["push_role"], ex["push_costs"]))]
 
 

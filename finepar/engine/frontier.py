@@ -28,11 +28,12 @@ levels each launch (or batch) ran.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from .core import Engine
+from .trace import FrontierTrace
 from ..errors import DeviceError
 from ..device import cl, filled
 
@@ -615,105 +616,6 @@ class FrontierQueue:
                               src_offset=8 * (STATE + m), dst_offset=8 * STATE)
         self.size, self.edges = size, edges
         return PushRun(mode, levels, k, stop == "refused", size, edges, stop)
-
-
-@dataclass
-class FrontierTrace:
-    """What a frontier loop did, iteration by iteration.
-
-    Attributes
-    ----------
-    steps : list of dict
-        ``iteration``, ``direction`` ('push' or 'pull'), ``where`` (the role
-        that ran it, or 'both'), ``frontier`` (vertices), ``frontier_edges``,
-        ``found`` (vertices the step added to the next frontier), ``found_edges``,
-        ``launch`` (index into ``launches``), ``seconds`` (its share of the launch's
-        wall time, the direction change included).
-    launches : list of dict
-        ``mode`` ('pull', 'local', 'batch' or 'step'), ``levels`` run, ``enqueued`` and
-        ``stop`` (:class:`PushRun`): one entry per host round trip of the loop.
-    """
-
-    steps: list = field(default_factory=list)
-    launches: list = field(default_factory=list)
-    #: Hand-overs between the CPU's walk and the push side (:mod:`finepar.engine.walk`):
-    #: ``to_walk``, ``from_walk`` and their ``seconds``; empty without a walk.
-    handovers: dict = field(default_factory=dict)
-
-    def by_device(self) -> dict:
-        """Levels by the device that ran them: ``cpu``, ``gpu``, or ``both`` (a pull over
-        the plan); the CPU's walk counts as the CPU."""
-        out: dict[str, int] = {}
-        for s in self.steps:
-            k = s["where"].split(" ")[0]
-            out[k] = out.get(k, 0) + 1
-        return out
-
-    def counts(self) -> dict:
-        """Steps by ``direction on where``, e.g. ``{'pull on both': 3, 'push on gpu': 4}``."""
-        out: dict[str, int] = {}
-        for s in self.steps:
-            k = f"{s['direction']} on {s['where']}"
-            out[k] = out.get(k, 0) + 1
-        return out
-
-    def add(self, mode: str, levels: list, enqueued: int, seconds: float, stop: str = "",
-            first: int = 0, direction: str = "push", where: str = "both") -> None:
-        """Record one launch (or batch) and its levels: ``levels`` as tuples of Python ints
-        ``(frontier, frontier_edges, found, found_edges)``, the first iteration ``first``,
-        each run ``direction`` on ``where``. One dict literal a level: a walk of a thousand
-        levels records them in a quarter of a millisecond."""
-        li = len(self.launches)
-        self.launches.append({"mode": mode, "levels": len(levels), "enqueued": int(enqueued),
-                              "stop": stop})
-        each = seconds / max(len(levels), 1)
-        self.steps.extend([{"iteration": first + i, "direction": direction, "where": where,
-                            "frontier": s, "frontier_edges": e, "found": f, "found_edges": fe,
-                            "launch": li, "seconds": each}
-                           for i, (s, e, f, fe) in enumerate(levels)])
-
-    def per_launch(self) -> dict:
-        """Levels per launch by mode, and levels per host round trip of the loop."""
-        out = {"round_trips": len(self.launches),
-               "levels_per_round_trip": len(self.steps) / max(len(self.launches), 1)}
-        for mode in ("local", "batch", "walk"):
-            ls = [x["levels"] for x in self.launches if x["mode"] == mode]
-            if ls:
-                out[f"{mode}_launches"] = len(ls)
-                out[f"levels_per_{mode}_launch"] = sum(ls) / len(ls)
-        return out
-
-
-def push_line(role: str | None, costs: dict) -> str:
-    """The push role and what each candidate measured, as one summary line."""
-    if role is None:
-        return "none (no device holds the whole CSR): every level pulls"
-    if not costs:
-        return f"{role} (the only candidate)"
-    return f"{role} (" + ", ".join(f"{r} {1e6 * v:,.0f} us" for r, v in costs.items()) + \
-        " a level's round trip and a switch's moves)"
-
-
-def launch_line(per: dict) -> str:
-    """:meth:`FrontierTrace.per_launch` as one summary line."""
-    parts = [f"{per['round_trips']:,} host round trips, "
-             f"{per['levels_per_round_trip']:.1f} levels each"]
-    for mode, what in (("local", "work-group-local launches"), ("batch", "batches"),
-                       ("walk", "walks on one CPU work-item")):
-        if f"{mode}_launches" in per:
-            parts.append(f"{per[f'{mode}_launches']:,} {what} of "
-                         f"{per[f'levels_per_{mode}_launch']:.1f} levels")
-    return "; ".join(parts)
-
-
-def by_device_line(counts: dict, handovers: dict | None) -> str:
-    """Levels by device (:meth:`FrontierTrace.by_device`) and the walk's hand-overs, as one
-    summary line."""
-    line = ", ".join(f"{k} {v:,} levels" for k, v in counts.items()) or "no levels"
-    if handovers:
-        line += (f"; {handovers['from_walk']} hand-overs from the CPU's walk, "
-                 f"{handovers['to_walk']} back to it ({1e3 * handovers['seconds']:.2f} ms)")
-    return line
 
 
 class FrontierApp:

@@ -1,5 +1,11 @@
 """SSSP's CPU walk: Dijkstra on one CPU work-item while the frontier stays small (the
-heap-ordered sibling of :class:`~finepar.engine.walk.SerialWalk`, BFS's level walk).
+priority-ordered sibling of :class:`~finepar.engine.walk.SerialWalk`, BFS's level walk).
+
+The queue follows the edge lengths (:meth:`HeapWalk.queue_for`, ``opencl/apps/sssp/walk.cl``):
+one length for every edge, a FIFO (breadth-first order settles each vertex at its first
+visit: ``fifo_walk``, a BFS's cost); lengths within a factor of 4,094, Dinitz's buckets of
+the least length (Dial's cyclic bucket queue, O(1) an edge: ``dial_walk``); wider, a binary
+heap (``dijkstra_walk``, O(log n) an improvement). Each measures its own seconds an edge.
 
 A road network's near-far SSSP on a level-synchronous device runs thousands of narrow
 relaxation waves, each paying a launch or a work-group barrier. One CPU work-item popping
@@ -29,7 +35,7 @@ import time
 import numpy as np
 
 from ..device import alloc, cl
-from .walk import measured_rates, STOPS, WalkRun, move_entries
+from .walk import WALK_EDGE_SECONDS, STOPS, WalkRun, measured_rates, move_entries
 
 #: Seconds an edge of the heap walk costs before a run measures it (a heap operation an
 #: improved vertex on top of the edge: about twice the level walk's).
@@ -38,6 +44,8 @@ HEAP_EDGE_SECONDS = 1e-8
 OUT = 6
 #: A cap on the push side's levels that never binds (no hand-back to wait for).
 NO_CAP = 1 << 30
+#: Most buckets of ``dial_walk`` (longest edge / least edge + 2): past it, the heap.
+BUCKETS_MAX = 4096
 
 
 class HeapWalk:
@@ -70,6 +78,7 @@ class HeapWalk:
         self.data = engine._global_csr.setdefault(
             ("data", "cpu", id(graph)), (alloc(side, graph.data, read_only=True),))[0]
         self.degrees = np.diff(graph.indptr)
+        self.lengths, self._buckets, self._lists = graph.data, {}, None
         size = max(graph.n, 1)
         self.heap_d = engine.scratch("cpu", np.zeros(size, np.float32))
         self.heap_v = engine.scratch("cpu", np.zeros(size, np.int32))
@@ -77,12 +86,12 @@ class HeapWalk:
         self.touched = engine.scratch("cpu", np.zeros(size, np.int32))
         self.out = engine.scratch("cpu", np.zeros(OUT, np.int64))
         self.host = np.zeros(OUT, np.int64)
-        self.kernel = engine.pair.kernel(side, tuple(sources),
-                                         {"OFFSET_T": "long" if wide else "int"},
-                                         "dijkstra_walk")
+        opts = {"OFFSET_T": "long" if wide else "int"}
+        self.kernel = engine.pair.kernel(side, tuple(sources), opts, "dijkstra_walk")
+        self.dial = engine.pair.kernel(side, tuple(sources), opts, "dial_walk")
+        self.fifo = engine.pair.kernel(side, tuple(sources), opts, "fifo_walk")
         self.fixed = fixed
-        #: seconds an edge, as the last walk of this kind on this pair measured it
-        self.edge_seconds = measured_rates(engine.pair).get("heap", HEAP_EDGE_SECONDS)
+        self.queue_kind = "heap"
         self.push_level_seconds = max(float(push_level_seconds), 1e-7)
         self.same = all(engine.buffer(v, "cpu") is engine.buffer(v, push) for v in names)
         self.nfront = self.ntouched = self.size = self.edges = 0
@@ -93,6 +102,19 @@ class HeapWalk:
         """A new run: the walk may take its source; no hand-overs yet."""
         self.open = True
         self.moves = {"to_walk": 0, "from_walk": 0, "seconds": 0.0}
+
+    def use(self, abs_weights: int) -> None:
+        """The run's edge lengths (their magnitudes with ``abs_weights``) pick the queue:
+        buckets where :meth:`buckets` allows, else the heap."""
+        self.abs_weights = int(abs_weights)
+        self.queue_kind = self.queue_for(self.abs_weights)[0]
+
+    @property
+    def edge_seconds(self) -> float:
+        """Seconds an edge of this run's queue, as the last such walk on this pair measured
+        it (before any: :data:`HEAP_EDGE_SECONDS`, or the level walk's prior for a FIFO)."""
+        prior = HEAP_EDGE_SECONDS if self.queue_kind != "fifo" else WALK_EDGE_SECONDS
+        return measured_rates(self.engine.pair).get(self.queue_kind, prior)
 
     # ------------------------------------------------------------------ the rule
     @property
@@ -127,6 +149,29 @@ class HeapWalk:
             cl().enqueue_copy(self.side.queue, self.touched, v, is_blocking=False)
         self.nfront, self.size, self.edges = int(v.size), int(v.size), int(self.degrees[v].sum())
 
+    def queue_for(self, abs_weights: int) -> tuple[str, tuple]:
+        """The walk's queue for these edge lengths (their magnitudes with ``abs_weights``)
+        and its kernel's extra arguments' sizes: ``('fifo', (w,))`` where every length is
+        ``w``; ``('buckets', (width, count))``, Dinitz's buckets of the least length, where
+        the longest is at most :data:`BUCKETS_MAX` - 2 times it; else ``('heap', ())``."""
+        key = int(abs_weights)
+        if key not in self._buckets:
+            w = np.abs(self.lengths) if key else self.lengths
+            lo, hi = (float(w.min()), float(w.max())) if w.size else (1.0, 1.0)
+            nb = int(hi / lo) + 2 if lo > 0 else BUCKETS_MAX + 1
+            self._buckets[key] = (("fifo", (lo,)) if lo == hi and lo > 0 else
+                                  ("buckets", (lo, nb)) if nb <= BUCKETS_MAX else ("heap", ()))
+        return self._buckets[key]
+
+    def _bucket_args(self, width: float, nb: int) -> tuple:
+        """``dial_walk``'s extra arguments; its lists are allocated on first use."""
+        if self._lists is None:
+            n = max(self.n, 1)
+            self._lists = (self.engine.scratch("cpu", np.full(BUCKETS_MAX, -1, np.int32)),
+                           self.engine.scratch("cpu", np.zeros(n, np.int32)),
+                           self.engine.scratch("cpu", np.zeros(n, np.int32)))
+        return (np.float32(1.0 / np.float32(width)), np.int32(nb), *self._lists)
+
     def run(self, it: int, args: tuple, cap: int | None = None) -> WalkRun:
         """Dijkstra from the loaded frontier until the heap empties or its vertices' out-edges
         pass :attr:`switch_edges` (one launch, one read); ``args`` are ``(abs_weights,
@@ -134,16 +179,23 @@ class HeapWalk:
         ``(frontier, its edges, heap left, its edges)``."""
         abs_weights, dist = args
         size0, edges0 = self.size, self.edges
-        rec = self.engine.launch("cpu", self.kernel, 1, (
-            np.int64(self.switch_edges), np.int32(self.nfront), self.indptr, self.indices,
-            self.data, abs_weights, dist, self.heap_d, self.heap_v, self.pos, self.touched,
-            self.out), kind="walk", wg=1)
+        common = (np.int64(self.switch_edges), np.int32(self.nfront), self.indptr,
+                  self.indices, self.data, abs_weights, dist, self.heap_d, self.heap_v,
+                  self.pos, self.touched, self.out)
+        self.use(int(abs_weights))
+        kind, sizes = self.queue_for(self.abs_weights)
+        if kind == "fifo":
+            kernel, extra = self.fifo, (np.float32(sizes[0]),)
+        elif kind == "buckets":
+            kernel, extra = self.dial, self._bucket_args(*sizes)
+        else:
+            kernel, extra = self.kernel, ()
+        rec = self.engine.launch("cpu", kernel, 1, (*common, *extra), kind="walk", wg=1)
         h = self.engine.read_buffer("cpu", self.host, self.out)
         stop, self.size, self.edges, self.ntouched = (int(x) for x in h[:4])
         seconds = float(rec.kernel.get("cpu", rec.wall))
         if int(h[5]) >= 4096 and self.fixed is None:
-            self.edge_seconds = max(seconds / int(h[5]), 1e-10)
-            measured_rates(self.engine.pair)["heap"] = self.edge_seconds
+            measured_rates(self.engine.pair)[self.queue_kind] = max(seconds / int(h[5]), 1e-10)
         return WalkRun([(size0, edges0, self.size, self.edges)], STOPS[stop], self.size,
                        self.edges, seconds)
 
