@@ -156,3 +156,25 @@ def test_walks_learn_their_cost_on_the_pair(pairs):
     with mock.patch.object(frontier, "make_walker", spy):
         api.run("bfs", g, pair=pair, devices="cpu", warmup=False)
     assert seen["start"] == learned
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_walk_declines_a_start_it_would_hand_over_at_once(mode, pairs, monkeypatch):
+    """With measured costs the walk takes a run's start only where the next level stays
+    within the switch point too (counted on the host): from a hub of wiki-Vote, whose
+    neighbours have tens of thousands of out-edges, the push side starts (a push level's
+    cost set to 8 us: a switch point of 1,600 edges, past the hub's 893); a fixed switch
+    point past the hub's own edges starts on the walk and hands over after it."""
+    from finepar.engine.walk import next_edges
+    monkeypatch.setattr(frontier, "round_trip_seconds", lambda engine, role: 8e-6)
+    g = shared_graph("wiki-Vote.txt")
+    root = int(np.argmax(np.diff(g.indptr)))
+    res, _ = api.run("bfs", g, pair=pairs[mode], threshold=4, warmup=False, root=root)
+    check_run(g, res, root, 10**9)
+    switch = int(np.diff(g.indptr)[root]) + 1
+    assert next_edges(g, np.array([root])) > 10 * switch
+    assert res.extra["trace"][0]["where"] != WALK
+    res, _ = api.run("bfs", g, pair=pairs[mode], threshold=4, warmup=False, root=root,
+                     options=EngineOptions(walk=switch))
+    check_run(g, res, root, switch)
+    assert res.extra["trace"][0]["where"] == WALK and res.extra["handovers"]["from_walk"] >= 1

@@ -223,15 +223,18 @@ def make_walker(engine: Engine, graph, sources: tuple, names: tuple, push: str |
     ``heap`` (:class:`~finepar.engine.heapwalk.HeapWalk`, SSSP's Dijkstra). Its prior cost
     of a push level is the push side's measured round trip (``costs``, the push role's
     choice, includes a switch's moves)."""
-    from .walk import SerialWalk
+    from .walk import SerialWalk, prebuild_moves
     from .heapwalk import HeapWalk
     mode = engine.options.walk
     if mode == "none" or push is None or not cpu_may_walk(engine, graph):
         return None
     level = round_trip_seconds(engine, push)
     cls = {"levels": SerialWalk, "heap": HeapWalk}[kind]
-    return cls(engine, graph, sources, names, push, level,
-               fixed=None if mode == "auto" else int(mode))
+    walker = cls(engine, graph, sources, names, push, level,
+                 fixed=None if mode == "auto" else int(mode))
+    if not walker.same:
+        prebuild_moves(engine, names, push)
+    return walker
 
 
 def count_roots(side, program, labels, n: int) -> int:
@@ -730,7 +733,7 @@ class FrontierApp:
         if walker is not None:
             walker.begin()
         where = "queue" if st["push_role"] is not None else "marks"
-        if walker is not None and walker.starts(edges) and self.walks(st):
+        if walker is not None and self.walks(st) and walker.starts(edges, st["start_list"]):
             if "cpu" not in engine.roles:  # a split that gave the CPU no rows
                 self.start_vectors(engine, st, ("cpu",))
             walker.load(st["start_list"])  # every side holds the start: nothing to move

@@ -35,7 +35,7 @@ import time
 import numpy as np
 
 from ..device import alloc, cl
-from .walk import WALK_EDGE_SECONDS, STOPS, WalkRun, measured_rates, move_entries
+from .walk import WALK_EDGE_SECONDS, STOPS, WalkRun, measured_rates, move_entries, next_edges
 
 #: Seconds an edge of the heap walk costs before a run measures it (a heap operation an
 #: improved vertex on top of the edge: about twice the level walk's).
@@ -72,6 +72,7 @@ class HeapWalk:
     def __init__(self, engine, graph, sources: tuple, names: tuple, push: str,
                  push_level_seconds: float, fixed: int | None = None):
         self.engine, self.names, self.push, self.n = engine, names, push, graph.n
+        self.graph = graph
         side = self.side = engine.pair.side("cpu")
         wide = graph.indptr.dtype == np.int64
         self.indptr, self.indices, _ = engine.global_csr("cpu", graph, wide=wide)
@@ -132,7 +133,14 @@ class HeapWalk:
         self.open = False
         return ok
 
-    starts = takes
+    def starts(self, edges: int, start: np.ndarray) -> bool:
+        """Whether the walk takes the run's source: :meth:`takes`, and (measured costs) the
+        source's out-neighbours' out-edges within the switch point too
+        (:func:`~finepar.engine.walk.next_edges`; see :meth:`SerialWalk.starts`)."""
+        if (self.open and self.fixed is None
+                and next_edges(self.graph, start) > self.switch_edges):
+            self.open = False
+        return self.takes(edges)
 
     def push_cap(self, edges: int) -> int:
         """No cap on the push side's levels (it never hands back)."""
