@@ -31,6 +31,14 @@ networkx's order, counted once per graph and cached; apps.py skips colouring abo
 checked against the app's reference before its time is kept; a warm-up, then
 ``--repeats`` runs (min / median / max).
 
+Beside every FinePar figure, its bandwidth floor (:mod:`floor`): ``bytes_floor``, the least
+bytes the run must move through device memory (a lower bound: every byte once, perfect
+caching; the byte model per app is in ``benchmarks/floor.py``), ``floor_seconds``, those
+bytes at the GPU role's copy bandwidth measured at the start of the same run (a
+device-to-device copy of ``--copy-bytes`` on FinePar's own queue, best of 5, read plus
+written bytes; on the emulated pair, PoCL's memcpy), and ``floor_share``, floor_seconds over
+the median time: how far from the limit each app runs.
+
     python benchmarks/apps.py --scales 20,22,24 --real all --json apps.json \\
         --md benchmarks/RESULTS.md
 
@@ -50,8 +58,8 @@ import numpy as np
 
 from common import (Budget, Results, choices, fmt, graph_specs, log, main_of, render_docs,
                     ordered, put, script_parser, stat_cell, target_lines)
+from floor import MODEL, copy_bandwidth, floor_record
 from measure import stats
-
 
 
 def app_names(spec: str) -> tuple:
@@ -93,6 +101,10 @@ def main(argv=None) -> int:
     p.add_argument("--coloring-max-nnz", type=float, default=2e8,
                    help="skip colouring above this many nonzeros (its greedy largest-first "
                         "count on the host takes minutes there)")
+    p.add_argument("--copy-bytes", type=float, default=float(1 << 30),
+                   help="bytes of the buffer whose device-to-device copy on the GPU role "
+                        "measures the copy bandwidth of the floor (1 GiB; less where the "
+                        "device has less memory)")
     args = p.parse_args(argv)
     if args.render:
         return render_docs(args, render, targets)
@@ -107,6 +119,13 @@ def main(argv=None) -> int:
     device = pair.describe() + (f"; array peers: {backend.device}" if backend else "")
     res = Results("apps.py", args, device, lambda doc: render(doc, args), targets)
     res.doc["apps"] = list(names)
+    bw = copy_bandwidth(pair, int(args.copy_bytes))
+    res.doc["copy_bandwidth"] = bw
+    if bw["bytes_per_s"]:
+        log(f"copy bandwidth of the gpu role: {bw['bytes_per_s'] / 1e9:.1f} GB/s "
+            f"({bw['buffer_bytes']:,} bytes, best of {len(bw['seconds'])})")
+    else:
+        res.note(f"no copy bandwidth measured ({bw['problem']}): no floor shares")
     for what, missing in (("CuPy / cuSPARSE", backend is None and args.array_peers == "cupy"),
                           ("GraphBLAS", gb is None and not args.no_graphblas)):
         if missing:
@@ -114,7 +133,7 @@ def main(argv=None) -> int:
     why = prev_available()
     if why:
         res.note(why)
-    ctx = {"backend": backend, "gb": gb, "prev": why is None}
+    ctx = {"backend": backend, "gb": gb, "prev": why is None, "bandwidth": bw["bytes_per_s"]}
     budget = Budget(args.budget_s)
     for spec in specs:
         if budget.spent():
@@ -165,6 +184,7 @@ def one_graph(spec, names, args, pair, ctx, res, budget) -> None:
             rec["host_per_iteration"] = host_per_iteration(rec)
             rec["host_syncs"] = stats([t.get("host_syncs", 0) for t in rec.get("timings") or []])
             rec["app_params"] = extra
+            rec.update(floor_record(name, g, rec, ctx.get("bandwidth")))
             put(row, "systems", label, rec)
             res.save()
         del wl
@@ -184,6 +204,14 @@ def colours(rec: dict | None) -> int | None:
         return None
     line = dict((rec.get("result") or {}).get("summary") or []).get("colours", "")
     return int(line.split()[0]) if line[:1].isdigit() else None
+
+
+def floor_cell(rec: dict) -> str:
+    """``floor ms (share %)`` of a FinePar record (:func:`floor.floor_record`), or ``-``."""
+    fs, share = rec.get("floor_seconds"), rec.get("floor_share")
+    if fs is None or share is None:
+        return "-"
+    return f"{fs * 1e3:.3g} ms ({share * 100:.2g}%)"
 
 
 def levels_per_round_trip(rec: dict | None) -> float | None:
@@ -357,6 +385,13 @@ def render(doc, args) -> str:
              f"(networkx's order, on the host). Every answer "
              f"was checked against the app's reference before its time was kept (WRONG: "
              f"failed, no time).", ""]
+    bw = (doc.get("copy_bandwidth") or {}).get("bytes_per_s")
+    if "copy_bandwidth" in doc:
+        lines += [f"*Floor (share of copy BW)*: FinePar's default's bandwidth floor, its "
+                  f"bytes at the copy bandwidth measured in the same run (a device-to-device "
+                  f"copy on the GPU role, read + written bytes: "
+                  f"{fmt(bw / 1e9 if bw else None, 1)} GB/s), in ms, and that time's share "
+                  f"of the median time. The {MODEL}.", ""]
     lines += [f"- {n}" for n in doc.get("notes", [])] + ([""] if doc.get("notes") else [])
     if doc.get("targets"):
         lines += ["Targets:", ""] + target_lines(doc["targets"]) + [""]
@@ -377,6 +412,7 @@ def render(doc, args) -> str:
             head += ["host us / iteration"]
         if app == "coloring":
             head += [f"colours {s}" for s in systems] + ["greedy largest-first colours"]
+        head += ["floor (share of copy BW)"]
         lines += [f"### {app}", "", "| " + " | ".join(head) + " |",
                   "|" + "---|" * len(head)]
         for r in ds:
@@ -411,6 +447,7 @@ def render(doc, args) -> str:
             if app == "coloring":
                 cells += [str(colours(sy.get(s)) or "-") for s in systems]
                 cells.append(str(r.get("greedy_colors", "-")))
+            cells.append(floor_cell(fp))
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
     return "\n".join(lines)

@@ -152,7 +152,8 @@ def apps_doc(cache, tmp_path_factory):
     mp.setattr(hostpeers, "PREV_DIR", tmp / "no-prev")  # the previous FinePar is absent
     try:
         return tmp, run_script("apps", tmp, "--scales", "10", "--real", "none",
-                               "--array-peers", "numpy", "--repeats", "1")
+                               "--array-peers", "numpy", "--repeats", "1",
+                               "--copy-bytes", str(1 << 22))
     finally:
         mp.undo()
 
@@ -181,6 +182,64 @@ def test_apps_runs_every_registered_app_beside_its_peers(apps_doc):
     assert apps_module().levels_per_round_trip(rows["bfs"]["systems"]["finepar default"]) >= 1
     assert not doc["targets"]  # issue 18's targets are set on scales 22 and 24 and real graphs
     assert_render("apps", tmp, "apps")
+
+
+def test_apps_puts_the_bandwidth_floor_beside_every_finepar_figure(apps_doc):
+    """Issue 31 item 5: bytes floor, its seconds at the copy bandwidth measured in the run and
+    their share of the median time, on every FinePar record, and a column of the table."""
+    tmp, doc = apps_doc
+    bw = doc["copy_bandwidth"]
+    assert bw["bytes_per_s"] > 0 and not bw["problem"], bw
+    assert bw["buffer_bytes"] == 1 << 22 and len(bw["seconds"]) == 5
+    for r in doc["rows"]:
+        for label, rec in r["systems"].items():
+            if not label.startswith("finepar"):
+                continue
+            assert rec["bytes_floor"] > 0 and rec["floor_seconds"] > 0, (r["app"], label)
+            assert rec["floor_share"] > 0, (r["app"], label)
+            assert rec["floor_seconds"] == pytest.approx(rec["bytes_floor"] / bw["bytes_per_s"])
+            assert rec["floor_share"] == pytest.approx(rec["floor_seconds"]
+                                                       / rec["seconds"]["median"])
+    text = section(tmp / "RESULTS.md", "apps")
+    assert "| floor (share of copy BW) |" in text and "a lower bound" in text
+    assert "GB/s" in text
+
+
+def test_floor_byte_model_on_a_tiny_csr():
+    """benchmarks/floor.py's byte counts, exactly, on a hand-made 3-vertex CSR."""
+    import floor
+    from finepar.graph import Graph
+    # 0 -> 1, 0 -> 2, 1 -> 2, 2 -> 0: n = 3, nnz = 4, int32 indptr and indices, fp32 values
+    g = Graph(name="tiny", indptr=np.array([0, 2, 3, 4], np.int32),
+              indices=np.array([1, 2, 2, 0], np.int32),
+              data=np.array([1.0, 2.0, 3.0, 4.0], np.float32))
+    csr = 4 * 4 + 4 * 4  # indptr (n + 1) * 4, indices nnz * 4
+    assert floor.csr_bytes(3, 4) == csr and floor.csr_bytes(3, 4, value=4) == csr + 16
+    assert floor.csr_bytes(3, 4, indptr=8) == 4 * 8 + 16
+    assert floor.graph_floor("spmv", g, 10) == 10 * (csr + 16 + 12 + 12)  # values, x, y
+    assert floor.bytes_floor("spmv", 3, 4, 10, pattern=True) == 10 * (csr + 12 + 12)
+    assert floor.graph_floor("pagerank", g, 7) == 7 * (csr + 3 * 12)  # x, y, 1/outdeg
+    assert floor.graph_floor("rwr", g, 7) == 7 * (csr + 3 * 12)
+    assert floor.graph_floor("hits", g, 2) == 2 * (7 * 4 + 8 * 4 + 24 + 24)  # B: 2n, 2 nnz
+    assert floor.graph_floor("bfs", g, 99) == csr + 12 + 12  # levels, parents: not per level
+    assert floor.graph_floor("sssp", g, 5) == csr + 16 + 12  # lengths, distances
+    assert floor.bytes_floor("sssp", 3, 4, pattern=True) == csr + 12
+    assert floor.graph_floor("cc", g) == floor.graph_floor("coloring", g) == csr + 12
+    # ../shared/ANCHORS.md's bandwidth floor: n = 2^24, nnz = 521 M, one product
+    n, nnz = 1 << 24, 521_000_000
+    assert floor.bytes_floor("spmv", n, nnz, pattern=True) / 1e9 == pytest.approx(2.29, abs=5e-3)
+    assert floor.bytes_floor("spmv", n, nnz) / 1e9 == pytest.approx(4.37, abs=5e-3)
+    assert floor.bytes_floor("spmv", n, 3 << 30, pattern=True) == (
+        (n + 1) * 8 + (3 << 30) * 4 + 8 * n)  # int64 indptr past 2**31 - 1 entries
+    rec = {"correct": True, "iterations": [10, 10], "seconds": {"median": 1e-3}}
+    got = floor.floor_record("spmv", g, rec, 1e9)
+    assert got["bytes_floor"] == 10 * (csr + 40)
+    assert got["floor_seconds"] == pytest.approx(got["bytes_floor"] / 1e9)
+    assert got["floor_share"] == pytest.approx(got["floor_seconds"] / 1e-3)
+    assert floor.floor_record("spmv", g, {"correct": False}, 1e9) == {
+        "bytes_floor": None, "floor_seconds": None, "floor_share": None}
+    with pytest.raises(ValueError, match="no byte model"):
+        floor.bytes_floor("nope", 3, 4)
 
 
 def apps_module():
