@@ -35,7 +35,8 @@ import time
 import numpy as np
 
 from ..device import alloc, cl
-from .walk import WALK_EDGE_SECONDS, STOPS, WalkRun, measured_rates, move_entries, next_edges
+from .walk import (WALK_EDGE_SECONDS, STOPS, CpuWalk, WalkRun, measured_rates, move_entries,
+                   next_edges)
 
 #: Seconds an edge of the heap walk costs before a run measures it (a heap operation an
 #: improved vertex on top of the edge: about twice the level walk's).
@@ -48,37 +49,16 @@ NO_CAP = 1 << 30
 BUCKETS_MAX = 4096
 
 
-class HeapWalk:
-    """One CPU work-item running Dijkstra from a run's source (see the module).
-
-    Parameters
-    ----------
-    engine : Engine
-        Its roles include ``cpu``, which holds the whole out-edge CSR.
-    graph : Graph
-        The out-edge CSR (with its values) the walk follows: the push queue's.
-    sources : tuple of str
-        The walk's program (``apps/sssp/walk.cl``).
-    names : tuple of str
-        The vectors the walk writes (SSSP's ``dist``), moved on a hand-over.
-    push : str
-        The push role (whose queue takes the frontier over).
-    push_level_seconds : float
-        The prior cost of one of the push side's levels (its measured round trip).
-    fixed : int, optional
-        A fixed ``switch_edges``; None: measured costs decide.
-    """
+class HeapWalk(CpuWalk):
+    """One CPU work-item running Dijkstra from a run's source (see the module); parameters
+    as :class:`~finepar.engine.walk.CpuWalk`'s, and ``sources``: the walk's program
+    (``apps/sssp/walk.cl``); ``graph`` carries the edge lengths."""
 
     def __init__(self, engine, graph, sources: tuple, names: tuple, push: str,
                  push_level_seconds: float, fixed: int | None = None):
-        self.engine, self.names, self.push, self.n = engine, names, push, graph.n
-        self.graph = graph
-        side = self.side = engine.pair.side("cpu")
-        wide = graph.indptr.dtype == np.int64
-        self.indptr, self.indices, _ = engine.global_csr("cpu", graph, wide=wide)
+        super().__init__(engine, graph, names, push, push_level_seconds, fixed)
         self.data = engine._global_csr.setdefault(
-            ("data", "cpu", id(graph)), (alloc(side, graph.data, read_only=True),))[0]
-        self.degrees = np.diff(graph.indptr)
+            ("data", "cpu", id(graph)), (alloc(self.side, graph.data, read_only=True),))[0]
         self.lengths, self._buckets, self._lists = graph.data, {}, None
         size = max(graph.n, 1)
         self.heap_d = engine.scratch("cpu", np.zeros(size, np.float32))
@@ -87,14 +67,10 @@ class HeapWalk:
         self.touched = engine.scratch("cpu", np.zeros(size, np.int32))
         self.out = engine.scratch("cpu", np.zeros(OUT, np.int64))
         self.host = np.zeros(OUT, np.int64)
-        opts = {"OFFSET_T": "long" if wide else "int"}
-        self.kernel = engine.pair.kernel(side, tuple(sources), opts, "dijkstra_walk")
-        self.dial = engine.pair.kernel(side, tuple(sources), opts, "dial_walk")
-        self.fifo = engine.pair.kernel(side, tuple(sources), opts, "fifo_walk")
-        self.fixed = fixed
+        self.kernel = self.program(sources, "dijkstra_walk")
+        self.dial = self.program(sources, "dial_walk")
+        self.fifo = self.program(sources, "fifo_walk")
         self.queue_kind = "heap"
-        self.push_level_seconds = max(float(push_level_seconds), 1e-7)
-        self.same = all(engine.buffer(v, "cpu") is engine.buffer(v, push) for v in names)
         self.nfront = self.ntouched = self.size = self.edges = 0
         self.least = float("inf")
         self.begin()
@@ -118,13 +94,6 @@ class HeapWalk:
         return measured_rates(self.engine.pair).get(self.queue_kind, prior)
 
     # ------------------------------------------------------------------ the rule
-    @property
-    def switch_edges(self) -> int:
-        """The heap's out-edges up to which the walk is faster than the push side."""
-        if self.fixed is not None:
-            return int(self.fixed)
-        return int(self.push_level_seconds / self.edge_seconds)
-
     def takes(self, edges: int) -> bool:
         """Whether the walk runs from the current frontier (``edges`` out-edges): only at
         a run's start, when small enough; once declined or handed over, never again in

@@ -99,20 +99,19 @@ class WalkRun:
     seconds: float
 
 
-class SerialWalk:
-    """One CPU work-item walking an app's frontier level by level (see the module).
+class CpuWalk:
+    """What a walk on one CPU work-item holds whatever its queue (BFS's levels:
+    :class:`SerialWalk`; SSSP's priority queue: :class:`~finepar.engine.heapwalk.HeapWalk`).
 
     Parameters
     ----------
     engine : Engine
-        Its roles include ``cpu``, which holds the whole out-edge CSR.
+        Its plan is a split or the CPU's; the CPU holds the whole out-edge CSR.
     graph : Graph
         The out-edge CSR the walk follows (the push queue's).
-    sources : tuple of str
-        The app's advance fragment, then ``skeleton/walk.cl``.
     names : tuple of str
-        The vectors the fragment writes (``sync_vectors``: BFS's level and parent), moved
-        on a hand-over.
+        The vectors the walk writes (BFS's level and parent, SSSP's dist), moved on a
+        hand-over.
     push : str
         The push role (whose queue takes the frontier over).
     push_level_seconds : float
@@ -121,32 +120,50 @@ class SerialWalk:
         A fixed ``switch_edges`` (hand-backs at once); None: measured costs decide.
     """
 
+    def __init__(self, engine, graph, names: tuple, push: str, push_level_seconds: float,
+                 fixed: int | None = None):
+        self.engine, self.names, self.push, self.n = engine, names, push, graph.n
+        self.graph, self.fixed = graph, fixed
+        self.side = engine.pair.side("cpu")
+        self.wide = graph.indptr.dtype == np.int64
+        self.indptr, self.indices, _ = engine.global_csr("cpu", graph, wide=self.wide)
+        self.degrees = np.diff(graph.indptr)
+        self.push_level_seconds = max(float(push_level_seconds), 1e-7)
+        self.same = all(engine.buffer(v, "cpu") is engine.buffer(v, push) for v in names)
+
+    def program(self, sources: tuple, kernel: str):
+        """Kernel ``kernel`` of the walk's program on the CPU (``OFFSET_T`` as the CSR's)."""
+        return self.engine.pair.kernel(self.side, tuple(sources),
+                                       {"OFFSET_T": "long" if self.wide else "int"}, kernel)
+
+    @property
+    def switch_edges(self) -> int:
+        """The frontier's out-edges up to which the walk runs it faster than the push side:
+        the push side's seconds a level over the walk's seconds an edge (or ``fixed``)."""
+        if self.fixed is not None:
+            return int(self.fixed)
+        return int(self.push_level_seconds / self.edge_seconds)
+
+
+class SerialWalk(CpuWalk):
+    """One CPU work-item walking an app's frontier level by level (see the module);
+    parameters as :class:`CpuWalk`'s, and ``sources``: the app's advance fragment, then
+    ``skeleton/walk.cl``."""
+
     def __init__(self, engine, graph, sources: tuple, names: tuple, push: str,
                  push_level_seconds: float, fixed: int | None = None):
-        self.engine, self.names, self.push, self.n = engine, names, push, graph.n
-        self.graph = graph
-        side = self.side = engine.pair.side("cpu")
-        wide = graph.indptr.dtype == np.int64
-        self.indptr, self.indices, _ = engine.global_csr("cpu", graph, wide=wide)
-        self.degrees = np.diff(graph.indptr)
+        super().__init__(engine, graph, names, push, push_level_seconds, fixed)
         self.fifo = engine.scratch("cpu", np.zeros(max(graph.n, 1), np.int32))
         self.out = engine.scratch("cpu", np.zeros(OUT + 2 * MAX_WALK_LEVELS, np.int64))
         self.host = np.zeros(OUT + 2 * MAX_WALK_LEVELS, np.int64)
-        self.kernel = engine.pair.kernel(side, tuple(sources),
-                                         {"OFFSET_T": "long" if wide else "int"}, "walk")
+        self.kernel = self.program(sources, "walk")
         self.head = self.tail = self.edges = 0
-        self.fixed = fixed
         #: seconds an edge, as the last walk of this kind on this pair measured it
         self.edge_seconds = measured_rates(engine.pair).get("levels", WALK_EDGE_SECONDS)
-        self.push_level_seconds = max(float(push_level_seconds), 1e-7)
-        self.same = all(engine.buffer(v, "cpu") is engine.buffer(v, push) for v in names)
         self.handback_seconds = 0.0 if self.same else (
             self.push_level_seconds + sum(graph.n * engine._vec_dtype[v].itemsize
                                           for v in names) / HANDBACK_BANDWIDTH)
-        self.small_seconds = 0.0
-        self.check_levels = 2
-        self.moves = {"to_walk": 0, "from_walk": 0, "seconds": 0.0}
-        self._scratch: dict = {}
+        self.begin()
 
     def begin(self) -> None:
         """A new run: no small levels counted, no hand-overs yet."""
@@ -154,13 +171,6 @@ class SerialWalk:
         self.moves = {"to_walk": 0, "from_walk": 0, "seconds": 0.0}
 
     # ------------------------------------------------------------------ the rule
-    @property
-    def switch_edges(self) -> int:
-        """The frontier's out-edges up to which the walk runs a level faster."""
-        if self.fixed is not None:
-            return int(self.fixed)
-        return int(self.push_level_seconds / self.edge_seconds)
-
     def starts(self, edges: int, start: np.ndarray) -> bool:
         """Whether the walk takes a run's start (every side holds it: nothing to move): its
         out-edges within the switch point, and (measured costs) the next level's at most

@@ -33,6 +33,36 @@
 #define WALK_EMPTY 0
 #define WALK_GREW 1
 
+/* The arguments every walk kernel takes first. */
+#define WALK_ARGS const long max_edges, const int nfront,                             \
+                  __global const OFFSET_T *restrict indptr,                           \
+                  __global const int *restrict indices,                               \
+                  __global const float *restrict data, const int abs_weights,         \
+                  __global float *restrict dist, __global float *restrict heap_d,      \
+                  __global int *restrict heap_v, __global int *restrict pos,           \
+                  __global int *restrict touched, __global long *restrict out
+
+/* Vertex u (its edges end at `last`) leaves the queue: the counts of a walk. */
+#define SETTLED(u, last) {                                                            \
+        live -= (long)((last) - indptr[u]);                                           \
+        ++popped;                                                                     \
+        relaxed += (long)((last) - indptr[u]);                                        \
+    }
+
+/* Every touched vertex's pos back to -1, and the walk's results (see the top). */
+void walk_done(__global long *out, __global int *pos, __global const int *touched,
+               const int ntouched, const int stop, const int queued, const long live,
+               const long popped, const long relaxed)
+{
+    for (int i = 0; i < ntouched; ++i) pos[touched[i]] = -1;
+    out[0] = stop;
+    out[1] = queued;
+    out[2] = live;
+    out[3] = ntouched;
+    out[4] = popped;
+    out[5] = relaxed;
+}
+
 /* Move slot i's entry (d, v) up while its parent is farther. */
 void heap_up(__global float *hd, __global int *hv, __global int *pos, int i, const float d,
              const int v)
@@ -70,13 +100,7 @@ void heap_down(__global float *hd, __global int *hv, __global int *pos, const in
     pos[v] = i;
 }
 
-__kernel void dijkstra_walk(const long max_edges, const int nfront,
-                            __global const OFFSET_T *restrict indptr,
-                            __global const int *restrict indices,
-                            __global const float *restrict data, const int abs_weights,
-                            __global float *restrict dist, __global float *restrict heap_d,
-                            __global int *restrict heap_v, __global int *restrict pos,
-                            __global int *restrict touched, __global long *restrict out)
+__kernel void dijkstra_walk(WALK_ARGS)
 {
     int size = 0, ntouched = nfront, stop = WALK_EMPTY;
     long live = 0, popped = 0, relaxed = 0;
@@ -93,9 +117,7 @@ __kernel void dijkstra_walk(const long max_edges, const int nfront,
         pos[u] = -2;
         if (--size > 0) heap_down(heap_d, heap_v, pos, size, heap_d[size], heap_v[size]);
         const OFFSET_T last = indptr[u + 1];
-        live -= (long)(last - indptr[u]);
-        ++popped;
-        relaxed += (long)(last - indptr[u]);
+        SETTLED(u, last)
         for (OFFSET_T k = indptr[u]; k < last; ++k) {
             const int v = indices[k];
             const float w = abs_weights ? fabs(data[k]) : data[k];
@@ -112,13 +134,7 @@ __kernel void dijkstra_walk(const long max_edges, const int nfront,
             }
         }
     }
-    for (int i = 0; i < ntouched; ++i) pos[touched[i]] = -1;
-    out[0] = stop;
-    out[1] = size;
-    out[2] = live;
-    out[3] = ntouched;
-    out[4] = popped;
-    out[5] = relaxed;
+    walk_done(out, pos, touched, ntouched, stop, size, live, popped, relaxed);
 }
 
 /*
@@ -155,13 +171,7 @@ void bucket_remove(__global int *head, __global int *nxt, __global int *prv, con
     if (b >= 0) prv[b] = a;
 }
 
-__kernel void dial_walk(const long max_edges, const int nfront,
-                        __global const OFFSET_T *restrict indptr,
-                        __global const int *restrict indices,
-                        __global const float *restrict data, const int abs_weights,
-                        __global float *restrict dist, __global float *restrict heap_d,
-                        __global int *restrict heap_v, __global int *restrict pos,
-                        __global int *restrict touched, __global long *restrict out,
+__kernel void dial_walk(WALK_ARGS,
                         const float inv_delta, const int nb, __global int *restrict head,
                         __global int *restrict nxt, __global int *restrict prv)
 {
@@ -191,9 +201,7 @@ __kernel void dial_walk(const long max_edges, const int nfront,
         --size;
         const float du = dist[u];
         const OFFSET_T last = indptr[u + 1];
-        live -= (long)(last - indptr[u]);
-        ++popped;
-        relaxed += (long)(last - indptr[u]);
+        SETTLED(u, last)
         for (OFFSET_T k = indptr[u]; k < last; ++k) {
             const int v = indices[k];
             const float w = abs_weights ? fabs(data[k]) : data[k];
@@ -225,13 +233,7 @@ __kernel void dial_walk(const long max_edges, const int nfront,
         heap_d[0] = least;
     }
     for (int s = 0; s < nb; ++s) head[s] = -1;
-    for (int i = 0; i < ntouched; ++i) pos[touched[i]] = -1;
-    out[0] = stop;
-    out[1] = size;
-    out[2] = live;
-    out[3] = ntouched;
-    out[4] = popped;
-    out[5] = relaxed;
+    walk_done(out, pos, touched, ntouched, stop, size, live, popped, relaxed);
 }
 
 /*
@@ -242,13 +244,7 @@ __kernel void dial_walk(const long max_edges, const int nfront,
  * costs what BFS's walk costs. Results as dijkstra_walk's (out[1] the vertices queued, on
  * GREW copied to heap_v[0 ..), the first's distance, the least, to heap_d[0]).
  */
-__kernel void fifo_walk(const long max_edges, const int nfront,
-                        __global const OFFSET_T *restrict indptr,
-                        __global const int *restrict indices,
-                        __global const float *restrict data, const int abs_weights,
-                        __global float *restrict dist, __global float *restrict heap_d,
-                        __global int *restrict heap_v, __global int *restrict pos,
-                        __global int *restrict touched, __global long *restrict out,
+__kernel void fifo_walk(WALK_ARGS,
                         const float w)
 {
     int h = 0, ntouched = nfront, stop = WALK_EMPTY;
@@ -262,9 +258,7 @@ __kernel void fifo_walk(const long max_edges, const int nfront,
         const int u = touched[h++];
         const float du = dist[u];
         const OFFSET_T last = indptr[u + 1];
-        live -= (long)(last - indptr[u]);
-        ++popped;
-        relaxed += (long)(last - indptr[u]);
+        SETTLED(u, last)
         for (OFFSET_T k = indptr[u]; k < last; ++k) {
             const int v = indices[k];
             const float nd = du + w;
@@ -281,11 +275,5 @@ __kernel void fifo_walk(const long max_edges, const int nfront,
         for (int i = h; i < ntouched; ++i) heap_v[i - h] = touched[i];
         heap_d[0] = dist[touched[h]];
     }
-    for (int i = 0; i < ntouched; ++i) pos[touched[i]] = -1;
-    out[0] = stop;
-    out[1] = ntouched - h;
-    out[2] = live;
-    out[3] = ntouched;
-    out[4] = popped;
-    out[5] = relaxed;
+    walk_done(out, pos, touched, ntouched, stop, ntouched - h, live, popped, relaxed);
 }
