@@ -86,15 +86,21 @@ def test_every_app_matches_its_reference(app_name, name, mode, pairs):
 @pytest.mark.parametrize("mode", MODES)
 def test_bfs_switches_direction_and_says_where(mode, pairs):
     """Beamer's heuristic takes both directions on a Graph500 graph; the trace and the report
-    say which levels ran top-down (one device, from a queue) and which bottom-up (co-run)."""
+    say which levels ran top-down (one device, from a queue) and which bottom-up (co-run).
+    The CPU's walk stays off (on the emulated pair its switch point takes levels Beamer's rule
+    would pull: tests/test_walk.py covers it)."""
+    from finepar.engine import EngineOptions
+    off = EngineOptions(walk="none")
     g = generated_graph(13, 1)
     root = pick_root(g)
-    level, parent, rep = api.bfs(g, root=root, pair=pairs[mode], threshold=32, warmup=False)
+    level, parent, rep = api.bfs(g, root=root, pair=pairs[mode], threshold=32, warmup=False,
+                                 options=off)
     np.testing.assert_array_equal(level, bfs_levels_fast(g, root))
     steps = rep.result["summary"]
     levels = dict(steps)["levels"]
     assert "top-down on" in levels and "bottom-up on both" in levels, levels
-    res, _ = api.run("bfs", g, pair=pairs[mode], threshold=32, warmup=False, root=root)
+    res, _ = api.run("bfs", g, pair=pairs[mode], threshold=32, warmup=False, root=root,
+                     options=off)
     dirs = [s["direction"] for s in res.extra["trace"]]
     assert dirs[0] == "top-down" and "bottom-up" in dirs
     assert all(s["where"] == "both" for s in res.extra["trace"] if s["direction"] == "bottom-up")
