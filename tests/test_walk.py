@@ -178,3 +178,30 @@ def test_walk_declines_a_start_it_would_hand_over_at_once(mode, pairs, monkeypat
                      options=EngineOptions(walk=switch))
     check_run(g, res, root, switch)
     assert res.extra["trace"][0]["where"] == WALK and res.extra["handovers"]["from_walk"] >= 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_push_side_starts_only_at_the_first_hand_over(mode, pairs, monkeypatch):
+    """A run the walk takes from its start writes nothing to the other sides until it hands
+    over: a run the walk finishes never starts them; a run that hands over starts them once,
+    not the CPU's copies (the walk's levels), and answers exactly."""
+    from finepar.apps.bfs import BFS
+    push_from(monkeypatch, "gpu")
+    calls = []
+    real = BFS.start_devices
+
+    def spy(self, engine, st, roles=None, queue=True):
+        calls.append((roles, queue))
+        return real(self, engine, st, roles, queue)
+    monkeypatch.setattr(BFS, "start_devices", spy)
+    g = shared_graph("USPowerGrid.mtx")
+    root = int(np.argmax(np.diff(g.indptr)))
+    res, _ = api.run("bfs", g, pair=pairs[mode], threshold=4, warmup=False, root=root,
+                     options=EngineOptions(walk=10**6))
+    check_run(g, res, root, 10**6)
+    assert calls == [] and res.extra["by_device"] == {"cpu": res.iterations}
+    res, _ = api.run("bfs", g, pair=pairs[mode], threshold=4, warmup=False, root=root,
+                     options=EngineOptions(walk=40))
+    check_run(g, res, root, 40)
+    assert res.extra["handovers"]["from_walk"] >= 1
+    assert len(calls) == 1 and calls[0][1] is False and "cpu" not in (calls[0][0] or ())

@@ -111,18 +111,34 @@ class BFS(FrontierApp, App):
 
     # ------------------------------------------------------------ the loop's hooks
     def start(self, engine: Engine, st: dict):
+        size, edges = self.start_host(engine, st)
+        self.start_devices(engine, st)
+        return size, edges
+
+    def start_host(self, engine: Engine, st: dict):
+        """The run's start on the host: the root's list and out-edges."""
         root = st["root"]
-        engine.fill("front", 0)
-        engine.fill("next", 0)
-        self.start_vectors(engine, st)
-        if st["queue"] is not None:
-            st["queue"].load(np.array([root], np.int32))
-        else:  # no push side: the frontier starts as a bitmap on every side
-            engine.set_entries("front", [root // 32], [np.uint32(1) << np.uint32(root % 32)])
         st["unexplored"] = st["nnz"] - int(st["outdeg"][root])
         st["last"] = "push"
         st["start_list"] = np.array([root], np.int32)
         return 1, int(st["outdeg"][root])
+
+    def start_devices(self, engine: Engine, st: dict, roles: tuple | None = None,
+                      queue: bool = True) -> None:
+        """The run's start on the devices: empty bitmaps everywhere, the start's levels and
+        parents on ``roles`` (default: the plan's; ``()``: none), and with ``queue`` the
+        root in the push side's list (else a bitmap on every side)."""
+        root = st["root"]
+        engine.fill("front", 0)
+        engine.fill("next", 0)
+        if roles is None or roles:
+            self.start_vectors(engine, st, roles)
+        if not queue:
+            return
+        if st["queue"] is not None:
+            st["queue"].load(np.array([root], np.int32))
+        else:  # no push side: the frontier starts as a bitmap on every side
+            engine.set_entries("front", [root // 32], [np.uint32(1) << np.uint32(root % 32)])
 
     def start_vectors(self, engine: Engine, st: dict, roles: tuple | None = None) -> None:
         """Levels and parents at a run's start on ``roles`` (default: the plan's): -1, the

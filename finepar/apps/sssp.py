@@ -189,20 +189,35 @@ class SSSP(FrontierApp, App):
 
     # ------------------------------------------------------------ the loop's hooks
     def start(self, engine: Engine, st: dict):
+        size, edges = self.start_host(engine, st)
+        self.start_devices(engine, st)
+        return size, edges
+
+    def start_host(self, engine: Engine, st: dict):
+        """The run's start on the host: the source's list and out-edges; the walk's queue
+        for these lengths."""
         root = st["root"]
-        self.start_vectors(engine, st)
-        engine.fill("stamp", -1)
-        q = st["queue"]
-        if q is not None:
-            q.load(np.array([root], np.int32))
-            cl().enqueue_fill_buffer(q.side.queue, st["fstamp"], np.full(1, -1, np.int32), 0,
-                                     st["fstamp"].size)
-            q.set_state([0, np.float32(st["delta"]).view(np.uint32), 0])  # far pile, threshold
-            st["far"] = 0
         st["start_list"] = np.array([root], np.int32)
+        st["far"] = 0
         if st.get("walker") is not None:  # the lengths pick its queue (and its costs)
             st["walker"].use(st["weights"] == "abs")
         return 1, int(st["outdeg"][root])
+
+    def start_devices(self, engine: Engine, st: dict, roles: tuple | None = None,
+                      queue: bool = True) -> None:
+        """The run's start on the devices: distances on ``roles`` (default: the plan's;
+        ``()``: none), no stamps, an empty far pile; with ``queue`` the source in the push
+        side's near pile."""
+        if roles is None or roles:
+            self.start_vectors(engine, st, roles)
+        engine.fill("stamp", -1)
+        q = st["queue"]
+        if q is not None:
+            cl().enqueue_fill_buffer(q.side.queue, st["fstamp"], np.full(1, -1, np.int32), 0,
+                                     st["fstamp"].size)
+            q.set_state([0, np.float32(st["delta"]).view(np.uint32), 0])  # far pile, threshold
+            if queue:
+                q.load(np.array([st["root"]], np.int32))
 
     def start_vectors(self, engine: Engine, st: dict, roles: tuple | None = None) -> None:
         """Distances at a run's start on ``roles`` (default: the plan's): inf, the source's

@@ -131,6 +131,13 @@ class CpuWalk:
         self.push_level_seconds = max(float(push_level_seconds), 1e-7)
         self.same = all(engine.buffer(v, "cpu") is engine.buffer(v, push) for v in names)
 
+    def other_roles(self) -> tuple:
+        """The plan's roles whose copies of the walk's vectors are not the CPU's (those a
+        hand-over must start and fill)."""
+        return tuple(r for r in self.engine.roles
+                     if any(self.engine.buffer(v, r) is not self.engine.buffer(v, "cpu")
+                            for v in self.names))
+
     def program(self, sources: tuple, kernel: str):
         """Kernel ``kernel`` of the walk's program on the CPU (``OFFSET_T`` as the CSR's)."""
         return self.engine.pair.kernel(self.side, tuple(sources),
