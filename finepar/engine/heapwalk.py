@@ -57,8 +57,6 @@ class HeapWalk(CpuWalk):
     def __init__(self, engine, graph, sources: tuple, names: tuple, push: str,
                  push_level_seconds: float, fixed: int | None = None):
         super().__init__(engine, graph, names, push, push_level_seconds, fixed)
-        self.data = engine._global_csr.setdefault(
-            ("data", "cpu", id(graph)), (alloc(self.side, graph.data, read_only=True),))[0]
         self.lengths, self._buckets, self._lists = graph.data, {}, None
         size = max(graph.n, 1)
         self.heap_d = engine.scratch("cpu", np.zeros(size, np.float32))
@@ -132,13 +130,22 @@ class HeapWalk(CpuWalk):
         ``w``; ``('buckets', (width, count))``, Dinitz's buckets of the least length, where
         the longest is at most :data:`BUCKETS_MAX` - 2 times it; else ``('heap', ())``."""
         key = int(abs_weights)
-        if key not in self._buckets:
+        if key not in self._buckets and getattr(self.graph, "pattern", False):
+            self._buckets[key] = ("fifo", (1.0,))  # every length 1: no pass over them
+        if key not in self._buckets:  # one pass over the lengths per walk, on first use
             w = np.abs(self.lengths) if key else self.lengths
             lo, hi = (float(w.min()), float(w.max())) if w.size else (1.0, 1.0)
             nb = int(hi / lo) + 2 if lo > 0 else BUCKETS_MAX + 1
             self._buckets[key] = (("fifo", (lo,)) if lo == hi and lo > 0 else
                                   ("buckets", (lo, nb)) if nb <= BUCKETS_MAX else ("heap", ()))
         return self._buckets[key]
+
+    def lengths_buffer(self):
+        """The edge lengths on the CPU (uploaded on first use: a FIFO walk of one length,
+        every pattern graph's, reads none)."""
+        key = ("data", "cpu", id(self.graph))
+        return self.engine._global_csr.setdefault(
+            key, (alloc(self.side, self.graph.data, read_only=True),))[0]
 
     def _bucket_args(self, width: float, nb: int) -> tuple:
         """``dial_walk``'s extra arguments; its lists are allocated on first use."""
@@ -156,11 +163,12 @@ class HeapWalk(CpuWalk):
         ``(frontier, its edges, heap left, its edges)``."""
         abs_weights, dist = args
         size0, edges0 = self.size, self.edges
-        common = (np.int64(self.switch_edges), np.int32(self.nfront), self.indptr,
-                  self.indices, self.data, abs_weights, dist, self.heap_d, self.heap_v,
-                  self.pos, self.touched, self.out)
         self.use(int(abs_weights))
         kind, sizes = self.queue_for(self.abs_weights)
+        data = self.engine.dummy("cpu") if kind == "fifo" else self.lengths_buffer()
+        common = (np.int64(self.switch_edges), np.int32(self.nfront), self.indptr,
+                  self.indices, data, abs_weights, dist, self.heap_d, self.heap_v,
+                  self.pos, self.touched, self.out)
         if kind == "fifo":
             kernel, extra = self.fifo, (np.float32(sizes[0]),)
         elif kind == "buckets":
