@@ -92,8 +92,9 @@ def _fresh_walk_costs(request):
     tests' walks measured (:func:`finepar.engine.walk.measured_rates`), so a test's switch
     points do not depend on the tests that ran before it on the same worker."""
     if "pairs" in request.fixturenames:
+        from finepar.engine.walk import measured_rates
         for pair in request.getfixturevalue("pairs").values():
-            getattr(pair, "walk_edge_seconds", {}).clear()
+            measured_rates(pair).clear()
     yield
 
 

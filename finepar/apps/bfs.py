@@ -110,11 +110,6 @@ class BFS(FrontierApp, App):
                           if push is not None else None)}
 
     # ------------------------------------------------------------ the loop's hooks
-    def start(self, engine: Engine, st: dict):
-        size, edges = self.start_host(engine, st)
-        self.start_devices(engine, st)
-        return size, edges
-
     def start_host(self, engine: Engine, st: dict):
         """The run's start on the host: the root's list and out-edges."""
         root = st["root"]

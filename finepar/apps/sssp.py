@@ -188,11 +188,6 @@ class SSSP(FrontierApp, App):
         return 32.0 * st["mean_length"][weights] / max(deg, 1e-30) or float("inf")
 
     # ------------------------------------------------------------ the loop's hooks
-    def start(self, engine: Engine, st: dict):
-        size, edges = self.start_host(engine, st)
-        self.start_devices(engine, st)
-        return size, edges
-
     def start_host(self, engine: Engine, st: dict):
         """The run's start on the host: the source's list and out-edges; the walk's queue
         for these lengths."""

@@ -627,7 +627,11 @@ class FrontierApp:
     Subclasses implement :meth:`start`, :meth:`pull`, :meth:`push_levels` (or
     :meth:`push`, one level at a time), :meth:`queue_from_marks` and, where a pull step
     reads the frontier itself, :meth:`marks_from_queue`; :attr:`sync_vectors` names the
-    vectors whose owned entries move when the direction changes.
+    vectors whose owned entries move when the direction changes. An app that walks
+    (:attr:`walk_sources`) splits its start instead: ``start_host(engine, st)`` (the
+    start's list in ``st['start_list']``; returns its size and edges),
+    ``start_devices(engine, st, roles=None, queue=True)`` and ``start_vectors(engine, st,
+    roles)`` (the walk's vectors only), which :meth:`start` composes.
     """
 
     sync_vectors: tuple = ()
@@ -659,11 +663,11 @@ class FrontierApp:
                   if graph is not None and self.walk_sources else None)
         return {"push_role": push, "push_costs": costs, "mover": mover, "walker": walker}
 
-    def start_vectors(self, engine: Engine, st: dict, roles: tuple | None = None) -> None:
-        """The walk's vectors (:attr:`sync_vectors`) at a run's start on ``roles`` (the
-        CPU's copies where a split gave it no rows); default: the push side's copied."""
-        for name in self.sync_vectors:
-            engine.write(name, engine.read(name, role=st["push_role"]), roles=roles)
+    def start(self, engine: Engine, st: dict) -> tuple[int, int]:
+        """A run's start on the host and every side (an app that walks: its split hooks)."""
+        size, edges = self.start_host(engine, st)
+        self.start_devices(engine, st)
+        return size, edges
 
     def walks(self, st: dict) -> bool:
         """Whether this run's levels may run on the CPU's walk (default: yes)."""
@@ -764,27 +768,22 @@ class FrontierApp:
         return loop["it"], trace, where
 
     def _start(self, engine: Engine, st: dict) -> tuple[int, int, str]:
-        """A run's start: ``(size, edges, where)``. Where the CPU's walk takes it (and the
-        app splits its start: ``start_host``, ``start_devices``), only the CPU's copies get
-        their start values; the other sides' wait for the first hand-over
+        """A run's start: ``(size, edges, where)``. Where the CPU's walk takes it, only the
+        CPU's copies get their start values; the other sides' wait for the first hand-over
         (``st['pending_start']``), so a run the walk finishes sends the GPU nothing (five
         pageable copies to an H100: about 1.4 ms of luxembourg's BFS)."""
         walker = st.get("walker")
-        if walker is not None:
-            walker.begin()
         where = "queue" if st["push_role"] is not None else "marks"
-        split = hasattr(self, "start_host")
-        size, edges = self.start_host(engine, st) if split else self.start(engine, st)
-        if walker is not None and self.walks(st) and walker.starts(edges, st["start_list"]):
-            if split:
-                self.start_vectors(engine, st, ("cpu",))
-                st["pending_start"] = True
-            elif "cpu" not in engine.roles:  # a split that gave the CPU no rows
-                self.start_vectors(engine, st, ("cpu",))
+        if walker is None:
+            return (*self.start(engine, st), where)
+        walker.begin()
+        size, edges = self.start_host(engine, st)
+        if self.walks(st) and walker.starts(edges, st["start_list"]):
+            self.start_vectors(engine, st, ("cpu",))
+            st["pending_start"] = True
             walker.load(st["start_list"])  # the CPU holds the start: nothing to move
             return size, edges, "walk"
-        if split:
-            self.start_devices(engine, st)
+        self.start_devices(engine, st)
         return size, edges, where
 
     def _step(self, engine: Engine, st: dict, where: str, size: int, edges: int, policy,
@@ -826,6 +825,5 @@ class FrontierApp:
     def _record(self, trace: FrontierTrace, run, pull: bool, here: str, it: int,
                 seconds: float) -> None:
         name = self.direction_names["pull" if pull else "push"]
-        trace.add(getattr(run, "mode", "walk"), run.levels,
-                  getattr(run, "enqueued", len(run.levels)), seconds, run.stop, first=it,
+        trace.add(run.mode, run.levels, run.enqueued, seconds, run.stop, first=it,
                   direction=name, where=here)

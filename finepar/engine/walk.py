@@ -97,6 +97,13 @@ class WalkRun:
     size: int
     edges: int
     seconds: float
+    #: The trace's launch mode (:class:`~finepar.engine.frontier.PushRun`'s field).
+    mode = "walk"
+
+    @property
+    def enqueued(self) -> int:
+        """Levels enqueued: those it ran (one launch)."""
+        return len(self.levels)
 
 
 class CpuWalk:
