@@ -92,6 +92,6 @@ def test_auto_renumbers_only_past_the_cache_and_where_few_columns_take_most_read
 
 def test_apps_reading_no_vector_by_column_are_left_alone(split_pair):
     g = generated_graph(10)
-    _, rep = api.run("pagerank", g, pair=split_pair, cache=False,
+    _, rep = api.run("cc", g, pair=split_pair, cache=False,
                      options=EngineOptions(columns="hot"))
     assert rep.plan["columns"] is None

@@ -12,6 +12,13 @@ the host enqueues iterations in batches (1, 2, 4, ... up to 64) and reads the
 batch's sums once. Iterations enqueued past convergence return at once and
 write nothing. With two devices each iteration's sums are combined on the host
 (the halo moves anyway).
+
+Where a device's columns are renumbered hottest first (:mod:`finepar.engine.columns`:
+the contribution vector ``pr / outdeg`` exceeds the device's cache and a few columns
+take most reads, as SpMV's ``x`` does), the contribution vectors are kept in that
+numbering on that device: the row operation's epilogue writes each row's contribution
+at its column number (``HOT_CONTRIB``), so the gather of every entry reads the hot
+columns from the first megabytes of the vector, and nothing else changes.
 """
 
 from __future__ import annotations
@@ -29,19 +36,75 @@ _F32 = np.dtype(np.float32)
 MAX_BATCH = 64
 
 
+#: The sums of a row's terms: Kahan-compensated or plain float32 (``sums``).
+SUMS = ("compensated", "plain")
+
+
+def op_name(name: str, *, hot: bool = False, sums: str = "compensated",
+            device: bool = False) -> str:
+    """The name of the row operation of app ``name`` (``pagerank``, ``rwr``) that writes the
+    contributions in renumbered columns (``hot``), sums plainly (``sums='plain'``) and tests
+    convergence on the device (``device``), as :func:`_ops` names them."""
+    return (name + ("-hot" if hot else "") + ("-plain" if sums == "plain" else "")
+            + ("-device" if device else ""))
+
+
 def _ops(name: str, *extra) -> tuple:
+    """Every variant of the app's row operation: the host-stepped one first (the tuner's and
+    :meth:`PageRank.profile_step`'s), then the device-stepped one, then those writing the
+    contributions in a device's renumbered columns and those with plain sums."""
     common = dict(acc_dtype=_F32, part_dtype=_F32, writes=("y", "s1"))
-    return (RowOp(name, "apps/pagerank/rowop.cl", defines=tuple(extra), **common),
-            RowOp(f"{name}-device", "apps/pagerank/rowop.cl",
-                  defines=(("DEVICE_STEP", True), ("STOP_FLAG", 1), *extra), **common))
+    out = []
+    for hot in (False, True):
+        for sums in SUMS:
+            defines = (*extra, *((("HOT_CONTRIB", True),) if hot else ()),
+                       *((("PLAIN_SUMS", True),) if sums == "plain" else ()))
+            kw = dict(common, column_writes=("s1",) if hot else ())
+            out.append(RowOp(op_name(name, hot=hot, sums=sums), "apps/pagerank/rowop.cl",
+                             defines=defines, **kw))
+            out.append(RowOp(op_name(name, hot=hot, sums=sums, device=True),
+                             "apps/pagerank/rowop.cl",
+                             defines=(("DEVICE_STEP", True), ("STOP_FLAG", 1), *defines), **kw))
+    return tuple(out)
+
+
+def renumbered(engine: Engine) -> bool:
+    """Whether some device of ``engine`` keeps the contribution vectors in its renumbered
+    columns (:attr:`finepar.engine.Engine.columns`)."""
+    return any(c.applied for c in getattr(engine, "columns", {}).values())
+
+
+def pack_aux(engine: Engine, n: int) -> None:
+    """Vector ``aux_packed`` (int32, shape (2n,)) on every side: per row the bits of
+    ``1 / outdeg`` (vector ``inv_outdeg``) and the row's column number on that side's
+    device (its renumbering, or the row itself), made on the devices."""
+    engine.blank("aux_packed", 2 * n, np.int32)
+    for r in engine.roles:
+        side, c = engine.pair.side(r), engine.columns.get(r)
+        hot = c is not None and c.applied
+        k = engine.pair.kernel(side, ("apps/pagerank/start.cl",),
+                               {} if hot else {"IDENTITY_PERM": True}, "pack_aux")
+        k(side.queue, (-(-n // 64) * 64,), None, np.int32(n), engine.buffer("inv_outdeg", r),
+          c.perm if hot else engine.dummy(r), engine.buffer("aux_packed", r))
+
+
+def start_contrib(engine: Engine, n: int) -> None:
+    """``contrib = pr / outdeg`` on every side, in that side's column numbering (from
+    ``aux_packed``; enqueued, in order with the steps that follow)."""
+    for r in engine.roles:
+        side = engine.pair.side(r)
+        k = engine.pair.kernel(side, ("apps/pagerank/start.cl",), {}, "start_contrib")
+        k(side.queue, (-(-n // 64) * 64,), None, np.int32(n), engine.buffer("pr", r),
+          engine.buffer("aux_packed", r), engine.buffer("contrib", r))
 
 
 @register
 class PageRank(App):
-    """PageRank by power iteration, float32 vectors, float32 Kahan-compensated sums.
+    """PageRank by power iteration, float32 vectors, float32 Kahan-compensated sums
+    (``sums='plain'``: plain float32 sums).
 
     Result: ``values`` are the scores (float32, sum 1); ``extra['l1_change']``
-    the change of every iteration.
+    the change of every iteration, ``extra['ops']`` the row operation that ran.
     """
 
     name = "pagerank"
@@ -55,7 +118,12 @@ class PageRank(App):
     params = (Param("damping", "float", 0.85, "damping factor d, in (0, 1) (0.85)", in_open_unit),
               Param("tol", "float", 1e-6, "stop when the L1 change is below this (1e-6)",
                     positive),
-              iteration_cap("100"))
+              iteration_cap("100"),
+              Param("sums", "choice", "compensated", "a row's terms summed with Kahan's "
+                    "compensation (compensated) or in plain float32 (plain)", choices=SUMS))
+    #: the contributions ``pr / outdeg``: read by column (a renumbered device keeps them in
+    #: its numbering; the row operation writes them there)
+    column_vectors = ("contrib", "contrib_next")
 
     matrix_form = "transpose"
 
@@ -72,29 +140,45 @@ class PageRank(App):
                 ("restart",) if self.personalized else ()):
             engine.blank(name, n, np.float32)
         engine.vector("inv_outdeg", inv)
+        if renumbered(engine):
+            pack_aux(engine, n)
         engine.prepare_exchange()
         return {"inv": inv, "dangling": ~nz, "n_dangling": int(n - np.count_nonzero(nz))}
 
     def run(self, engine: Engine, graph: Graph, *, damping: float = 0.85, tol: float = 1e-6,
-            max_iter: int | None = None, **extra) -> AppResult:
+            max_iter: int | None = None, sums: str = "compensated", **extra) -> AppResult:
         p = self.check_params(graph, {"damping": damping, "tol": tol, "max_iter": max_iter,
-                                      **extra})
+                                      "sums": sums, **extra})
         max_iter = p.get("max_iter") or 100
         st = self.prepared(engine, graph)
         n, d = graph.n, p["damping"]
         w = 1.0 / n  # the uniform restart distribution p = 1/n, folded into the base term
         engine.fill("pr", np.float32(1.0 / n))  # pr starts uniform: on the devices, no transfer
         dangling = st["n_dangling"] / n
-        engine.vector_kernel("multiply", "contrib", None, "pr", "inv_outdeg")
+        self.start(engine, n)
         scal = [(1 - d) * w + d * w * dangling, d, (1 - d) * w, d * w, p["tol"]]
         engine.scalars(scal, wait=False)
         device = engine.device_iterations
         run = self._device_iterations if device else self._host_iterations
-        it, trace, converged = run(engine, scal, p["tol"], max_iter, False)
+        ops = self.step_ops(engine, p.get("sums", "compensated"))
+        it, trace, converged = run(engine, scal, p["tol"], max_iter, False, ops)
         return AppResult(values=None, iterations=it, converged=converged,
                          extra={"l1_change": trace, "damping": d, "tol": p["tol"],
-                                "device_steps": device},
+                                "device_steps": device, "ops": ops[device]},
                          work_edges=graph.nnz * it)
+
+    def start(self, engine: Engine, n: int) -> None:
+        """``contrib = pr / outdeg`` on the devices, in each device's column numbering."""
+        if renumbered(engine):
+            start_contrib(engine, n)
+        else:
+            engine.vector_kernel("multiply", "contrib", None, "pr", "inv_outdeg")
+
+    def step_ops(self, engine: Engine, sums: str) -> tuple:
+        """The names of the host-stepped and device-stepped row operations a run on
+        ``engine`` with ``sums`` uses."""
+        hot = renumbered(engine)
+        return tuple(op_name(self.name, hot=hot, sums=sums, device=dev) for dev in (False, True))
 
     def collect(self, engine: Engine, graph: Graph, result: AppResult) -> AppResult:
         result.values = engine.read("pr")
@@ -104,22 +188,24 @@ class PageRank(App):
         """Two devices iterate on the host (the first op), one on the device (the second)."""
         return (self.ops[0].name if len(roles) == 2 else self.ops[1].name,)
 
-    def _args(self, personalized: bool) -> dict:
+    def _args(self, personalized: bool, engine: Engine | None = None) -> dict:
+        hot = engine is not None and renumbered(engine)
         return dict(x="contrib", y="pr_next", s0="pr", s1="contrib_next",
-                    s2="restart" if personalized else None, aux="inv_outdeg")
+                    s2="restart" if personalized else None,
+                    aux="aux_packed" if hot else "inv_outdeg")
 
     def _swap(self, engine: Engine) -> None:
         engine.swap("pr", "pr_next")
         engine.swap("contrib", "contrib_next")
 
     def _host_iterations(self, engine: Engine, scal: list, tol: float, max_iter: int,
-                         personalized: bool):
+                         personalized: bool, ops: tuple):
         """Two devices: each iteration's sums come back; the host sets the next base term."""
         trace, it = [], 0
+        args = self._args(personalized, engine)
         while it < max_iter:
             engine.scalars(scal, wait=False)
-            diff, dangling = engine.rowop(op=self.ops[0].name, exchange="contrib_next",
-                                          **self._args(personalized))
+            diff, dangling = engine.rowop(op=ops[0], exchange="contrib_next", **args)
             self._swap(engine)
             it += 1
             trace.append(float(diff))
@@ -129,15 +215,15 @@ class PageRank(App):
         return it, trace, False
 
     def _device_iterations(self, engine: Engine, scal: list, tol: float, max_iter: int,
-                           personalized: bool):
+                           personalized: bool, ops: tuple):
         """One device: batches of iterations, each testing convergence on the device."""
         from ..device import cl
         role = engine.roles[0]
         cl().enqueue_fill_buffer(engine.pair.side(role).queue, engine.stop[role],
                                  np.zeros(1, np.int32), 0, 4)
-        op = self.ops[1].name
+        op = ops[1]
         trace, it, batch = [], 0, 1
-        args = self._args(personalized)
+        args = self._args(personalized, engine)
         while it < max_iter:
             k = min(batch, max_iter - it)
             for j in range(k):
@@ -159,7 +245,7 @@ class PageRank(App):
 
     def profile_step(self, engine: Engine) -> None:
         engine.scalars([0.0, 0.85])
-        engine.rowop(op=self.ops[0].name, **self._args(False))
+        engine.rowop(op=self.step_ops(engine, "compensated")[0], **self._args(False, engine))
 
     def warmup(self, engine: Engine, graph: Graph, **params) -> None:
         self.run(engine, graph, **{**params, "max_iter": 2})

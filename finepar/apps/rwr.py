@@ -24,7 +24,7 @@ from ..errors import UsageError
 from ..graph import Graph
 from . import register
 from .base import AppResult, Param, in_open_unit, iteration_cap, positive, vertex_label
-from .pagerank import PageRank, _ops
+from .pagerank import SUMS, PageRank, _ops
 
 
 def check_restart(graph: Graph, restart) -> np.ndarray:
@@ -76,7 +76,9 @@ class RandomWalkWithRestart(PageRank):
                                                    "(0, 1) (0.15)", in_open_unit),
               Param("tol", "float", 1e-6, "stop when the L1 change is below this (1e-6)",
                     positive),
-              iteration_cap("100"))
+              iteration_cap("100"),
+              Param("sums", "choice", "compensated", "a row's terms summed with Kahan's "
+                    "compensation (compensated) or in plain float32 (plain)", choices=SUMS))
 
     def extra_params(self) -> tuple:
         return ("restart",)
@@ -121,29 +123,32 @@ class RandomWalkWithRestart(PageRank):
 
     def run(self, engine: Engine, graph: Graph, *, seed: int | None = None,
             restart: np.ndarray | None = None, restart_prob: float = 0.15, tol: float = 1e-6,
-            max_iter: int | None = None) -> AppResult:
+            max_iter: int | None = None, sums: str = "compensated") -> AppResult:
         p = self.check_params(graph, {"seed": seed, "restart": restart,
                                       "restart_prob": restart_prob, "tol": tol,
-                                      "max_iter": max_iter})
+                                      "max_iter": max_iter, "sums": sums})
         st = self.prepared(engine, graph)
         c = p["restart_prob"]
         d = 1.0 - c
         dangling = self._load_restart(engine, graph, st, p)
         engine.copy("restart", "pr")  # x starts at p
-        engine.vector_kernel("multiply", "contrib", None, "pr", "inv_outdeg")
+        self.start(engine, graph.n)
         scal = [c + d * dangling, d, c, d, p["tol"]]  # PageRank's fscal with w = 1
         engine.scalars(scal, wait=False)
         device = engine.device_iterations
         iterate = self._device_iterations if device else self._host_iterations
-        it, trace, converged = iterate(engine, scal, p["tol"], p.get("max_iter") or 100, True)
+        ops = self.step_ops(engine, p.get("sums", "compensated"))
+        it, trace, converged = iterate(engine, scal, p["tol"], p.get("max_iter") or 100, True,
+                                       ops)
         return AppResult(values=None, iterations=it, converged=converged,
                          extra={"l1_change": trace, "restart_prob": c, "tol": p["tol"],
-                                "seed": p.get("seed"), "device_steps": device},
+                                "seed": p.get("seed"), "device_steps": device,
+                                "ops": ops[device]},
                          work_edges=graph.nnz * it)
 
     def profile_step(self, engine: Engine) -> None:
         engine.scalars([0.0, 0.85])
-        engine.rowop(op=self.ops[0].name, **self._args(True))
+        engine.rowop(op=self.step_ops(engine, "compensated")[0], **self._args(True, engine))
 
     # ------------------------------------------------------------------- answers
     def reference(self, graph: Graph, params: dict):

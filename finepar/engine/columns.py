@@ -136,6 +136,8 @@ def order_columns(engine, names: tuple, mode: str = "auto", role: str = "gpu") -
     if engine.pair.shared or role not in engine.stores:
         return kept("one memory for both devices" if engine.pair.shared
                     else f"no {role} share")
+    if engine.plan.method == "dynamic" and any(op.column_writes for op in engine.ops):
+        return kept("the dynamic baseline copies the written vectors by row ranges")
     store, side = engine.stores[role], engine.pair.side(role)
     x_bytes = engine.n * 4
     if mode == "auto" and x_bytes <= side.info.cache_bytes:

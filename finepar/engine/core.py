@@ -662,9 +662,13 @@ class Engine:
             float apps, int64 for integer apps).
         """
         roles = tuple(r for r in (roles or self.roles) if r in self.stores)
-        self._numbering(roles, x, (y, s0, s1, s2, aux, exchange))
         args = {"x": x, "y": y, "s0": s0, "s1": s1, "s2": s2, "aux": aux, "ia": ia}
-        return self.executor.step(self, self.op(op), args, roles, wait=wait, exchange=exchange,
+        o = self.op(op)  # its column writes land in each device's own numbering
+        by_column = {args[k] for k in o.column_writes}
+        self._numbering(roles, x, tuple(v for k, v in args.items() if k not in o.column_writes
+                                        and k not in ("x", "ia"))
+                        + (exchange,) * (exchange not in by_column))
+        return self.executor.step(self, o, args, roles, wait=wait, exchange=exchange,
                                   slot=None if slot is None else slot % SLOTS)
 
     def sums(self, role: str, first: int, count: int, op: str | None = None) -> np.ndarray:
@@ -763,8 +767,10 @@ class Engine:
             return []
         # the host waits for each direction's packed entries before sending them on
         self.host_syncs += sum(1 for v in self._halo.needs.values() if v.size)
+        perms = {r: self.columns[r].perm_host(self.pair.side(r)) for r in ("cpu", "gpu")
+                 if self._by_column(name, r)}  # a copy kept in a device's column numbering
         return self._halo.enqueue(self._vec_dtype[name],
-                                  {r: self.buffer(name, r) for r in ("cpu", "gpu")})
+                                  {r: self.buffer(name, r) for r in ("cpu", "gpu")}, perms)
 
     def exchange(self, name: str) -> float:
         """Move the halo of vector ``name`` both ways now (split memory; a no-op when

@@ -75,7 +75,7 @@ class Halo:
         """Entries each role receives per exchange."""
         return {r: int(v.size) for r, v in self.needs.items()}
 
-    def enqueue(self, dtype: np.dtype, buffers: dict) -> list:
+    def enqueue(self, dtype: np.dtype, buffers: dict, perms: dict | None = None) -> list:
         """Move one vector's halo both ways; returns the events (pack, copies, unpack).
 
         Parameters
@@ -84,9 +84,14 @@ class Halo:
             float32, int32 or uint32.
         buffers : dict
             ``{'cpu': buffer, 'gpu': buffer}``: the vector on each side.
+        perms : dict, optional
+            ``{role: ndarray of int32, shape (n,)}``: the sides whose copy is kept in
+            their renumbered columns (:mod:`finepar.engine.columns`), with vertex ``v`` at
+            ``perm[v]``; entries are packed and unpacked there.
         """
         mod = cl()
         tname = _TYPES[np.dtype(dtype)]
+        perms = perms or {}
         evs, staged = [], []
         for role in ("cpu", "gpu"):  # role = the reader
             hb = self._bufs[role]
@@ -102,7 +107,8 @@ class Halo:
             if hb["pending"] is not None:
                 hb["pending"].wait()
             gather = self._kernel(hb, src, "gather", tname)
-            g = gather(src.queue, (_round_up(cnt, 64),), None, np.int32(cnt), hb["idx_src"],
+            g = gather(src.queue, (_round_up(cnt, 64),), None, np.int32(cnt),
+                       self._index(role, "idx_src", src, perms.get(other)),
                        buffers[other], hb["send"][tname])
             c = mod.enqueue_copy(src.queue, hb["host"][tname], hb["send"][tname],
                                  is_blocking=False)
@@ -116,10 +122,23 @@ class Halo:
                                  is_blocking=False)
             scatter = self._kernel(hb, dst, "scatter", tname)
             s = scatter(dst.queue, (_round_up(hb["count"], 64),), None, np.int32(hb["count"]),
-                        hb["idx_dst"], hb["recv"][tname], buffers[role])
+                        self._index(role, "idx_dst", dst, perms.get(role)),
+                        hb["recv"][tname], buffers[role])
             hb["pending"] = w
             evs += [w, s]
         return evs
+
+    def _index(self, role: str, which: str, side, perm: np.ndarray | None):
+        """Direction ``role``'s index buffer ``which`` (``idx_src`` on the writer,
+        ``idx_dst`` on the reader), or its entries renumbered by ``perm`` (made once)."""
+        hb = self._bufs[role]
+        if perm is None:
+            return hb[which]
+        key = which + "_renumbered"
+        if key not in hb:
+            hb[key] = alloc(side, np.ascontiguousarray(perm[self.needs[role]], dtype=np.int32),
+                            read_only=True)
+        return hb[key]
 
     def _kernel(self, hb: dict, side, name: str, tname: str):
         k = hb["kernels"].get((name, tname))

@@ -184,6 +184,10 @@ class RowOp:
     writes : tuple of str
         The vector arguments (``y``, ``s0``, ``s1``) a step writes, row by row
         (what an engine that moves whole row ranges must copy).
+    column_writes : tuple of str
+        Of those, the arguments the fragment writes at each row's column number on a
+        device whose columns are renumbered (:mod:`finepar.engine.columns`; PageRank's
+        next contribution vector, the ``x`` of the next step).
     """
 
     name: str
@@ -194,6 +198,7 @@ class RowOp:
     defines: tuple = ()
     writes: tuple = ("y",)
     ones_when_pattern: bool = False
+    column_writes: tuple = ()
 
     def options(self) -> dict:
         """The fragment's ``-D`` options as a dict."""

@@ -1,0 +1,112 @@
+"""PageRank's and RWR's row operations in every variant: the contributions kept in a device's
+renumbered columns (hot columns, the epilogue writing them there) or in the input's order,
+Kahan-compensated or plain sums; each against the float64 reference, in both memory modes,
+on one device and split across thresholds (the halo moved in each side's numbering)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import generated_graph, shared_graph
+from finepar import api
+from finepar.apps.pagerank import reference_pagerank
+from finepar.apps.rwr import reference_rwr
+from finepar.engine import Engine, EngineOptions
+from finepar.partition import dynamic
+
+SPLITS = [pytest.param({"devices": "gpu", "grouping": "adaptive"}, id="gpu-adaptive"),
+          pytest.param({"devices": "gpu", "grouping": "pow4"}, id="gpu-pow4"),
+          pytest.param({"threshold": 16, "grouping": "pow4"}, id="split16-pow4"),
+          pytest.param({"threshold": 60, "grouping": "adaptive"}, id="split60-adaptive"),
+          pytest.param({"threshold": 300, "grouping": "none"}, id="split300-none")]
+
+
+def _run(app, g, pair, columns, sums, **kw):
+    return api.run(app, g, pair=pair, cache=False, warmup=False,
+                   options=EngineOptions(columns=columns), sums=sums, **kw)
+
+
+@pytest.mark.parametrize("memory", ["split", "shared"])
+@pytest.mark.parametrize("where", SPLITS)
+@pytest.mark.parametrize("sums", ["compensated", "plain"])
+def test_pagerank_in_renumbered_columns_is_the_same_answer(pairs, memory, where, sums):
+    g = generated_graph(12)
+    ref = reference_pagerank(g)
+    plain, rep0 = _run("pagerank", g, pairs[memory], "none", sums, **where)
+    hot, rep = _run("pagerank", g, pairs[memory], "hot", sums, **where)
+    applied = {r: c["applied"] for r, c in rep.plan["columns"].items()}
+    if memory == "split":  # every side's share renumbered, the halo moved in its numbering
+        assert all(applied.values()) and set(applied) == set(rep0.plan["columns"]), applied
+        assert "-hot" in hot.extra["ops"] and "-hot" not in plain.extra["ops"]
+    else:  # one memory for both devices: nothing is renumbered
+        assert not any(applied.values()) and "-hot" not in hot.extra["ops"]
+    assert ("-plain" in hot.extra["ops"]) == (sums == "plain")
+    # each row sums its entries in their stored order: the same contributions, bit for bit
+    assert hot.iterations == plain.iterations
+    assert np.array_equal(hot.values, plain.values)
+    assert np.abs(hot.values.astype(np.float64) - ref).sum() < 1e-4
+    assert hot.values.astype(np.float64).sum() == pytest.approx(1.0, abs=1e-4)
+
+
+@pytest.mark.parametrize("where", [SPLITS[0], SPLITS[3]])
+def test_rwr_in_renumbered_columns(pairs, where):
+    g = generated_graph(11)
+    p = np.random.default_rng(5).uniform(0, 1, g.n)
+    plain, _ = _run("rwr", g, pairs["split"], "none", "compensated", restart=p, **where)
+    hot, rep = _run("rwr", g, pairs["split"], "hot", "compensated", restart=p, **where)
+    assert all(c["applied"] for c in rep.plan["columns"].values())
+    assert "-hot" in hot.extra["ops"]
+    assert np.array_equal(hot.values, plain.values)
+    assert np.abs(hot.values.astype(np.float64) - reference_rwr(g, p)).sum() < 1e-4
+
+
+def test_the_contributions_are_kept_in_the_device_numbering(pairs):
+    """The device's copy of the contribution vector is pr / outdeg in its renumbered order
+    (read back in the input's); vectors by row stay as they are."""
+    from finepar.device import cl
+    from finepar.split import choose
+    g = generated_graph(10)
+    wl = api.Workload("pagerank", g)
+    plan = choose.plan_for(wl.matrix, threshold=None, devices="gpu", grouping="pow4")
+    eng = wl.engine(pairs["split"], plan, EngineOptions(columns="hot"))
+    assert eng.columns["gpu"].names == {"contrib", "contrib_next"}
+    wl.app.run(eng, g, max_iter=3)
+    outdeg = np.diff(g.indptr)
+    pr, contrib = eng.read("pr"), eng.read("contrib")
+    want = np.where(outdeg > 0, pr / np.maximum(outdeg, 1), 0).astype(np.float32)
+    assert np.allclose(contrib, want, rtol=1e-6, atol=0)
+    perm = eng.columns["gpu"].perm_host(pairs["split"].gpu)
+    raw = np.empty(g.n, np.float32)
+    cl().enqueue_copy(pairs["split"].gpu.queue, raw, eng.buffer("contrib", "gpu"),
+                      is_blocking=True)
+    assert np.array_equal(raw[perm], contrib) and not np.array_equal(raw, contrib)
+
+
+def test_the_dynamic_baseline_keeps_the_input_numbering(pairs):
+    """Its executor copies written vectors by row ranges: no column-written vector may be
+    renumbered there."""
+    g = generated_graph(10)
+    wl = api.Workload("pagerank", g)
+    eng = Engine(pairs["split"], wl.matrix, dynamic(wl.matrix.row_lengths()), wl.app.ops,
+                 options=EngineOptions(columns="hot"), column_vectors=wl.app.column_vectors)
+    assert not any(c.applied for c in eng.columns.values())
+    assert all("dynamic" in c.reason for c in eng.columns.values())
+
+
+@pytest.mark.parametrize("name", ["wiki-Vote.txt", "ca-GrQc.mtx", "USPowerGrid.mtx"])
+@pytest.mark.parametrize("sums", ["compensated", "plain"])
+def test_pagerank_sums_on_real_graphs(pairs, name, sums):
+    g = shared_graph(name)
+    ref = reference_pagerank(g)
+    res, rep = _run("pagerank", g, pairs["split"], "hot", sums, threshold=16,
+                    grouping="pow4")
+    assert all(c["applied"] for c in rep.plan["columns"].values())
+    assert np.abs(res.values.astype(np.float64) - ref).sum() < 1e-4
+
+
+def test_sums_is_checked():
+    from finepar.errors import UsageError
+    from finepar import apps
+    with pytest.raises(UsageError, match="sums"):
+        apps.get("pagerank").check_params(generated_graph(8), {"sums": "pairwise"})
