@@ -169,6 +169,14 @@ class RunReport(Stamped):
             lines.append(f"  tuner      {tr.get('summary', '')}")
             if not tr.get("model_exact"):
                 lines.append(f"             note: {tr.get('message', '')}")
+            if tr.get("choice"):
+                lines.append(f"  choice     {tr['choice']['text']}")
+            kept = (tr.get("choice_corrected") or {}).get("rebuild") or {}
+            if kept.get("done") is False:
+                lines.append(f"             kept: {tr['choice_corrected']['winner']} alone "
+                             f"would save {kept['saving_seconds'] * 1e3:.3g} ms after the "
+                             f"measured step; building it costs "
+                             f"{kept['cost_seconds'] * 1e3:.3g} ms")
             fix = tr.get("correction") or {}
             if fix.get("threshold_before") is not None:
                 ratios = ", ".join(f"{r} x{v:.2f}" for r, v in fix["scale"].items())

@@ -70,7 +70,11 @@ def choose_plan(work: Workload, pair: DevicePair, *, threshold: int | None, devi
                 grouping: str, model: Any, step: int, calibrate: Any, scale: Any = None,
                 options: EngineOptions | None = None):
     """The plan of a run: one device, a given T_f, or the tuner's; returns
-    ``(plan, source, tuning)``. ``devices='auto'`` is decided by :func:`auto_devices`."""
+    ``(plan, source, tuning)``. ``devices='auto'`` is decided by :func:`auto_devices`;
+    where it leaves the pair's two devices, the tuner's split is weighed against each
+    device alone by the predicted (for a small frontier app, measured) time to answer
+    (:func:`finepar.split.answer.whole_run`), recorded as ``tuning['choice']``."""
+    asked = devices
     devices, why = auto_devices(devices, pair, threshold)
     if why is not None:  # one work-item a row: length groups only add launches on a
         # CPU (PageRank at Graph500 scale 16, 2-core EPYC: 6.5 ms an iteration, 6.8 pow4)
@@ -85,8 +89,34 @@ def choose_plan(work: Workload, pair: DevicePair, *, threshold: int | None, devi
     from .tuner import tune
     tr = tune(work, pair, model=model, step=step, grouping=grouping, calibrate=calibrate,
               options=options, scale=scale)
-    return (plan_for(work.matrix, threshold=tr.threshold, devices=devices,
-                     grouping=tr.grouping), "tuner", tr.to_dict())
+    tuning = tr.to_dict()
+    if asked != "auto":  # --devices both: the split the user asked for
+        return (plan_for(work.matrix, threshold=tr.threshold, devices=devices,
+                         grouping=tr.grouping), "tuner", tuning)
+    return chosen(work, pair, tuning, options)
+
+
+def candidate_plan(work: Workload, tuning: dict, name: str, grouping: str) -> Plan:
+    """A whole-run candidate's plan: ``cpu`` or ``gpu`` alone, or the tuner's ``split``."""
+    if name == "split":
+        return plan_for(work.matrix, threshold=tuning["threshold"], devices="both",
+                        grouping=tuning["grouping"])
+    return plan_for(work.matrix, threshold=None, devices=name, grouping=grouping)
+
+
+def chosen(work: Workload, pair: DevicePair, tuning: dict, options=None):
+    """``(plan, source, tuning)`` of the whole-run choice after the tuner's ``tuning``
+    (:func:`finepar.split.answer.whole_run`): the winner's plan, ``tuner`` for the split or
+    ``time to answer`` for a device alone, and ``tuning['choice']`` saying what was
+    weighed and why the winner won."""
+    from .answer import whole_run
+    choice = whole_run(work, pair, tuning,
+                       lambda n, g: candidate_plan(work, tuning, n, g), options)
+    tuning["choice"] = choice
+    tuning["seconds"] = tuning.get("seconds", 0.0) + choice["seconds"]
+    win = choice["winner"]
+    plan = candidate_plan(work, tuning, win, choice["candidates"][win]["grouping"])
+    return plan, ("tuner" if win == "split" else "time to answer"), tuning
 
 
 def correction(work: Workload, eng: Engine, wl: Workload, pair: DevicePair, tuning: dict,
@@ -107,6 +137,10 @@ def correction(work: Workload, eng: Engine, wl: Workload, pair: DevicePair, tuni
     scale = measured_scale(tuning["predicted"], measured)
     check = {"measured": measured, "scale": scale, "seconds": 0.0}
     tuning["correction"] = check
+    alone = _alone_after_measure(work, eng, pair, tuning, measured, scale, steps)
+    if alone is not None:
+        check["seconds"] = time.perf_counter() - t0
+        return alone
     if scale is None:
         check["seconds"] = time.perf_counter() - t0
         return None
@@ -127,6 +161,32 @@ def correction(work: Workload, eng: Engine, wl: Workload, pair: DevicePair, tuni
     again["correction"] = dict(check, threshold_before=tuning["threshold"],
                                grouping_before=tuning["grouping"])
     return plan, again
+
+
+def _alone_after_measure(work: Workload, eng: Engine, pair: DevicePair, tuning: dict,
+                         measured: dict, scale: dict | None, steps: float):
+    """The whole-run choice (``tuning['choice']``) weighed again with the split's measured
+    step (:func:`finepar.split.answer.remeasured`): ``(plan, tuning)`` of the device alone
+    that now wins where the run's saving pays the engine's rebuild, else None."""
+    choice = tuning.get("choice")
+    if not choice or choice.get("by") == "measured":  # measured whole runs decided it
+        return None
+    from .answer import remeasured
+    p = tuning["predicted"]
+    both = sum(measured.values()) if pair.emulated else max(measured.values())
+    now = both + p.get("t_corun", 0.0) + p.get("t_transfer", 0.0)
+    again = remeasured(choice, now, scale, steps, p["t"])
+    win = again["winner"]
+    if win == "split":
+        return None
+    saving = again["candidates"]["split"]["seconds"] - again["candidates"][win]["seconds"]
+    again["rebuild"] = {"saving_seconds": saving, "cost_seconds": eng.setup_seconds,
+                        "done": saving > eng.setup_seconds}
+    tuning["choice_corrected"] = again
+    if saving <= eng.setup_seconds:
+        return None
+    tuning["choice"] = again
+    return candidate_plan(work, tuning, win, again["candidates"][win]["grouping"]), tuning
 
 
 def throttled(work: Workload, pair: DevicePair, plan: Plan, throttle: ThrottleOptions,

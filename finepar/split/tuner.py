@@ -129,6 +129,10 @@ class TuneResult:
         Where the model was found (:func:`finepar.perfmodel.model_sources`).
     calibration_seconds : float
         Seconds this call spent calibrating a model for the devices (0: none).
+    ends : dict
+        ``{'cpu': T_f, 'gpu': T_f}``: the thresholds at which one device holds every row
+        it can (the CPU: every non-empty row, at 0 unless its memory budget forbids; the
+        GPU: every row, at the longest row), scored in ``trajectory``.
     """
 
     threshold: int
@@ -145,6 +149,7 @@ class TuneResult:
     model_path: str | None = None
     model_origin: str | None = None
     calibration_seconds: float = 0.0
+    ends: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"threshold": self.threshold, "initial": self.initial,
@@ -153,7 +158,8 @@ class TuneResult:
                 "model_path": self.model_path, "model_origin": self.model_origin,
                 "calibration_seconds": self.calibration_seconds,
                 "trajectory": self.trajectory, "predicted": self.predicted,
-                "seconds": self.seconds, "grouping": self.grouping, "summary": self.summary()}
+                "seconds": self.seconds, "grouping": self.grouping, "ends": dict(self.ends),
+                "summary": self.summary()}
 
     def summary(self) -> str:
         p = self.predicted
@@ -474,7 +480,7 @@ def tune(workload, pair, *, model: str | PlatformModel | ModelMatch | None = Non
                       model_exact=match.exact, message=match.message, trajectory=trajectory,
                       predicted=predicted, seconds=time.perf_counter() - t0 - calibration_s,
                       grouping=chosen, model_path=match.path, model_origin=match.origin,
-                      calibration_seconds=calibration_s)
+                      calibration_seconds=calibration_s, ends={"cpu": int(lo), "gpu": int(hi)})
 
 
 #: A split runs only where it is predicted this much faster than the better device alone
