@@ -6,6 +6,8 @@
   tuned split;
 * :mod:`~finepar.split.tuner`: §3.4's hill climbing over ``T_f`` and the grouping, on
   the performance models' predictions, against each device alone;
+* :mod:`~finepar.split.answer`: the whole-run choice: the CPU alone, the GPU alone or the
+  split, by predicted (a small frontier app: measured) time to answer;
 * :mod:`~finepar.split.perfmodel`: §3.3's per-platform models of each device's
   throughput on a share, and the launch and transfer costs;
 * :mod:`~finepar.split.calibrate`: which model a run uses, measured on first use where
