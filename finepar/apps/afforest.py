@@ -45,6 +45,9 @@ class Afforest:
         Built on the symmetrised graph.
     role : str
         The device that runs it (it must hold the whole CSR: :meth:`Engine.push_roles`).
+    graph : Graph, optional
+        The symmetric graph it labels (default: the engine's matrix); a rank of a
+        distributed run passes its own subgraph (:mod:`finepar.apps.ccranks`).
 
     Attributes
     ----------
@@ -52,8 +55,8 @@ class Afforest:
         The vertices outside the giant component, and the final hooking's advance.
     """
 
-    def __init__(self, engine: Engine, role: str):
-        sym = engine.matrix
+    def __init__(self, engine: Engine, role: str, graph=None):
+        sym = engine.matrix if graph is None else graph
         self.engine, self.role, self.n = engine, role, sym.n
         self.side = engine.pair.side(role)
         self.queue = FrontierQueue(engine, role, sym, ("apps/cc/afforest.cl", "skeleton/frontier.cl"),

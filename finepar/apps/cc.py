@@ -18,7 +18,12 @@ is the smallest vertex id of its component. Two algorithms (``algorithm``):
   changes. Pointer jumping halves tree depths every round, so the rounds grow with log
   n, not with the diameter as label propagation's do; every round reads back once.
 
-``auto`` (the default) is Afforest wherever a device holds the whole CSR, else FastSV,
+Across the ranks of a distributed run, Afforest runs on each rank's own subgraph and
+only the cross edges' components meet (:mod:`finepar.apps.ccranks`): a bit per ghost
+vertex and a record per cross edge between two small components cross the ranks, once.
+
+``auto`` (the default) is Afforest wherever a device holds the whole CSR (across ranks:
+the rank's rows), else FastSV,
 whose edge phase runs over the plan's shares even when they are cut into chunks. Afforest
 is the default because it does less of everything: FastSV's rounds each pull over every
 edge (4 rounds at Graph500 scales 22 and 24 on the H100, 8.9x BFS's time at scale 24),
@@ -37,6 +42,7 @@ from ..graph import Graph
 from . import register
 from ..device import cl
 from .afforest import ROUNDS, Afforest
+from .ccranks import RankComponents, across_ranks
 from .base import MAX_ITER, App, AppResult, Param, component_sizes, in_unit
 from ..engine.executors import DynamicPolicy
 from ..engine.frontier import (FrontierApp, FrontierQueue, choose_push_role, count_roots,
@@ -203,12 +209,18 @@ class ConnectedComponents(FrontierApp, App):
 
     def algorithm(self, engine: Engine, asked: str, static: bool = False) -> str:
         """The algorithm a run takes: ``auto`` is Afforest where a device holds the whole
-        CSR (and no static run is asked for), else FastSV (:func:`pick_algorithm`)."""
+        CSR (and no static run is asked for), else FastSV (:func:`pick_algorithm`); across
+        ranks, where a device holds the rank's rows (:func:`_rank_role`)."""
+        if across_ranks(engine) and not static and asked in ("auto", "afforest") and \
+                _rank_role(self, engine) is not None:
+            return "afforest"
         return pick_algorithm(engine, asked, "afforest", "fastsv", plan_anyway=static)
 
     def _afforest(self, engine: Engine, graph: Graph) -> AppResult:
         """Afforest on the role that pays (:func:`choose_push_role`), built once per engine."""
         st = self.prepared(engine, graph)
+        if across_ranks(engine):
+            return self._afforest_ranks(engine, st)
         if st.get("afforest") is None:
             role, costs = choose_push_role(engine, (), owned_rows=False)
             st["afforest"] = Afforest(engine, role)
@@ -220,10 +232,27 @@ class ConnectedComponents(FrontierApp, App):
                                 "push_costs": st["afforest_costs"]},
                          work_edges=int(engine.matrix.nnz))
 
+    def _afforest_ranks(self, engine: Engine, st: dict) -> AppResult:
+        """Afforest on this rank's subgraph, then the cross edges' components
+        (:class:`~finepar.apps.ccranks.RankComponents`, built once per engine)."""
+        if st.get("ranks") is None:
+            st["ranks"] = RankComponents(engine, _rank_role(self, engine))
+        rc = st["ranks"]
+        trace = rc.run()
+        return AppResult(values=None, iterations=ROUNDS + 1, converged=True,
+                         extra={"algorithm": "afforest", "trace": trace, "role": rc.role,
+                                "push_costs": {}, "ranks": dict(rc.stats)},
+                         work_edges=int(engine.matrix.nnz))
+
     def collect(self, engine: Engine, graph: Graph, result: AppResult) -> AppResult:
         st = engine.state[self.name]
         n = engine.matrix.n
-        if result.extra["algorithm"] == "afforest":
+        if "ranks" in result.extra:
+            result.values = st["ranks"].labels()
+            result.extra["components"] = int(np.count_nonzero(
+                result.values == np.arange(n, dtype=np.int32)))
+            result.extra["hooked"] = st["ranks"].afforest.hooked()
+        elif result.extra["algorithm"] == "afforest":
             aff = st["afforest"]
             result.extra["components"] = count_roots(aff.side, aff.queue.program, aff.comp, n)
             result.values = aff.labels()
@@ -279,7 +308,13 @@ class ConnectedComponents(FrontierApp, App):
         counts = component_sizes(result.values)
         out = [("components", f"{ex['components']:,}"),
                ("largest", f"{counts.max():,} vertices ({100.0 * counts.max() / graph.n:.1f}%)")]
-        if ex["algorithm"] == "afforest":
+        if "ranks" in ex:
+            r = ex["ranks"]
+            out.append(("across ranks", f"afforest on each rank's subgraph; "
+                                        f"{r['cross_edges']:,} cross edges here, "
+                                        f"{r['bit_words_sent']:,} words of giant bits sent, "
+                                        f"{r['records_gathered']:,} records gathered"))
+        elif ex["algorithm"] == "afforest":
             sample = next(t for t in ex["trace"] if t["phase"] == "sample")
             out += [("algorithm", f"afforest: {ROUNDS} sampling rounds, giant component in "
                                   f"{100 * sample['share']:.0f}% of the sample, final hooking "
@@ -313,3 +348,10 @@ def reference_components(graph: Graph) -> np.ndarray:
     first = np.full(lab.max() + 1, graph.n, dtype=np.int64)
     np.minimum.at(first, lab, np.arange(graph.n))
     return first[lab]
+
+
+def _rank_role(app: ConnectedComponents, engine: Engine) -> str | None:
+    """The device of a rank that runs CC across ranks: the one that holds the rank's rows
+    (:meth:`ConnectedComponents.one_device` on the rank's matrix), else None."""
+    return app.one_device(engine.pair, engine.matrix, {"algorithm": "afforest"},
+                          engine.options)

@@ -1,0 +1,447 @@
+"""Connected components across the ranks of a distributed run (DESIGN.md §3, "mpi").
+
+Each rank owns a contiguous range ``lo .. hi`` of the symmetrised graph's rows. Instead of
+exchanging every label every round (FastSV over the ranks), a rank:
+
+1. runs Afforest (:mod:`finepar.apps.afforest`) on its own subgraph: its rows, the edges
+   whose both ends it owns; no communication. Every local component has its root (its
+   smallest vertex), and the sample names the rank's giant component;
+2. learns, for each ghost (a vertex of another rank that its cross edges reach), one bit:
+   whether the owner's giant component holds it (the owners send bitmaps in the order
+   asked once at setup: one ``MPI_Alltoallv`` of n_ghosts / 32 words);
+3. hooks its cross edges on the device: an edge from a root outside the giant to an
+   owner's giant attaches the root to that giant (two giants met at one root are
+   linked; each giant keeps its smallest attached root); an edge between two roots
+   outside their giants is a record ``(root, vertex, ghost)``; a sample of the giant's
+   cross edges (all of them where the sample finds none) links giants directly;
+4. gathers every rank's giant root, links, smallest attached roots and records on every
+   rank (one ``MPI_Allgatherv``) and solves the small graph of giants and recorded roots
+   on the host, the same on every rank: each component's label is its smallest vertex;
+5. labels every vertex by its root: the giant's label, a recorded root's, an attached
+   giant's, or the root itself (a local component without cross edges is whole).
+
+What crosses the ranks is a bit per ghost and a record per cross edge between two small
+components, not a label per vertex per round: on Graph500 graphs, where each rank's
+giant holds most of its edges, the records are a few percent of the cross edges. On a
+graph without giants the records approach the cross edges (still one gather).
+
+The code reaches the ranks through the engine's communicator (``engine.comm``, a
+:class:`finepar.mpi.comm.Communicator`) and row partition (``engine.partition``):
+this module runs under :class:`finepar.mpi.engine.DistEngine` without importing MPI.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..device import cl, filled, read_staged
+from ..graph import INT32_MAX, Graph, pattern_values
+from .afforest import ROUNDS, Afforest
+
+#: Most ranks (a root's attached giants are the bits of a 32-bit word, bit 31 a flag).
+MAX_RANKS = 31
+#: Cross edges sampled per owner to find a direct link between two giants.
+PROBES = 4096
+#: Bit 31 of a mask entry: the entry is a final label (ranks_label in ranks.cl).
+LABEL_FLAG = np.uint32(0x80000000)
+
+SOURCES = ("apps/cc/ranks.cl",)
+
+
+def across_ranks(engine) -> bool:
+    """Whether ``engine`` is a rank of a distributed run (it carries a communicator and
+    a row partition) that :class:`RankComponents` can run on (at most :data:`MAX_RANKS`
+    ranks, one block of rows per vertex)."""
+    comm, part = getattr(engine, "comm", None), getattr(engine, "partition", None)
+    return comm is not None and part is not None and part.blocks == 1 and \
+        comm.size <= MAX_RANKS
+
+
+def split_rows(matrix: Graph, lo: int, hi: int):
+    """A rank's rows ``lo .. hi`` of a symmetric ``matrix`` cut into its own subgraph and
+    its cross edges.
+
+    Returns
+    -------
+    local : Graph
+        ``hi - lo`` vertices (local ids ``v - lo``): the entries whose both ends are in
+        the range; symmetric.
+    rows : ndarray of int64, shape (hi - lo,)
+        Each row's cross entries (columns outside the range).
+    cross : ndarray of int32
+        The cross entries' columns (global ids), row by row.
+    """
+    p0, p1 = int(matrix.indptr[lo]), int(matrix.indptr[hi])
+    ptr = np.asarray(matrix.indptr[lo:hi + 1], dtype=np.int64) - p0
+    idx = matrix.indices[p0:p1]
+    inside = (idx >= lo) & (idx < hi)
+    deg = np.diff(ptr)
+    inner = np.zeros(deg.size, np.int64)
+    full = np.flatnonzero(deg)  # reduceat over rows with entries: each sums to its end
+    if full.size:
+        inner[full] = np.add.reduceat(inside, ptr[full], dtype=np.int64)
+    local_idx = idx[inside]
+    local_idx -= np.int32(lo)
+    cross = idx[~inside]
+    del inside
+    lptr = np.concatenate(([0], np.cumsum(inner)))
+    lptr = lptr.astype(np.int64 if lptr[-1] > INT32_MAX else np.int32)
+    local = Graph(lptr, local_idx, pattern_values(local_idx.size), name="rank-subgraph",
+                  pattern=True, symmetric=True)
+    return local, deg - inner, cross
+
+
+class CrossEdges:
+    """A rank's cross edges as the device kernels read them, and who asks whom for
+    which bits (collective: built once per engine).
+
+    Parameters
+    ----------
+    comm : Communicator
+    bounds : ndarray of int64, shape (P + 1,)
+    xcount : ndarray of int64, shape (k,)
+        Cross entries of each of the rank's rows.
+    cross : ndarray of int32
+        Their columns (global ids), row by row.
+
+    Attributes
+    ----------
+    brows : ndarray of int32
+        Boundary rows (local ids): rows with a cross entry.
+    xptr : ndarray of int32 or int64, shape (brows.size + 1,)
+    xcol : ndarray of int32
+        Each cross entry's bit position: owner ``o``'s ghosts, in id order, are the bits
+        from ``owner_start[o]`` (a multiple of 32).
+    owner_start : ndarray of int32, shape (P + 1,)
+    ghosts : ndarray of int64
+        The ghost of each bit position (-1 for padding).
+    asked : ndarray of int32
+        The local ids each asker asked for, each asker's run padded to 32 with -1.
+    send_words, recv_words : ndarray of int64, shape (P,)
+        Words of bits sent to / received from each rank per run.
+    probe_u, probe_b : ndarray of int32
+        A sample of cross entries per owner (row, bit position).
+    owners_reached : ndarray of bool, shape (P,)
+        The owners this rank has cross edges to.
+    """
+
+    def __init__(self, comm, bounds: np.ndarray, xcount: np.ndarray, cross: np.ndarray):
+        P, rank = comm.size, comm.rank
+        lo = int(bounds[rank])
+        n = int(bounds[-1])
+        seen = np.zeros(n, dtype=bool)  # a mask, not a sort of every cross entry
+        seen[cross] = True
+        ghosts = np.flatnonzero(seen).astype(np.int32)
+        del seen
+        per = np.bincount(np.searchsorted(bounds, ghosts, side="right") - 1,
+                          minlength=P).astype(np.int64)
+        self.owners_reached = per > 0
+        self.recv_words = -(-per // 32)
+        self.owner_start = (32 * np.concatenate(([0], np.cumsum(self.recv_words)))).astype(np.int32)
+        first = np.concatenate(([0], np.cumsum(per)))
+        pos = np.arange(ghosts.size, dtype=np.int64)
+        pos += np.repeat(self.owner_start[:-1] - first[:-1], per)
+        self.ghosts = np.full(int(self.owner_start[-1]), -1, dtype=np.int64)
+        self.ghosts[pos] = ghosts
+        at = np.zeros(n, dtype=np.int32)
+        at[ghosts] = pos
+        self.xcol = at[cross]
+        del at
+        self.brows = np.flatnonzero(xcount).astype(np.int32)
+        xptr = np.concatenate(([0], np.cumsum(xcount[self.brows])))
+        self.xptr = xptr.astype(np.int64 if xptr[-1] > INT32_MAX else np.int32)
+        self._ask(comm, ghosts, per, lo)
+        self._probes(P)
+
+    def _ask(self, comm, ghosts: np.ndarray, per: np.ndarray, lo: int) -> None:
+        """Send each owner the ghosts this rank reads; keep what the others asked."""
+        asks = comm.alltoall_counts(per)
+        asked = comm.alltoallv(ghosts, per, asks) - np.int32(lo)
+        self.send_words = -(-asks // 32)
+        out = np.full(32 * int(self.send_words.sum()), -1, dtype=np.int32)
+        starts = np.concatenate(([0], np.cumsum(32 * self.send_words)[:-1]))
+        pos = np.arange(asked.size, dtype=np.int64)
+        pos += np.repeat(starts - np.concatenate(([0], np.cumsum(asks)[:-1])), asks)
+        out[pos] = asked
+        self.asked = out
+
+    def _probes(self, P: int) -> None:
+        """Up to :data:`PROBES` cross entries per owner, evenly spaced."""
+        owner = np.searchsorted(self.owner_start, self.xcol, side="right") - 1
+        picks = []
+        for o in range(P):
+            ents = np.flatnonzero(owner == o)
+            if ents.size:
+                picks.append(ents[np.linspace(0, ents.size - 1, min(PROBES, ents.size))
+                                  .astype(np.int64)])
+        ents = np.concatenate(picks) if picks else np.zeros(0, np.int64)
+        row = np.searchsorted(self.xptr, ents, side="right") - 1
+        self.probe_u = self.brows[row].astype(np.int32)
+        self.probe_b = self.xcol[ents].astype(np.int32)
+
+    def describe(self) -> dict:
+        return {"boundary_rows": int(self.brows.size), "cross_edges": int(self.xcol.size),
+                "ghosts": int((self.ghosts >= 0).sum()),
+                "bit_words_sent": int(self.send_words.sum()),
+                "bit_words_received": int(self.recv_words.sum())}
+
+
+class RankComponents:
+    """Connected components over the ranks of a distributed engine (see the module's
+    description); built once per engine (collective).
+
+    Parameters
+    ----------
+    engine : DistEngine
+        Over the rank's rows of the symmetrised graph (:func:`across_ranks`).
+    role : str
+        The device that runs Afforest and the hooking (it holds the rank's subgraph and
+        cross edges).
+
+    Attributes
+    ----------
+    afforest : Afforest
+        On the rank's subgraph (local ids).
+    edges : CrossEdges
+    stats : dict
+        The last run's counts: ``records`` (this rank's), ``records_gathered`` (every
+        rank's), ``giant_root`` (global id), ``probe_found`` (the sample linked every
+        reached owner's giant), ``rounds`` (collectives that moved data), ``bytes_sent``,
+        ``seconds`` (those collectives' wall time), with :meth:`CrossEdges.describe`'s.
+    """
+
+    def __init__(self, engine, role: str):
+        comm, part = engine.comm, engine.partition
+        self.engine, self.role, self.comm = engine, role, comm
+        self.P, self.me = comm.size, comm.rank
+        self.lo, self.hi = int(part.bounds[self.me]), int(part.bounds[self.me + 1])
+        self.local, xcount, cross = split_rows(engine.matrix, self.lo, self.hi)
+        self.afforest = Afforest(engine, role, self.local)
+        self.k = self.local.n
+        self.edges = CrossEdges(comm, np.asarray(part.bounds), xcount, cross)
+        del xcount, cross
+        self.side = engine.pair.side(role)
+        self._buffers()
+        self.stats: dict = {}
+
+    def _buffers(self) -> None:
+        e, s, P = self.edges, self.side, self.P
+        up = self.engine.scratch
+        self.buf = {name: up(self.role, np.ascontiguousarray(a)) for name, a in (
+            ("brows", e.brows), ("xptr", e.xptr), ("xcol", e.xcol), ("asked", e.asked),
+            ("probe_u", e.probe_u), ("probe_b", e.probe_b), ("owner_start", e.owner_start))}
+        self.buf["send"] = filled(s, max(int(e.send_words.sum()), 1), np.uint32)
+        self.buf["bits"] = filled(s, max(int(e.recv_words.sum()), 1), np.uint32)
+        self.buf["mask"] = filled(s, self.k, np.uint32)
+        self.buf["state"] = filled(s, 2 + 2 * P, np.int32)
+        self.buf["glabel"] = filled(s, P, np.int32)
+        self.buf["labels"] = filled(s, self.k, np.int32)
+        self.cap = int(min(e.xcol.size, max(1 << 16, e.xcol.size // 16))) or 1
+        self.buf["records"] = filled(s, 4 * self.cap, np.int32)
+        self.host_send = np.zeros(max(int(e.send_words.sum()), 1), np.uint32)
+        self.host_bits = np.zeros(max(int(e.recv_words.sum()), 1), np.uint32)
+        self.host_state = np.zeros(2 + 2 * P, np.int32)
+        self.state0 = np.concatenate(([0], np.zeros(P), np.full(P, INT32_MAX), [0])
+                                     ).astype(np.int32)
+        wide = e.xptr.dtype == np.int64
+        prg = self.engine.pair.program(s, SOURCES, {"OFFSET_T": "long" if wide else "int"})
+        self.kernels = {k: cl().Kernel(prg, f"ranks_{k}") for k in
+                        ("giant_bits", "hook", "probe", "giant_rows", "core_masks", "label")}
+
+    def _launch(self, name: str, size: int, args: tuple) -> None:
+        self.engine.launch(self.role, self.kernels[name], size, args, kind=f"cc-ranks-{name}",
+                           wg=256, wait=False)
+
+    # ------------------------------------------------------------ the run
+    def run(self) -> list[dict]:
+        """Label every vertex of the rank (collective); returns the phases for the trace.
+        The labels stay on the device (:meth:`labels`)."""
+        trace = self.afforest.run(ROUNDS)
+        giant = np.int32(next(t for t in trace if t["phase"] == "sample")["giant"])
+        self.stats = {**self.edges.describe(), "records": 0, "records_gathered": 0,
+                      "rounds": 0, "bytes_sent": 0, "seconds": 0.0, "probe_found": True}
+        glabel = np.full(self.P, -1, np.int32)
+        cl().enqueue_fill_buffer(self.side.queue, self.buf["mask"], np.zeros(1, np.uint32), 0,
+                                 4 * self.k)
+        if self.P > 1:
+            glabel = self._across(giant)
+        self._write(self.buf["glabel"], glabel)
+        b = self.buf
+        self._launch("label", self.k, (np.int32(self.k), self.afforest.comp, giant, b["mask"],
+                                       b["glabel"], np.int32(self.me), np.int32(self.lo),
+                                       b["labels"]))
+        trace.append({"phase": "ranks", **{k: v for k, v in self.stats.items()
+                                           if k in ("records_gathered", "rounds")}})
+        return trace
+
+    def _write(self, buf, array: np.ndarray) -> None:
+        cl().enqueue_copy(self.side.queue, buf, np.ascontiguousarray(array), is_blocking=True)
+
+    def _across(self, giant: np.int32) -> np.ndarray:
+        """Steps 2-4: the giant bits, the hooking, the gathered solve; each giant's label
+        (and the recorded roots' labels written into ``mask``)."""
+        self._exchange_bits(giant)
+        count = self._hook(giant)
+        records = self._records(count)
+        t0 = time.perf_counter()
+        mine = np.concatenate((self.host_state[1 + 2 * self.P:1 + 2 * self.P + 1] + self.lo,
+                               self.host_state[1:1 + 2 * self.P], records.ravel()))
+        sizes = self.comm.allgatherv(np.array([mine.size], np.int64),
+                                     counts=np.ones(self.P, np.int64))
+        every = self.comm.allgatherv(mine.astype(np.int64), counts=sizes)
+        self._count(time.perf_counter() - t0, 8 * (1 + mine.size) * (self.P - 1), rounds=2)
+        self.stats["records"] = int(count)
+        parts = np.split(every, np.cumsum(sizes)[:-1])
+        glabel, roots, labels = solve(parts, self.P, self.lo, self.hi)
+        self.stats["records_gathered"] = int(sum((p.size - 1 - 2 * self.P) // 4 for p in parts))
+        self.stats["giant_root"] = int(mine[0])
+        if roots.size:
+            vals = (labels.astype(np.int64) | int(LABEL_FLAG)).astype(np.uint32)
+            idx = self.engine.scratch(self.role, (roots - self.lo).astype(np.int32))
+            src = self.engine.scratch(self.role, vals)
+            k = self.engine.pair.kernel(self.side, ("skeleton/vector.cl",), {"T": "uint"},
+                                        "scatter")
+            k(self.side.queue, (-(-roots.size // 64) * 64,), None, np.int32(roots.size), idx,
+              src, self.buf["mask"])
+        return glabel
+
+    def _count(self, seconds: float, nbytes: int, rounds: int) -> None:
+        """Record a collective's cost here and in the engine's exchange counts."""
+        self.stats["seconds"] += seconds
+        self.stats["bytes_sent"] += int(nbytes)
+        self.stats["rounds"] += rounds
+        st = getattr(self.engine, "stats", None)
+        if isinstance(st, dict) and "gathers" in st:
+            st["gathers"] += rounds
+            st["gather_bytes"] += int(nbytes)
+            st["gather_seconds"] += seconds
+
+    def _exchange_bits(self, giant: np.int32) -> None:
+        """Step 2: each owner's giant bits of the ghosts each rank asked for."""
+        e, b = self.edges, self.buf
+        words = int(e.send_words.sum())
+        if words:
+            self._launch("giant_bits", words, (np.int32(words), b["asked"], self.afforest.comp,
+                                               giant, b["send"]))
+            self.engine.read_buffer(self.role, self.host_send, b["send"], count=words)
+        t0 = time.perf_counter()
+        self.comm.alltoallv(self.host_send[:words], e.send_words, e.recv_words,
+                            out=self.host_bits[:int(e.recv_words.sum())])
+        self._count(time.perf_counter() - t0, 4 * words, rounds=1)
+        if e.recv_words.sum():
+            self._write(b["bits"], self.host_bits)
+
+    def _hook(self, giant: np.int32) -> int:
+        """Step 3 on the device; the records' count (the state read back)."""
+        e, b, P = self.edges, self.buf, np.int32(self.P)
+        rows = np.int32(e.brows.size)
+        common = (b["bits"], b["owner_start"], P, self.afforest.comp, giant)
+        while True:
+            self._write(b["state"], self.state0)
+            self._launch("hook", max(int(rows), 1), (
+                rows, b["brows"], b["xptr"], b["xcol"], *common, np.int32(self.lo), b["mask"],
+                b["state"], b["records"], np.int32(self.cap)))
+            if e.probe_u.size:
+                self._launch("probe", e.probe_u.size, (
+                    np.int32(e.probe_u.size), b["probe_u"], b["probe_b"], *common,
+                    np.int32(self.me), b["state"]))
+            self.engine.read_buffer(self.role, self.host_state, b["state"])
+            count = int(self.host_state[0])
+            if count <= self.cap:
+                break
+            self.cap = count  # grow and hook again (the masks too: they are ORs, idempotent)
+            self.buf["records"] = filled(self.side, 4 * self.cap, np.int32)
+        links = self.host_state[1:1 + self.P].view(np.uint32)
+        want = [o for o in range(self.P) if o != self.me and e.owners_reached[o]
+                and not (int(links[o]) >> self.me) & 1]
+        if want:  # the sample found no direct link to these giants: every giant edge
+            self.stats["probe_found"] = False
+            self._launch("giant_rows", max(int(rows), 1), (
+                rows, b["brows"], b["xptr"], b["xcol"], *common, np.int32(self.me),
+                np.uint32(sum(1 << o for o in want)), b["state"]))
+            self.engine.read_buffer(self.role, self.host_state, b["state"])
+        return count
+
+    def _records(self, count: int) -> np.ndarray:
+        """The records (root, vertex, ghost, root's mask) with global ids, shape (count, 4)."""
+        if not count:
+            return np.zeros((0, 4), np.int64)
+        b = self.buf
+        self._launch("core_masks", count, (np.int32(count), b["records"], b["mask"]))
+        host = np.empty(4 * count, np.int32)
+        self.engine.read_buffer(self.role, host, b["records"], count=4 * count)
+        rec = host.reshape(count, 4).astype(np.int64)
+        rec[:, :2] += self.lo
+        rec[:, 2] = self.edges.ghosts[rec[:, 2]]
+        rec[:, 3] = host.reshape(count, 4)[:, 3].view(np.uint32)
+        return rec
+
+    # ------------------------------------------------------------ the answer
+    def labels(self) -> np.ndarray:
+        """Every vertex's label, whole on every rank (int32, shape (n,); collective)."""
+        mine = np.empty(self.k, np.int32)
+        read_staged(self.side, mine, self.buf["labels"])
+        counts = np.diff(np.asarray(self.engine.partition.bounds)).astype(np.int64)
+        return self.comm.allgatherv(mine, counts=counts)
+
+
+def solve(parts: list, P: int, lo: int, hi: int):
+    """Step 4 on the host, the same on every rank: the components of the graph of the
+    ranks' giants and recorded roots.
+
+    Parameters
+    ----------
+    parts : list of ndarray of int64
+        Each rank's gathered part: its giant's root, ``links`` (P), ``gmin`` (P), then
+        its records ``(root, vertex, ghost, mask)`` (global ids), flattened.
+    P : int
+    lo, hi : int
+        This rank's vertices.
+
+    Returns
+    -------
+    glabel : ndarray of int32, shape (P,)
+        The label of each rank's giant.
+    roots, labels : ndarray of int64
+        This rank's recorded roots and their labels.
+
+    Raises
+    ------
+    RuntimeError
+        A record's ghost has no record on its owner (the hooking missed an edge).
+    """
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+    groots = np.array([int(p[0]) for p in parts], np.int64)
+    links = np.stack([p[1:1 + P] for p in parts]).astype(np.uint32)
+    gmin = np.stack([p[1 + P:1 + 2 * P] for p in parts]).min(axis=0)
+    rec = np.concatenate([p[1 + 2 * P:].reshape(-1, 4) for p in parts])
+    roots = np.unique(rec[:, 0])
+    m = P + roots.size
+    value = np.concatenate((np.minimum(groots, gmin), roots))
+    # links[r, o] bit b: rank r saw giant o linked with giant b
+    _, lo_g, hi_g = np.nonzero((links[:, :, None] >> np.arange(P, dtype=np.uint32)) & 1)
+    src, dst = [lo_g], [hi_g]
+    vert, where = np.unique(rec[:, 1], return_index=True)
+    at = np.searchsorted(vert, rec[:, 2])
+    if rec.size and (np.any(at >= vert.size) or np.any(vert[np.minimum(at, vert.size - 1)]
+                                                       != rec[:, 2])):
+        raise RuntimeError("a cross edge between two small components was recorded on one "
+                           "side only")
+    node = P + np.searchsorted(roots, rec[:, 0])
+    src.append(node)
+    dst.append(P + np.searchsorted(roots, rec[where[at], 0]) if rec.size else node)
+    masks = rec[:, 3].astype(np.uint32)
+    r_idx, o_idx = np.nonzero((masks[:, None] >> np.arange(P, dtype=np.uint32)) & 1)
+    src.append(node[r_idx])
+    dst.append(o_idx)
+    s, d = np.concatenate(src).astype(np.int64), np.concatenate(dst).astype(np.int64)
+    graph = coo_matrix((np.ones(s.size, np.int8), (s, d)), shape=(m, m))
+    _, comp = connected_components(graph, directed=True, connection="weak")
+    low = np.full(m, np.iinfo(np.int64).max)
+    np.minimum.at(low, comp, value)
+    label = low[comp]
+    mine = (roots >= lo) & (roots < hi)
+    return label[:P].astype(np.int32), roots[mine], label[P:][mine]

@@ -1,0 +1,143 @@
+/* Connected components across ranks (finepar/apps/ccranks.py): what one rank does after
+ * Afforest has labelled the components of its own subgraph (its rows, the edges whose
+ * both ends it owns) in `comp` (local ids, compressed: comp[v] is v's root, the smallest
+ * local id of its local component). `giant` is a vertex of the rank's giant component
+ * (Afforest's sample), so comp[giant] is the giant's root. `state` holds the records'
+ * count, then `links` (P words: the giants linked with each owner's, a bit each),
+ * `gmin` (P) and the giant's root.
+ *
+ * A rank's cross edges (u, g), u its own, g a ghost another rank owns, are kept as a CSR
+ * over its boundary rows whose columns are bit positions: each owner's ghosts are a
+ * run of bits (padded to 32), and `bits` holds, per ghost, whether the owner's giant
+ * component holds it (received from the owner each run).
+ *   ranks_giant_bits   on the owner: those bits, 32 asked vertices a work-item;
+ *   ranks_hook         a work-item per boundary row outside the giant: every cross
+ *                      edge to an owner's giant attaches the row's root to that giant
+ *                      (a bit of `mask`; two giants met at one root are linked in
+ *                      `links`; `gmin` keeps each giant's smallest attached root);
+ *                      every other cross edge is a record (root, row, bit) for the host;
+ *   ranks_probe        a sample of cross edges: giant to giant links;
+ *   ranks_giant_rows   every cross edge of the giant's rows to the owners in `want`
+ *                      (where the sample found no giant link);
+ *   ranks_core_masks   each record's root's mask (its giants) into the record;
+ *   ranks_label        the final labels: the giant's, a record root's (set in `mask`
+ *                      with bit 31), an attached giant's, or the root's own id.
+ *   -D OFFSET_T=int|long   the cross CSR's offsets */
+
+#define LABEL_FLAG 0x80000000u
+
+int ranks_owner(const int b, __global const int *restrict owner_start, const int parts)
+{
+    int o = 0;
+    while (o + 1 < parts && b >= owner_start[o + 1]) o++;
+    return o;
+}
+
+__kernel void ranks_giant_bits(const int words, __global const int *restrict asked,
+                               __global const int *restrict comp, const int giant,
+                               __global uint *restrict out)
+{
+    const int w = (int)get_global_id(0);
+    if (w >= words) return;
+    const int root = comp[giant];
+    uint bits = 0;
+    for (int j = 0; j < 32; j++) {
+        const int v = asked[32 * w + j];
+        if (v >= 0 && comp[v] == root) bits |= 1u << j;
+    }
+    out[w] = bits;
+}
+
+__kernel void ranks_hook(const int rows, __global const int *restrict brows,
+                         __global const OFFSET_T *restrict xptr,
+                         __global const int *restrict xcol, __global const uint *restrict bits,
+                         __global const int *restrict owner_start, const int parts,
+                         __global const int *restrict comp, const int giant, const int lo,
+                         volatile __global uint *mask, volatile __global int *state,
+                         __global int *restrict records, const int cap)
+{
+    const int i = (int)get_global_id(0);
+    volatile __global uint *links = (volatile __global uint *)(state + 1);
+    volatile __global int *gmin = state + 1 + parts;
+    if (i == 0) state[1 + 2 * parts] = comp[giant];
+    if (i >= rows) return;
+    const int u = brows[i];
+    const int a = comp[u];
+    if (a == comp[giant]) return;
+    for (OFFSET_T k = xptr[i]; k < xptr[i + 1]; k++) {
+        const int b = xcol[k];
+        if ((bits[b >> 5] >> (b & 31)) & 1u) {
+            const int o = ranks_owner(b, owner_start, parts);
+            const uint bit = 1u << o;
+            const uint old = atomic_or(&mask[a], bit);
+            if (old & ~bit) atomic_or(&links[o], old & ~bit);
+            atomic_min(&gmin[o], a + lo);
+        } else {
+            const int at = atomic_inc(state);
+            if (at < cap) {
+                records[4 * at] = a;
+                records[4 * at + 1] = u;
+                records[4 * at + 2] = b;
+            }
+        }
+    }
+}
+
+__kernel void ranks_probe(const int count, __global const int *restrict pu,
+                          __global const int *restrict pb, __global const uint *restrict bits,
+                          __global const int *restrict owner_start, const int parts,
+                          __global const int *restrict comp, const int giant, const int me,
+                          volatile __global int *state)
+{
+    volatile __global uint *links = (volatile __global uint *)(state + 1);
+    const int i = (int)get_global_id(0);
+    if (i >= count) return;
+    const int b = pb[i];
+    if (comp[pu[i]] == comp[giant] && ((bits[b >> 5] >> (b & 31)) & 1u))
+        atomic_or(&links[ranks_owner(b, owner_start, parts)], 1u << me);
+}
+
+__kernel void ranks_giant_rows(const int rows, __global const int *restrict brows,
+                               __global const OFFSET_T *restrict xptr,
+                               __global const int *restrict xcol,
+                               __global const uint *restrict bits,
+                               __global const int *restrict owner_start, const int parts,
+                               __global const int *restrict comp, const int giant,
+                               const int me, const uint want, volatile __global int *state)
+{
+    volatile __global uint *links = (volatile __global uint *)(state + 1);
+    const int i = (int)get_global_id(0);
+    if (i >= rows) return;
+    if (comp[brows[i]] != comp[giant]) return;
+    for (OFFSET_T k = xptr[i]; k < xptr[i + 1]; k++) {
+        const int b = xcol[k];
+        const int o = ranks_owner(b, owner_start, parts);
+        if (((want >> o) & 1u) && ((bits[b >> 5] >> (b & 31)) & 1u))
+            atomic_or(&links[o], 1u << me);
+    }
+}
+
+__kernel void ranks_core_masks(const int count, __global int *restrict records,
+                               __global const uint *restrict mask)
+{
+    const int i = (int)get_global_id(0);
+    if (i < count) records[4 * i + 3] = (int)mask[records[4 * i]];
+}
+
+__kernel void ranks_label(const int n, __global const int *restrict comp, const int giant,
+                          __global const uint *restrict mask,
+                          __global const int *restrict glabel, const int me, const int lo,
+                          __global int *restrict out)
+{
+    const int v = (int)get_global_id(0);
+    if (v >= n) return;
+    const int r = comp[v];
+    if (r == comp[giant]) {  /* one rank: no label came, the root is the label */
+        out[v] = glabel[me] >= 0 ? glabel[me] : r + lo;
+        return;
+    }
+    const uint m = mask[r];
+    if (m & LABEL_FLAG) out[v] = (int)(m & ~LABEL_FLAG);
+    else if (m) out[v] = glabel[31 - clz(m & (~m + 1u))];  /* the lowest attached giant */
+    else out[v] = r + lo;
+}
