@@ -270,7 +270,6 @@ def weigh(tuning: dict, inp: Inputs) -> dict:
             t_step, grouping, roles = p["t"], tuning.get("grouping"), split_roles
         elif name in alone and split_roles != (name,):  # else the tuner's end is it
             (t_step, grouping), roles = alone[name], (name,)
-            (t_step, grouping), roles = alone[name], (name,)
         else:
             continue
         uploads = max(whole / up[r] for r in roles)  # a walking CPU holds the whole CSR
