@@ -27,7 +27,7 @@ import numpy as np
 
 from ..engine import Engine, RowOp
 from ..graph import Graph
-from . import register
+from . import bfsranks, register
 from .base import MAX_ITER, App, AppResult, Param, positive, vertex_label
 from ..engine.frontier import FrontierApp, FrontierQueue, queue_defines
 from ..engine.trace import by_device_line, launch_line, push_line
@@ -103,11 +103,17 @@ class BFS(FrontierApp, App):
                                          ("front", words, np.uint32, 0),
                                          ("next", words, np.uint32, 0)):
             engine.blank(name, size, dtype, value)
-        pp = self.prepare_push(engine, graph)
+        across = bfsranks.ranks(engine) > 1
+        own = engine.own_push_roles() if hasattr(engine, "own_push_roles") else None
+        # across ranks each level is merged: no walk of many levels on one rank
+        pp = self.prepare_push(engine, None if across else graph, roles=own)
         push = pp["push_role"]
-        return {"outdeg": outdeg, "words": words, **pp,
-                "queue": (FrontierQueue(engine, push, graph, ("apps/bfs/frontier.cl", "skeleton/frontier.cl"))
-                          if push is not None else None)}
+        out = {"outdeg": outdeg, "words": words, **pp,
+               "queue": (FrontierQueue(engine, push, graph, ("apps/bfs/frontier.cl", "skeleton/frontier.cl"))
+                         if push is not None else None)}
+        if across and push is not None:  # levels merged over the ranks (apps/bfsranks.py)
+            out["mark_counts"] = engine.scratch(push, np.zeros(2, np.uint64))
+        return out
 
     # ------------------------------------------------------------ the loop's hooks
     def start_host(self, engine: Engine, st: dict):
@@ -211,7 +217,10 @@ class BFS(FrontierApp, App):
                                            "beta": beta, "max_iter": max_iter})
         st = dict(self.prepared(engine, graph))
         st.update(params, n=graph.n, nnz=graph.nnz, prev_size=0)
-        iters, trace, where = self.frontier_loop(engine, st, policy=None, max_iter=max_iter)
+        if "mark_counts" in st:  # a distributed run's levels, merged over the ranks
+            iters, trace, where = bfsranks.level_loop(self, engine, st, max_iter)
+        else:
+            iters, trace, where = self.frontier_loop(engine, st, policy=None, max_iter=max_iter)
         # traversed edges from the tallies: every discovered vertex's out-degree was
         # counted when it was found (the root's here)
         work = int(st["outdeg"][st["root"]]) + sum(s["found_edges"] for s in trace.steps)

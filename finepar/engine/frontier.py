@@ -166,8 +166,8 @@ def round_trip_seconds(engine: Engine, role: str, repeats: int = 3) -> float:
     return best
 
 
-def choose_push_role(engine: Engine, names: tuple, *, owned_rows: bool
-                     ) -> tuple[str | None, dict]:
+def choose_push_role(engine: Engine, names: tuple, *, owned_rows: bool,
+                     roles: tuple | None = None) -> tuple[str | None, dict]:
     """The role that pushes small frontiers (FinePar TKDE §4.2), where it pays.
 
     Each role that can push (:meth:`Engine.push_roles`) is measured: the round trip of an
@@ -176,13 +176,15 @@ def choose_push_role(engine: Engine, names: tuple, *, owned_rows: bool
     the other role owns, :class:`RowMover`, timed once; otherwise whole vectors, the same
     for either role). The cheapest wins; another role must beat the paper's choice (the
     CPU first) by a quarter, so near-equal devices (an emulated pair) keep it.
+    ``roles``: the candidates instead of :meth:`Engine.push_roles` (a rank of a
+    distributed run pushes from its own vertices' out-edges: ``DistEngine.own_push_roles``).
 
     Returns
     -------
     (str or None, dict)
         The role, and each candidate's measured seconds.
     """
-    roles = engine.push_roles()
+    roles = engine.push_roles() if roles is None else roles
     if len(roles) < 2:
         return (roles[0] if roles else None), {}
     moves = (not engine.pair.shared and len(engine.roles) == 2 and owned_rows
@@ -648,12 +650,13 @@ class FrontierApp:
     #: The vectors the walk writes, moved on a hand-over; None: :attr:`sync_vectors`.
     walk_vectors: tuple | None = None
 
-    def prepare_push(self, engine: Engine, graph=None) -> dict:
-        """The push role (:func:`choose_push_role`), its measured costs, the mover of
-        owned rows where the app allows one (split memory, two roles), and the CPU's walk
-        over ``graph`` (the out-edge CSR) where the app and the engine allow one
-        (:func:`make_walker`)."""
-        push, costs = choose_push_role(engine, self.sync_vectors, owned_rows=self.owned_rows)
+    def prepare_push(self, engine: Engine, graph=None, roles: tuple | None = None) -> dict:
+        """The push role (:func:`choose_push_role`, among ``roles`` where given), its
+        measured costs, the mover of owned rows where the app allows one (split memory,
+        two roles), and the CPU's walk over ``graph`` (the out-edge CSR) where the app
+        and the engine allow one (:func:`make_walker`)."""
+        push, costs = choose_push_role(engine, self.sync_vectors, owned_rows=self.owned_rows,
+                                       roles=roles)
         mover = (RowMover(engine, push) if push is not None and self.owned_rows
                  and not engine.pair.shared and len(engine.roles) == 2
                  and engine.plan.method != "dynamic" else None)

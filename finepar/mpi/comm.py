@@ -148,6 +148,14 @@ class Communicator:
             out += every[r]
         return out
 
+    def allgather_ints(self, values) -> np.ndarray:
+        """Every rank's ``values`` (a few integers, as many on every rank) in one
+        ``MPI_Allgather``: int64, shape (ranks, len(values)), row ``r`` rank ``r``'s."""
+        a = np.ascontiguousarray(values, dtype=np.int64)
+        out = np.empty((self.size, a.size), dtype=np.int64)
+        self._timed(self.comm.Allgather, a, out)
+        return out
+
     def maximum(self, value: float) -> float:
         """The largest ``value`` over the ranks."""
         return float(self._timed(self.comm.allreduce, float(value), self.MPI.MAX))
