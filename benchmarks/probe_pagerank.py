@@ -1,0 +1,345 @@
+"""Where a PageRank iteration's time goes against one SpMV product (issue 31, item 3).
+
+On one graph (default Graph500 scale 24), FinePar's SpMV (its default, and with the columns
+kept in the input's order) and PageRank in each variant the app offers (the contributions in
+the input's order or in the device's hot columns, Kahan-compensated or plain sums, its own
+grouping or SpMV's), each: the app's run as a user gets it (per iteration, median of the
+repeats after a warm-up, the answer checked against the float64 reference and its L1 error
+kept), then every kernel of one step timed by OpenCL profiling events (the row operation's
+launches, the apply launch of cut rows, the two passes summing the L1 change and the
+dangling mass), a step at a time, beside CuPy's PageRank and cuSPARSE's product where CuPy
+is installed. A PageRank variant without the sums (``no sums``: not a correct step, only the
+kernel loop) reads what the L1 change and the dangling mass cost. JSON is written after
+every measurement.
+
+    python benchmarks/probe_pagerank.py --graph graph500:24 --json $OUT/probe_pagerank.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from common import Budget, device_line, load, log, main_of, today, write_json
+from measure import stats
+
+#: PageRank's variants: label, columns mode (``None``: the probe's ``--columns``), sums,
+#: grouping (``spmv``: SpMV's default's).
+PAGERANK = (("today: columns none, compensated", "none", "compensated", "auto"),
+            ("hot columns, compensated", None, "compensated", "auto"),
+            ("hot columns, plain sums", None, "plain", "auto"),
+            ("columns none, plain sums", "none", "plain", "auto"),
+            ("hot columns, compensated, SpMV's grouping", None, "compensated", "spmv"))
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--graph", default=None, help="an input (graph500:SCALE or a file); "
+                    "default graph500:SCALE")
+    ap.add_argument("--scale", type=int, default=24)
+    ap.add_argument("--memory", default="auto", choices=("auto", "shared", "split"),
+                    help="the pair's memory mode (auto: FinePar's default)")
+    ap.add_argument("--devices", default="auto", choices=("auto", "gpu", "both"),
+                    help="the plan's devices (auto: FinePar's default)")
+    ap.add_argument("--columns", default="auto", choices=("auto", "hot"),
+                    help="the hot-column variants' mode (hot: wherever it can be done, for "
+                         "an emulated pair whose cache holds the vector)")
+    ap.add_argument("--repeats", type=int, default=3, help="timed runs of each variant")
+    ap.add_argument("--steps", type=int, default=10, help="steps of each kernel loop")
+    ap.add_argument("--products", type=int, default=20, help="SpMV products a run")
+    ap.add_argument("--errors", default="none",
+                    help="real graphs (all, none or a comma list) on which to measure "
+                         "PageRank's L1 error to the float64 reference with each sums and "
+                         "columns choice, on the GPU alone and split at T_f = 64 (last)")
+    ap.add_argument("--no-cupy", action="store_true")
+    ap.add_argument("--json", default="probe_pagerank.json")
+    ap.add_argument("--budget-s", type=float, default=480.0)
+    return ap.parse_args(argv)
+
+
+# ------------------------------------------------------------------------ kernel loop
+
+
+def kernel_loop(eng, op, args: dict, steps: int, before=None) -> dict:
+    """Every launch of ``steps`` steps of row operation ``op`` (a RowOp) on each side,
+    one step at a time, by profiling events: ``{label: stats of seconds}`` (the
+    launches in enqueue order, ``ROLE step`` the first start to the last end). The
+    partial-sum passes run as in a device-stepped iteration. ``before()`` runs before
+    each step (resetting what a step's convergence test would stop)."""
+    from finepar.device import cl
+    mod, per = cl(), {}
+    for k in range(steps + 1):
+        if before is not None:
+            before()
+        evs = {}
+        for r in eng.roles:
+            store = eng.stores[r]
+            q = store.side.queue
+            mod.enqueue_fill_buffer(q, eng.stop[r], np.zeros(1, np.int32), 0, 4)
+            ol = store.ops(op, eng.fscal[r], eng.stop[r])
+            bound = {n: eng.arg(v, r) if n != "ia" else v for n, v in args.items()}
+            launched = store.enqueue(ol, bound)
+            labels = [f"{r} {i}: {L.label}" for i, L in enumerate(ol.launches)]
+            labels += [f"{r} apply"] * (ol.apply is not None)
+            if ol.reduce_stage is not None:
+                launched.append(ol.reduce_stage.enqueue(q))
+                labels.append(f"{r} reduce pass 1")
+            if ol.reduce is not None:
+                launched.append(ol.reduce.bind(slot=0).enqueue(q))
+                labels.append(f"{r} reduce")
+            evs[r] = list(zip(labels, launched))
+        for r in evs:
+            eng.stores[r].side.queue.finish()
+        if k == 0:  # the first step warms the kernels
+            continue
+        for r, done in evs.items():
+            for label, ev in done:
+                per.setdefault(label, []).append((ev.profile.end - ev.profile.start) * 1e-9)
+            per.setdefault(f"{r} step", []).append(
+                (done[-1][1].profile.end - done[0][1].profile.start) * 1e-9)
+    return {label: stats(v) for label, v in per.items()}
+
+
+def no_sums_op(op):
+    """``op`` without the step's two sums (NEED_PARTIALS=0, no reduction): the kernel
+    loop's reading of what they cost; not a correct PageRank step."""
+    return replace(op, name=op.name + "-nosums", part_dtype=None,
+                   defines=tuple(op.defines) + (("NEED_PARTIALS", 0),))
+
+
+# --------------------------------------------------------------------------- variants
+
+
+def prepared(wl, pair, args, *, grouping: str, columns: str, params: dict):
+    """The engine of one configuration as a default run makes it (plan, throttling as
+    ``auto`` decides, engine); returns ``(workload run, plan, perm, engine)``."""
+    from finepar.engine import EngineOptions
+    from finepar.throttle.plan import ThrottleOptions
+    wl_run, plan, perm, _, eng, source, _ = wl.prepare(
+        pair, throttle=ThrottleOptions().check(), threshold=None, devices=args.devices,
+        grouping=grouping, model=None, step=64, calibrate=None,
+        options=EngineOptions(columns=columns), cache=None,
+        steps=wl.app.row_steps(wl.graph, params), params=params)
+    return wl_run, plan, perm, eng
+
+
+def app_runs(wl, wl_run, eng, perm, params: dict, ref, repeats: int) -> dict:
+    """A warm-up and ``repeats`` timed runs on ``eng``: per iteration, kernel span per
+    iteration, the answer's check and (PageRank) L1 error to the reference."""
+    app = wl.app
+    run_params = app.permute_params(params, perm) if perm is not None else dict(params)
+    per_it, span, runs, rep = [], [], [], None
+    res = None
+    for i in range(repeats + 1):
+        res, rep = wl_run.run(engine=eng, warmup=(i == 0), **run_params)
+        if i == 0:
+            continue
+        per_it.append(rep.timings["per_iteration"])
+        it = max(res.iterations, 1)
+        span.append(sum(rep.timings["kernel"].values()) / it)
+        runs.append(res.iterations)
+    if perm is not None:
+        res = app.unpermute(res, perm)
+    out = {"per_iteration": stats(per_it), "kernel_span_per_iteration": stats(span),
+           "iterations": runs, "problem": app.check(wl.graph, res, ref, params),
+           "plan": rep.plan.get("label"), "grouping": rep.plan.get("grouping"),
+           "columns": rep.plan.get("columns"), "lowering": rep.plan.get("lowering"),
+           "ops": res.extra.get("ops")}
+    if app.name == "pagerank":
+        out["l1_error"] = float(np.abs(res.values.astype(np.float64) - ref).sum())
+    return out
+
+
+def spmv_variants(g, pair, args, out, budget, save) -> str:
+    """SpMV's default and its columns kept; returns the default's grouping."""
+    from finepar import api
+    from inputs import reference
+    wl = api.Workload("spmv", g)
+    params = wl.app.reference_params(g, wl.app.check_params(g, {"repeat": args.products}))
+    ref, how = reference(wl.app, g, params)
+    out["references"]["spmv"] = how
+    grouping = "auto"
+    for label, columns in (("default", "auto" if args.columns == "auto" else "hot"),
+                           ("columns none", "none")):
+        if budget.spent():
+            break
+        t0 = time.perf_counter()
+        try:
+            wl_run, _, perm, eng = prepared(wl, pair, args, grouping="auto", columns=columns,
+                                            params=params)
+            rec = app_runs(wl, wl_run, eng, perm, params, ref, args.repeats)
+            rec["kernels"] = kernel_loop(eng, eng.op("spmv"), {"x": "x", "y": "y", "ia": 0},
+                                         args.steps)
+            if label == "default":
+                grouping = rec["grouping"] or "auto"
+            eng = wl_run = None
+        except Exception as exc:  # noqa: BLE001 - a probe records every failure
+            rec = {"error": f"{type(exc).__name__}: {str(exc)[:400]}"}
+        rec["seconds"] = time.perf_counter() - t0
+        out["spmv"][label] = rec
+        say("spmv", label, rec)
+        gc.collect()
+        save()
+    return grouping
+
+
+def pagerank_variants(g, pair, args, out, budget, save, spmv_grouping: str) -> None:
+    from finepar import api
+    from inputs import reference
+    wl = api.Workload("pagerank", g)
+    base = wl.app.reference_params(g, wl.app.check_params(g, {}))
+    backend = None
+    if not args.no_cupy:  # a float64 reference on the GPU for the largest graphs
+        from arraypeers import backend_or_none
+        backend = backend_or_none("cupy", "the float64 reference")
+    ref, how = reference(wl.app, g, base, backend=backend)
+    out["references"]["pagerank"] = how
+    hot = "auto" if args.columns == "auto" else "hot"
+    for label, columns, sums, grouping in PAGERANK:
+        if budget.spent():
+            out["notes"].append(f"budget spent before pagerank {label!r}")
+            break
+        grouping = spmv_grouping if grouping == "spmv" else grouping
+        params = {**base, "sums": sums}
+        t0 = time.perf_counter()
+        try:
+            wl_run, _, perm, eng = prepared(wl, pair, args, grouping=grouping,
+                                            columns=columns or hot, params=params)
+            rec = app_runs(wl, wl_run, eng, perm, params, ref, args.repeats)
+            app, n = wl.app, eng.n
+            op = eng.op(rec["ops"])
+            step_args = {**app._args(False, eng), "ia": 0}
+
+            def restart():  # a first iteration's work every step (no convergence stop)
+                eng.fill("pr", np.float32(1.0 / n))
+                app.start(eng, n)
+                eng.scalars([0.15 / n, 0.85, 0.15 / n, 0.85 / n, 1e-6])
+            rec["kernels"] = kernel_loop(eng, op, step_args, args.steps, restart)
+            if label == PAGERANK[1][0]:
+                rec["kernels_no_sums"] = kernel_loop(eng, no_sums_op(op), step_args,
+                                                     args.steps, restart)
+            eng = wl_run = None  # its buffers go before the next variant's
+        except Exception as exc:  # noqa: BLE001
+            rec = {"error": f"{type(exc).__name__}: {str(exc)[:400]}"}
+        rec.update(seconds=time.perf_counter() - t0, sums=sums, grouping_asked=grouping)
+        out["pagerank"][label] = rec
+        say("pagerank", label, rec)
+        gc.collect()
+        save()
+
+
+def sum_errors(pair, args, out, budget, save) -> None:
+    """PageRank's L1 error to the float64 reference on each graph of ``--errors``, with
+    compensated and plain sums, the contributions in the input's order and in hot
+    columns (``hot``: wherever it can be done), on the GPU alone and split at T_f = 64."""
+    from finepar import api, apps
+    from finepar.engine import EngineOptions
+    from common import graph_specs
+    from inputs import reference
+    app = apps.get("pagerank")
+    for spec in graph_specs(args.errors, ""):
+        g, _ = load(spec)
+        base = app.reference_params(g, app.check_params(g, {}))
+        ref, _ = reference(app, g, base)
+        row = out["errors"].setdefault(g.name, {"n": int(g.n), "nnz": int(g.nnz)})
+        for where, kw in (("gpu", {"devices": "gpu"}), ("split T_f=64", {"threshold": 64})):
+            for sums in ("compensated", "plain"):
+                for columns in ("none", "hot"):
+                    if budget.spent():
+                        return
+                    try:
+                        res, rep = api.run("pagerank", g, pair=pair, cache=False, warmup=False,
+                                           options=EngineOptions(columns=columns), sums=sums,
+                                           **kw)
+                        rec = {"l1_error": float(np.abs(res.values.astype(np.float64)
+                                                        - ref).sum()),
+                               "sum": float(res.values.astype(np.float64).sum()),
+                               "iterations": res.iterations, "ops": res.extra["ops"],
+                               "plan": rep.plan.get("label")}
+                    except Exception as exc:  # noqa: BLE001
+                        rec = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+                    row[f"{where}, {sums}, columns {columns}"] = rec
+            log(f"errors {g.name} {where}: " + ", ".join(
+                f"{k.split(', ', 1)[1]} {v.get('l1_error', float('nan')):.2e}"
+                for k, v in row.items() if k.startswith(where)))
+        save()
+
+
+def say(app: str, label: str, rec: dict) -> None:
+    if "error" in rec:
+        log(f"{app} {label}: {rec['error']}")
+        return
+    med = (rec.get("per_iteration") or {}).get("median")
+    step = next((v["median"] for k, v in rec.get("kernels", {}).items() if k.endswith(" step")),
+                None)
+    log(f"{app} {label}: {rec.get('plan')} ({rec.get('ops')}), "
+        f"{med * 1e3:.3f} ms an iteration, kernels of a step {step * 1e3:.3f} ms, "
+        f"{rec.get('problem') or 'answer ok'}"
+        + (f", L1 error {rec['l1_error']:.2e}" if "l1_error" in rec else ""))
+
+
+def ratios(out: dict) -> dict:
+    """Each PageRank variant's iteration over SpMV's default product (the app's runs and
+    the kernel loops' steps), and CuPy's PageRank iteration over it."""
+    def med(rec, key="per_iteration"):
+        return ((rec or {}).get(key) or {}).get("median")
+
+    def step(rec):
+        return next((v["median"] for k, v in (rec or {}).get("kernels", {}).items()
+                     if k.endswith(" step")), None)
+    spmv = out["spmv"].get("default")
+    cupy = out.get("cupy", {}).get("graph")
+    cupy_it = (float(np.median(cupy["pagerank_s"])) / cupy["pagerank_iterations"]
+               if isinstance(cupy, dict) else None)
+    res = {}
+    for label, rec in out["pagerank"].items():
+        it, prod = med(rec), med(spmv)
+        res[label] = {"iteration_over_product": it / prod if it and prod else None,
+                      "step_over_product_step": (step(rec) / step(spmv)
+                                                 if step(rec) and step(spmv) else None),
+                      "cupy_over_iteration": cupy_it / it if cupy_it and it else None}
+    return res
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    from finepar.api import make_pair
+    budget = Budget(args.budget_s)
+    spec = args.graph or f"graph500:{args.scale}"
+    pair = make_pair(memory=args.memory)
+    g, load_s = load(spec)
+    out = {"script": "benchmarks/probe_pagerank.py", "date": today(),
+           "device": device_line(pair), "graph": spec, "n": int(g.n), "nnz": int(g.nnz),
+           "load_s": load_s, "args": vars(args), "notes": [], "references": {}, "spmv": {},
+           "pagerank": {}, "errors": {}}
+
+    def save():
+        out["ratios"] = ratios(out)
+        write_json(args.json, out)
+    log(f"{spec}: {g.n:,} vertices, {g.nnz:,} entries; {out['device']}")
+    grouping = spmv_variants(g, pair, args, out, budget, save)
+    pagerank_variants(g, pair, args, out, budget, save, grouping)
+    if not args.no_cupy and not budget.spent():
+        from probe import cupy_times
+        holder = {"cupy": {}}
+        cupy_times(g, holder, "graph")
+        out["cupy"] = holder["cupy"]
+    save()
+    if args.errors != "none":
+        del g
+        gc.collect()
+        sum_errors(pair, args, out, budget, save)
+    for label, r in out["ratios"].items():
+        log(f"pagerank {label}: iteration / SpMV product "
+            f"{r['iteration_over_product'] or float('nan'):.3f} (kernel steps "
+            f"{r['step_over_product_step'] or float('nan'):.3f}); CuPy / FinePar "
+            f"{r['cupy_over_iteration'] or float('nan'):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main_of(main))
