@@ -17,7 +17,10 @@ rows, their entries' order (so every row's sum, bit for bit) and the host's arra
 they are. The vectors read by
 column (:attr:`finepar.apps.base.App.column_vectors`) are scattered into the new numbering
 as they are written to that device and gathered back when read from it
-(:class:`finepar.engine.Engine`).
+(:class:`finepar.engine.Engine`); a step writes them only through an op's
+:attr:`~finepar.engine.RowOp.column_writes`, at each row's number in that device's numbering
+(PageRank's contributions ``pr / outdeg``, ``opencl/apps/pagerank/rowop.cl``'s
+``HOT_CONTRIB``), and the halo moves them at those numbers.
 """
 
 from __future__ import annotations
