@@ -183,7 +183,11 @@ def _summarise(rec: dict, label: str, ranks: int, app, g, params, ref) -> dict:
                               "exchange_s": r["timings"]["exchange"],
                               "exchange_fraction": r["timings"]["exchange_fraction"],
                               "mpi_s": r["timings"]["mpi"], "compute_s": r["timings"]["compute"],
-                              "run_s": r["timings"]["run"]} for r in rep["ranks"]]
+                              "run_s": r["timings"]["run"], "bytes_sent": r.get("bytes_sent"),
+                              "bytes_received": r.get("bytes_received"),
+                              "frontier": r["frontier"]} for r in rep["ranks"]]
+        # BFS: top-down and bottom-up levels (the summary's line), the same on every rank
+        out["levels"] = dict(rep["result"]["summary"]).get("levels")
     else:
         out["device"] = rep["devices"]["describe"]
         out["gpus"] = 1
@@ -255,7 +259,8 @@ def render(doc, args) -> str:
              f"the run does not say MPI collectives, their shared-memory window), other "
              f"bytes (frontier merges, vector gathers), "
              f"the exchanges' time and share of the run, MPI time, compute (the longer "
-             f"device's kernels per step). GPUs: distinct GPUs the ranks used (ranks sharing "
+             f"device's kernels per step), bytes sent and received in all; BFS's levels "
+             f"by direction. GPUs: distinct GPUs the ranks used (ranks sharing "
              f"one GPU show the exchange working, not a speedup). Every answer checked by the "
              f"app's check against its reference, or as a note says.", ""]
     lines += [f"- {n}" for n in doc.get("notes", [])] + ([""] if doc.get("notes") else [])
@@ -276,7 +281,11 @@ def render(doc, args) -> str:
                 f"{p['halo_in'] / 1e6:.2f} MB, {p['other_out'] / 1e6:.2f} MB, "
                 f"{p['exchange_s'] * 1e3:.1f} ms ({100 * p['exchange_fraction']:.0f}%), "
                 f"MPI {p['mpi_s'] * 1e3:.1f} ms, compute {p['compute_s'] * 1e3:.1f} ms"
+                + (f", {p['bytes_sent'] / 1e6:.2f} MB sent / {p['bytes_received'] / 1e6:.2f} "
+                   f"MB received in all" if p.get("bytes_sent") is not None else "")
                 for p in x.get("per_rank") or []) or x.get("plan", "")
+            if x.get("levels"):
+                ranks += f"; levels {x['levels']}"
             lines.append(f"| {x['label']} | {x.get('gpus', 1)} | {x['run_s'] * 1e3:.2f} | "
                          f"{x['per_iteration_s'] * 1e3:.3f} | "
                          f"{fmt(base / x['run_s'] if base else None)}x | {ranks} | "

@@ -3,7 +3,9 @@ the whole run's time (DESIGN.md §3, "mpi").
 
 Per rank: the rows and entries of the app's matrix it owns, its plan (its own CPU and
 GPU shares), the halo entries it sends and receives per exchange and the bytes per
-iteration, the bytes of its frontier merges and vector gathers per iteration, the time
+iteration, the bytes of its frontier merges (BFS's bottom-up bits, top-down claims and
+the claims' parents routed to their owners) and vector gathers per iteration, the
+bytes it sent and received in all, the time
 of its exchanges between ranks (halos: pack, pinned copies, MPI, unpack; merges;
 gathers), its time in MPI, its devices' compute time (the longer device's kernels per
 step, summed) and its run's wall time. The whole run's time is the slowest rank's.
@@ -27,6 +29,7 @@ def rank_record(comm, eng, rs: dict, rows, result, times: dict, source: str, tun
     st = plan.stats
     compute = sum(max(r.span.values(), default=0.0) for r in eng.records)
     exchange = halo["seconds"] + rs["merge_seconds"] + rs["gather_seconds"]
+    other = rs["merge_bytes"] + rs["claim_bytes"] + rs["routed_bytes"] + rs["gather_bytes"]
     return {
         "rank": comm.rank, "local_rank": comm.local_rank, "host": _platform.node(),
         "devices": eng.pair.describe(), "emulated": eng.pair.emulated, "memory": eng.pair.mode,
@@ -45,10 +48,16 @@ def rank_record(comm, eng, rs: dict, rows, result, times: dict, source: str, tun
                  "seconds": halo["seconds"], "mpi_seconds": halo["mpi_seconds"]},
         "frontier": {"merges": rs["merges"], "as_list": rs["as_list"],
                      "as_pairs": rs["as_pairs"], "as_words": rs["as_words"],
-                     "bytes_sent": rs["merge_bytes"], "seconds": rs["merge_seconds"]},
+                     "claims": rs["claims"], "claim_lists": rs["claim_lists"],
+                     "routed": rs["routed"],
+                     "bytes_sent": rs["merge_bytes"] + rs["claim_bytes"] + rs["routed_bytes"],
+                     "bytes_received": rs["merge_bytes_received"],
+                     "seconds": rs["merge_seconds"]},
         "gathers": {"count": rs["gathers"], "seconds": rs["gather_seconds"],
                     "bytes_sent": rs["gather_bytes"]},
-        "other_bytes_sent_per_iteration": (rs["merge_bytes"] + rs["gather_bytes"]) / iters,
+        "other_bytes_sent_per_iteration": other / iters,
+        "bytes_sent": halo["bytes_sent"] + other,
+        "bytes_received": halo["bytes_received"] + rs["merge_bytes_received"],
         "window_moves": rs["window_moves"],
         "timings": {**times, "compute": compute, "kernel": summ["kernel_s"],
                     "pair_exchange": summ["exchange_s"], "exchange": exchange,
@@ -102,7 +111,10 @@ class DistReport(Stamped):
         ``iterations``, ``converged``, the app's ``summary`` lines.
     ranks : list of dict
         One per rank (:func:`rank_record`): ``rows``, ``nnz``, ``plan``, ``halo``
-        (entries per exchange, bytes per iteration, seconds), ``frontier``, ``timings``
+        (entries per exchange, bytes per iteration, seconds), ``frontier`` (bottom-up
+        ``merges`` by form, top-down ``claims`` and those merged as lists, parents
+        ``routed``, bytes sent and received), ``bytes_sent`` and ``bytes_received`` (every
+        exchange between ranks), ``timings``
         (``load``, ``matrix``, ``partition``, ``setup``, ``warmup``, ``run``,
         ``collect``, ``compute``, ``exchange``, ``mpi``, ...), ``devices``.
     """
@@ -127,17 +139,17 @@ class DistReport(Stamped):
             lines.append("  devices    EMULATED pairs on some ranks: timings say nothing about "
                          "a real GPU")
         head = ["rank", "devices", "rows", "nnz", "plan", "halo out/it", "halo in/it",
-                "other out/it", "exchange s", "compute s", "run s"]
+                "other out/it", "sent", "exchange s", "MPI s", "compute s", "run s"]
         rows = []
         for r in self.ranks:
             h = r["halo"]
             rows.append([r["rank"], _device(r), f"{r['rows']:,}", f"{r['nnz']:,}",
                          r["plan"]["label"], _bytes(h["bytes_sent_per_iteration"]),
                          _bytes(h["bytes_received_per_iteration"]),
-                         _bytes(r["other_bytes_sent_per_iteration"]),
-                         f"{r['timings']['exchange']:.4f}", f"{r['timings']['compute']:.4f}",
-                         f"{r['timings']['run']:.4f}"])
-        lines += ["  " + ln for ln in format_table(head, rows, align="rlrrlrrrrrr").split("\n")]
+                         _bytes(r["other_bytes_sent_per_iteration"]), _bytes(r["bytes_sent"]),
+                         f"{r['timings']['exchange']:.4f}", f"{r['timings']['mpi']:.4f}",
+                         f"{r['timings']['compute']:.4f}", f"{r['timings']['run']:.4f}"])
+        lines += ["  " + ln for ln in format_table(head, rows, align="rlrrlrrrrrrrr").split("\n")]
         lines.append(f"  time       run {t['run']:.4f} s, the slowest rank "
                      f"({t['per_iteration'] * 1e3:.3f} ms/iter); exchange between ranks up to "
                      f"{100 * t['exchange_fraction']:.1f}% of a rank's run; load {t['load']:.3f} s")

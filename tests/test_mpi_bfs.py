@@ -1,0 +1,132 @@
+"""BFS over the ranks of a distributed run (finepar/apps/bfsranks.py) under ``mpiexec -n P``
+on the emulated pair: top-down levels from each rank's own frontier vertices, bottom-up
+levels over its rows, Beamer's switch on the merged frontier.
+
+One ``mpiexec`` per rank count (1, 2, 3) runs every case of :data:`CASES` through
+``tests/mpi_cases.py``. Levels must equal scipy's BFS, parents must pass the Graph500
+rules, the directions taken over several ranks must be those Beamer's rule takes on the
+exact level sizes (simulated here from scipy's levels), and every level must have crossed
+the ranks once.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("mpi4py")
+
+from test_mpi import WORKER, mpiexec  # noqa: E402  (the launcher and the cases' runner)
+
+RANKS = (1, 2, 3)
+#: Graph500 scale 10 (symmetric) and a directed Kronecker graph of scale 10; roots: the
+#: default (the largest out-degree), the last vertex (the last rank's), a first-rank one.
+CASES = ([{"id": f"{g}-{mem}", "graph": g, "memory": mem, "params": {}}
+          for g in ("graph500:10", "directed.npz") for mem in ("shared", "split")]
+         + [{"id": f"{g}-last-root", "graph": g, "memory": "split", "params": {"root": 1023}}
+            for g in ("graph500:10", "directed.npz")]
+         + [{"id": f"directed-{d}", "graph": "directed.npz", "memory": mem,
+             "params": {"root": 3, "direction": d}}
+            for d, mem in (("top-down", "shared"), ("bottom-up", "split"))])
+
+
+@pytest.fixture(scope="module")
+def graphs(tmp_path_factory):
+    from finepar.io import save
+    from finepar.io.graph500 import kronecker
+    d = tmp_path_factory.mktemp("bfs-ranks")
+    directed = kronecker(10, seed=3, symmetric=False)
+    save(directed, d / "directed.npz", compressed=False)
+    return d, {"graph500:10": kronecker(10), "directed.npz": directed}
+
+
+_RUNS: dict = {}
+
+
+def launched(ranks: int, graphs) -> Path:
+    """Every case on ``ranks`` ranks, one mpiexec; the folder of answers and reports."""
+    if ranks not in _RUNS:
+        d, _ = graphs
+        out = d / f"ranks-{ranks}"
+        out.mkdir()
+        cases = [dict(c, app="bfs", graph=c["graph"] if c["graph"].startswith("graph500:")
+                      else str(d / c["graph"])) for c in CASES]
+        (out / "cases.json").write_text(json.dumps(cases))
+        proc = subprocess.run([mpiexec(), "-n", str(ranks), sys.executable, str(WORKER),
+                               str(out), str(out / "cases.json")], capture_output=True,
+                              text=True, timeout=900)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        _RUNS[ranks] = out
+    return _RUNS[ranks]
+
+
+def beamer_directions(graph, root: int, alpha: float = 15.0, beta: float = 18.0) -> list:
+    """The direction of each level (True: bottom-up) by Beamer's rule as apps/bfs.py words
+    it, on the exact level sizes and out-edges of scipy's BFS from ``root``."""
+    from finepar.apps.bfs import bfs_levels
+    level = bfs_levels(graph, root)
+    outdeg = np.diff(graph.indptr).astype(np.int64)
+    n = graph.n
+    unexplored = graph.nnz - int(outdeg[root])
+    size, edges, last, prev, out, d = 1, int(outdeg[root]), "push", 0, [], 0
+    while size > 0:
+        if last == "push":
+            pull = edges > unexplored / alpha and edges > n / beta
+        else:
+            pull = not (size < n / beta and size < prev)
+        prev, last = size, "pull" if pull else "push"
+        out.append(pull)
+        d += 1
+        found = level == d
+        size, edges = int(found.sum()), int(outdeg[found].sum())
+        unexplored -= edges
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("mpiexec")
+@pytest.mark.parametrize("ranks", RANKS)
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_levels_parents_and_directions(ranks, case, graphs):
+    from finepar.apps.bfs import bfs_levels, validate_bfs
+    out = launched(ranks, graphs)
+    err = out / f"{case['id']}.error"
+    assert not err.exists(), err.read_text()
+    graph = graphs[1][case["graph"]]
+    root = case["params"].get("root", int(np.argmax(np.diff(graph.indptr))))
+    got = np.load(out / f"{case['id']}.npz")
+    ref = bfs_levels(graph, root)
+    np.testing.assert_array_equal(got["values"], ref)
+    assert validate_bfs(graph, root, got["values"], got["parent"]) == []
+    rep = json.loads((out / f"{case['id']}.json").read_text())
+    levels = dict(rep["result"]["summary"])["levels"]
+    counts = {"top-down": 0, "bottom-up": 0}
+    for item in levels.split(", "):
+        direction, count = item.split(": ")
+        counts[direction.split(" on ")[0]] += int(count)
+    mode = case["params"].get("direction", "auto")
+    pulls = beamer_directions(graph, root) if mode == "auto" else \
+        [mode == "bottom-up"] * (int(ref.max()) + 1)
+    if ranks == 1 and mode == "auto":  # the one-process loop: the CPU's walk may take
+        assert sum(counts.values()) == len(pulls)  # levels Beamer's rule would pull
+    else:
+        assert counts == {"top-down": pulls.count(False), "bottom-up": pulls.count(True)}
+    if mode == "auto" and ranks > 1:
+        assert counts["top-down"] and counts["bottom-up"], levels  # both kinds ran
+    iters = rep["result"]["iterations"]
+    assert iters == len(pulls)
+    for r in rep["ranks"]:
+        f = r["frontier"]
+        if ranks == 1:  # one rank: the one-process loop, nothing crosses
+            assert f["merges"] == f["claims"] == r["bytes_sent"] == 0
+            continue
+        # every level crossed the ranks once: bottom-up bits or top-down claims
+        assert f["merges"] == counts["bottom-up"] == f["as_list"] + f["as_pairs"] + f["as_words"]
+        assert f["claims"] == counts["top-down"] and f["claim_lists"] <= f["claims"]
+        assert r["bytes_sent"] >= f["bytes_sent"] > 0 and r["bytes_received"] > 0
+        assert 0 <= r["timings"]["mpi"] <= r["timings"]["run"]
