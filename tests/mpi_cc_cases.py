@@ -2,7 +2,9 @@
 
     mpiexec -n P python tests/mpi_cc_cases.py OUT_DIR CASES.json
 
-``CASES.json`` lists cases ``{"id", "graph", "memory", "partition", "params"}``; every
+``CASES.json`` lists cases ``{"id", "graph", "memory", "partition", "params",
+"min_records"}`` (``min_records``: the records' first buffer, small enough to overflow);
+every
 rank runs every case (:func:`finepar.mpi.run` of ``cc``, the emulated pair, ``T_f`` 64);
 rank 0 writes ``OUT_DIR/ID.npy`` (the labels) and ``OUT_DIR/ID.json``: the report, the
 partition's bounds and every rank's counts of the exchange (``result.extra['ranks']``).
@@ -20,10 +22,13 @@ import numpy as np
 
 def main(out: str, cases_file: str) -> int:
     from finepar import mpi
+    from finepar.apps import ccranks
     from finepar.mpi.comm import Communicator, RankFailure
     comm = Communicator()
     out_dir = Path(out)
+    first = ccranks.MIN_RECORDS
     for case in json.loads(Path(cases_file).read_text()):
+        ccranks.MIN_RECORDS = case.get("min_records", first)
         try:
             result, report = mpi.run("cc", case["graph"], comm=comm, memory=case["memory"],
                                       gpu="emulate", threshold=64,

@@ -44,6 +44,9 @@ from .afforest import ROUNDS, Afforest
 MAX_RANKS = 31
 #: Cross edges sampled per owner to find a direct link between two giants.
 PROBES = 4096
+#: Records a rank's buffer holds at first (at most its cross edges; at least a sixteenth
+#: of them); a run that records more grows it and hooks again.
+MIN_RECORDS = 1 << 16
 #: Bit 31 of a mask entry: the entry is a final label (ranks_label in ranks.cl).
 LABEL_FLAG = np.uint32(0x80000000)
 
@@ -209,7 +212,9 @@ class RankComponents:
         The last run's counts: ``records`` (this rank's), ``records_gathered`` (every
         rank's), ``giant_root`` (global id), ``probe_found`` (the sample linked every
         reached owner's giant), ``rounds`` (collectives that moved data), ``bytes_sent``,
-        ``seconds`` (those collectives' wall time), with :meth:`CrossEdges.describe`'s.
+        ``seconds`` (those collectives' wall time), ``hooks`` (hooking passes: 2 where
+        the records outgrew their buffer), ``records_grown`` (times the buffer grew, over
+        every run), with :meth:`CrossEdges.describe`'s.
     """
 
     def __init__(self, engine, role: str):
@@ -238,8 +243,9 @@ class RankComponents:
         self.buf["state"] = filled(s, 2 + 2 * P, np.int32)
         self.buf["glabel"] = filled(s, P, np.int32)
         self.buf["labels"] = filled(s, self.k, np.int32)
-        self.cap = int(min(e.xcol.size, max(1 << 16, e.xcol.size // 16))) or 1
+        self.cap = int(min(e.xcol.size, max(MIN_RECORDS, e.xcol.size // 16))) or 1
         self.buf["records"] = filled(s, 4 * self.cap, np.int32)
+        self.grown = 0
         self.host_send = np.zeros(max(int(e.send_words.sum()), 1), np.uint32)
         self.host_bits = np.zeros(max(int(e.recv_words.sum()), 1), np.uint32)
         self.host_state = np.zeros(2 + 2 * P, np.int32)
@@ -261,7 +267,8 @@ class RankComponents:
         trace = self.afforest.run(ROUNDS)
         giant = np.int32(next(t for t in trace if t["phase"] == "sample")["giant"])
         self.stats = {**self.edges.describe(), "records": 0, "records_gathered": 0,
-                      "rounds": 0, "bytes_sent": 0, "seconds": 0.0, "probe_found": True}
+                      "rounds": 0, "bytes_sent": 0, "seconds": 0.0, "probe_found": True,
+                      "hooks": 0, "records_grown": self.grown}
         glabel = np.full(self.P, -1, np.int32)
         cl().enqueue_fill_buffer(self.side.queue, self.buf["mask"], np.zeros(1, np.uint32), 0,
                                  4 * self.k)
@@ -287,11 +294,12 @@ class RankComponents:
         records = self._records(count)
         t0 = time.perf_counter()
         mine = np.concatenate((self.host_state[1 + 2 * self.P:1 + 2 * self.P + 1] + self.lo,
-                               self.host_state[1:1 + 2 * self.P], records.ravel()))
-        sizes = self.comm.allgatherv(np.array([mine.size], np.int64),
+                               self.host_state[1:1 + 2 * self.P], records.ravel())
+                              ).astype(np.int32)  # ids and masks (bit 31 clear) fit
+        sizes = self.comm.allgatherv(np.array([mine.size], np.int32),
                                      counts=np.ones(self.P, np.int64))
-        every = self.comm.allgatherv(mine.astype(np.int64), counts=sizes)
-        self._count(time.perf_counter() - t0, 8 * (1 + mine.size) * (self.P - 1), rounds=2)
+        every = self.comm.allgatherv(mine, counts=sizes.astype(np.int64)).astype(np.int64)
+        self._count(time.perf_counter() - t0, 4 * (1 + mine.size) * (self.P - 1), rounds=2)
         self.stats["records"] = int(count)
         parts = np.split(every, np.cumsum(sizes)[:-1])
         glabel, roots, labels = solve(parts, self.P, self.lo, self.hi)
@@ -348,10 +356,13 @@ class RankComponents:
                     np.int32(e.probe_u.size), b["probe_u"], b["probe_b"], *common,
                     np.int32(self.me), b["state"]))
             self.engine.read_buffer(self.role, self.host_state, b["state"])
+            self.stats["hooks"] += 1
             count = int(self.host_state[0])
             if count <= self.cap:
                 break
             self.cap = count  # grow and hook again (the masks too: they are ORs, idempotent)
+            self.grown += 1
+            self.stats["records_grown"] = self.grown
             self.buf["records"] = filled(self.side, 4 * self.cap, np.int32)
         links = self.host_state[1:1 + self.P].view(np.uint32)
         want = [o for o in range(self.P) if o != self.me and e.owners_reached[o]
@@ -393,7 +404,7 @@ def solve(parts: list, P: int, lo: int, hi: int):
 
     Parameters
     ----------
-    parts : list of ndarray of int64
+    parts : list of ndarray of int
         Each rank's gathered part: its giant's root, ``links`` (P), ``gmin`` (P), then
         its records ``(root, vertex, ghost, mask)`` (global ids), flattened.
     P : int
