@@ -113,6 +113,7 @@ class BFS(FrontierApp, App):
                          if push is not None else None)}
         if across and push is not None:  # levels merged over the ranks (apps/bfsranks.py)
             out["mark_counts"] = engine.scratch(push, np.zeros(2, np.uint64))
+            bfsranks.build(engine, push)
         return out
 
     # ------------------------------------------------------------ the loop's hooks

@@ -45,6 +45,15 @@ def _kernel(engine: Engine, role: str, name: str):
     return engine.pair.kernel(engine.pair.side(role), SOURCES, {}, name)
 
 
+def build(engine: Engine, push: str) -> None:
+    """Build the levels' kernels on every role before the run (a build in a timed run
+    would stall every rank: a PoCL build takes a few hundred milliseconds)."""
+    for role in engine.roles:
+        for name in ("mark_list", "mark_bits", "set_parents"):
+            _kernel(engine, role, name)
+    engine.pair.kernel(engine.pair.side(push), ("skeleton/vector.cl",), {"T": "int"}, "gather")
+
+
 def _level_roles(engine: Engine, st: dict) -> tuple:
     """The roles whose copies of the levels a mark writes (one buffer in shared memory)."""
     return (st["push_role"],) if engine.pair.shared else tuple(engine.roles)
@@ -158,8 +167,10 @@ def _top_down(app, engine: Engine, st: dict, it: int, where: str, size: int, edg
     if where == "marks":
         _move(st, True, app.sync_vectors)
         queue.from_bitmap(engine.buffer("front", push), size, edges)
-    queue.run(it, (engine.buffer("level", push), engine.buffer("parent", push)), batch=1,
-              cap=1, limit=None, kind="top-down")
+    args = (engine.buffer("level", push), engine.buffer("parent", push))
+    if not queue.run(it, args, batch=1, cap=1, limit=None, kind="top-down").levels:
+        # a local launch that found the list past its work-group's memory ran no level
+        queue.run(it, args, batch=1, cap=1, limit=None, kind="top-down", local=False)
     claims = queue.vertices()
     lo, hi = engine.own_range()
     st["claimed"].append(claims[(claims < lo) | (claims >= hi)])
