@@ -34,6 +34,8 @@ from common import (ROOT, Budget, Results, choices, fmt, log, main_of, render_do
 APPS = ("pagerank", "bfs", "cc")
 #: The issue's two-GPU targets: speedup of two ranks (two GPUs) over one process.
 SPEEDUP_TARGETS = {"pagerank": 1.7, "bfs": 1.4, "cc": 1.5}
+#: Four GPUs against one process at Graph500 scale 28 (issue 32, item 2: BFS).
+FOUR_GPU_TARGETS = {"bfs": 2.0}
 
 
 def main(argv=None) -> int:
@@ -214,6 +216,14 @@ def targets(doc, args) -> list:
                 t.speedup(f"{r['app']} on graph500:26, two GPUs >= {bound}x one",
                           ("2 ranks", two and two["run_s"]), ("1 process", one and one["run_s"]),
                           bound)
+        four, bound4 = runs.get("4 ranks"), FOUR_GPU_TARGETS.get(r["app"])
+        if bound4 and r["scale"] == 28:
+            what = f"{r['app']} on graph500:28, four GPUs >= {bound4}x one"
+            if four is not None and four.get("gpus", 1) < 4:
+                t.add(what, None, "the four ranks shared GPUs: no four-GPU machine measured")
+            else:
+                t.speedup(what, ("4 ranks", four and four["run_s"]),
+                          ("1 process", one and one["run_s"]), bound4)
         if r["app"] == "pagerank" and r["scale"] == 26:
             share = max((p["exchange_fraction"] for p in two["per_rank"]), default=None) \
                 if two else None
