@@ -125,7 +125,7 @@ class CrossEdges:
     send_words, recv_words : ndarray of int64, shape (P,)
         Words of bits sent to / received from each rank per run.
     probe_u, probe_b : ndarray of int32
-        A sample of cross entries per owner (row, bit position).
+        A sample of the cross entries (row, bit position).
     owners_reached : ndarray of bool, shape (P,)
         The owners this rank has cross edges to.
     """
@@ -171,15 +171,12 @@ class CrossEdges:
         self.asked = out
 
     def _probes(self, P: int) -> None:
-        """Up to :data:`PROBES` cross entries per owner, evenly spaced."""
-        owner = np.searchsorted(self.owner_start, self.xcol, side="right") - 1
-        picks = []
-        for o in range(P):
-            ents = np.flatnonzero(owner == o)
-            if ents.size:
-                picks.append(ents[np.linspace(0, ents.size - 1, min(PROBES, ents.size))
-                                  .astype(np.int64)])
-        ents = np.concatenate(picks) if picks else np.zeros(0, np.int64)
+        """:data:`PROBES` cross entries per other rank, evenly spaced over all of them
+        (an owner the sample misses is looked for in every giant edge: a run's
+        ``ranks_giant_rows``), with no pass over the cross entries."""
+        total = self.xcol.size
+        ents = np.unique(np.linspace(0, total - 1, min(total, PROBES * max(P - 1, 1)))
+                         .astype(np.int64)) if total else np.zeros(0, np.int64)
         row = np.searchsorted(self.xptr, ents, side="right") - 1
         self.probe_u = self.brows[row].astype(np.int32)
         self.probe_b = self.xcol[ents].astype(np.int32)
