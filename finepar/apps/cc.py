@@ -310,7 +310,7 @@ class ConnectedComponents(FrontierApp, App):
                ("largest", f"{counts.max():,} vertices ({100.0 * counts.max() / graph.n:.1f}%)")]
         if "ranks" in ex:
             r = ex["ranks"]
-            out.append(("across ranks", f"afforest on each rank's subgraph; "
+            out.append(("ranks", f"afforest on each rank's subgraph; "
                                         f"{r['cross_edges']:,} cross edges here, "
                                         f"{r['bit_words_sent']:,} words of giant bits sent, "
                                         f"{r['records_gathered']:,} records gathered"))
