@@ -71,7 +71,7 @@ __kernel void ranks_hook(const int rows, __global const int *restrict brows,
             const uint bit = 1u << o;
             const uint old = atomic_or(&mask[a], bit);
             if (old & ~bit) atomic_or(&links[o], old & ~bit);
-            atomic_min(&gmin[o], a + lo);
+            if (a + lo < gmin[o]) atomic_min(&gmin[o], a + lo);  /* few atomics on P words */
         } else {
             const int at = atomic_inc(state);
             if (at < cap) {
