@@ -114,3 +114,137 @@ def test_sssp_abs_weights_and_negative_ones(pairs):
     ref = reference_sssp(g, 3, "abs")
     assert not validate_sssp(g, 3, res.values, "abs", *ref)
     assert np.isfinite(res.values).sum() > 1
+
+
+# ---------------------------------------------------------------- the pull's bound
+
+
+def breadth_first_lengths(g, root: int, w: float) -> np.ndarray:
+    """The float32 fixed point where every edge has length ``w``: ``S_k`` at a vertex ``k``
+    hops from the root, ``S_0 = 0``, ``S_k = fl(S_(k-1) + w)`` (non-decreasing in k, so the
+    fewest hops give the least sum), from scipy's hop counts; ``inf`` unreached."""
+    level = bfs_levels_fast(g, root)
+    sums = np.zeros(max(int(level.max()), 0) + 1, np.float32)
+    for k in range(1, sums.size):
+        sums[k] = np.float32(sums[k - 1] + np.float32(w))
+    return np.where(level >= 0, sums[np.maximum(level, 0)], np.float32(np.inf))
+
+
+#: Runs of one graph: (what they force, the run's keywords): the plan split at T_f = 4 and
+#: on one side, the walk off or handing over from a source of a few more out-edges, pulls
+#: after few pushes (frontier_fraction 0.02), every round pulled.
+ONE_LENGTH_RUNS = (("split, no walk", dict(threshold=4, options="none")),
+                   ("split, walk, early pulls", dict(threshold=4, options="near",
+                                                     frontier_fraction=0.02)),
+                   ("one side, walk, early pulls", dict(threshold=2**31 - 1, options="near",
+                                                        frontier_fraction=0.02)),
+                   ("split, every round pulled", dict(threshold=4, static=True)))
+
+
+def run_options(g, root: int, how: str | None):
+    """``EngineOptions`` of a run: the walk off, or switching at the source's out-edges plus
+    two (a hand-over after the first levels on most graphs)."""
+    from finepar.engine import EngineOptions
+    if how is None:
+        return None
+    return EngineOptions(walk="none" if how == "none" else int(np.diff(g.indptr)[root]) + 2)
+
+
+@pytest.mark.parametrize("name", ("USPowerGrid.mtx", "ca-GrQc.mtx", "rajat01.mtx",
+                                  "wiki-Vote.txt", "luxembourg.mtx", "soc-Slashdot0902.txt.gz",
+                                  "cnr-2000.mtx.gz", "graph500:9", "graph500:11"))
+@pytest.mark.parametrize("mode", ("shared", "split"))
+def test_one_length_is_breadth_first_every_way(name, mode, pairs):
+    """Every edge of length 1 (a pattern graph, or values all 1): near-far's delta is inf, a
+    pull skips reached rows and stops an unreached row's scan at its first frontier
+    in-neighbour; split or on one side, walked and handed over or not, pulled early or every
+    round, the answer is the breadth-first table bit for bit and passes the exact check."""
+    g = generated_graph(int(name.split(":")[1])) if ":" in name else shared_graph(name)
+    root = int(np.argmax(g.out_degrees()))
+    want = breadth_first_lengths(g, root, 1.0)
+    ref = reference_sssp(g, root)
+    directions = set()
+    for label, kw in ONE_LENGTH_RUNS:
+        kw = dict(kw)
+        opts = run_options(g, root, kw.pop("options", None))
+        res, _ = api.run("sssp", g, pair=pairs[mode], warmup=False, root=root, options=opts,
+                         **kw)
+        np.testing.assert_array_equal(res.values, want, err_msg=label)
+        assert res.extra["delta"] == np.inf, label
+        directions |= {s["direction"] for s in res.extra["trace"]}
+    assert not validate_sssp(g, root, res.values, "values", *ref)
+    if g.n > 1000:
+        assert "pull" in directions
+
+
+@pytest.mark.parametrize("mode", ("shared", "split"))
+@pytest.mark.parametrize("case", ("values 2.5", "magnitudes 0.3", "zeros"))
+def test_one_length_of_any_value(case, mode, pairs):
+    """One length that is not 1 (every value 2.5; signed values of magnitude 0.3 with
+    ``weights='abs'``; every length 0): each vertex gets the float32 sum of its hop count's
+    copies of the length, pulled early after a hand-over or not; delta is inf."""
+    g0 = generated_graph(11, 4)
+    w, weights = {"values 2.5": (2.5, "values"), "magnitudes 0.3": (0.3, "abs"),
+                  "zeros": (0.0, "values")}[case]
+    sign = np.where(np.random.default_rng(2).random(g0.nnz) < 0.5, -1, 1) if weights == "abs" \
+        else 1
+    vals = (sign * np.full(g0.nnz, w)).astype(np.float32)
+    g = from_scipy(sp.csr_array((vals, g0.indices, g0.indptr), shape=g0.shape), name=case)
+    assert g.nnz == g0.nnz and not g.pattern
+    root = int(np.argmax(g.out_degrees()))
+    want = breadth_first_lengths(g, root, w)
+    for how in ("none", "near"):
+        res, _ = api.run("sssp", g, pair=pairs[mode], threshold=4, warmup=False, root=root,
+                         weights=weights, frontier_fraction=0.02,
+                         options=run_options(g, root, how))
+        np.testing.assert_array_equal(res.values, want)
+        assert res.extra["delta"] == np.inf
+    assert not validate_sssp(g, root, res.values, weights, *reference_sssp(g, root, weights))
+
+
+@pytest.mark.parametrize("mode", ("shared", "split"))
+def test_bounded_pulls_after_far_piles(mode, pairs):
+    """Lengths in [1, 100) and a band of 0.5: the near pile empties every level or two and
+    refills from the far pile, while the levels' count would lift the open vertices' bound
+    past the far pile's distances (a pull bounded without the threshold's cap returns a
+    wrong answer here); with early pulls, walked and handed over or not, the bounded pulls
+    give the unbounded pulls' answer bit for bit, the float32 fixed point."""
+    g0 = generated_graph(11, 3)
+    w = np.random.default_rng(1).uniform(1, 100, g0.nnz).astype(np.float32)
+    g = from_scipy(sp.csr_array((w, g0.indices, g0.indptr), shape=g0.shape), name="w")
+    root = int(np.argmax(g.out_degrees()))
+    ref = reference_sssp(g, root)
+    for how in ("none", "near"):
+        kw = dict(pair=pairs[mode], threshold=4, warmup=False, root=root, delta=0.5,
+                  frontier_fraction=0.05, options=run_options(g, root, how))
+        res, _ = api.run("sssp", g, **kw)
+        plain, _ = api.run("sssp", g, unbounded=True, **kw)
+        np.testing.assert_array_equal(res.values, plain.values)
+        assert not validate_sssp(g, root, res.values, "values", *ref)
+        assert {s["direction"] for s in res.extra["trace"]} == {"push", "pull"}
+
+
+@pytest.mark.parametrize("mode", ("shared", "split"))
+@pytest.mark.parametrize("role", ("cpu", "gpu"))
+def test_pull_skips_rows_and_stops_scans_at_its_bound(role, mode, pairs):
+    """The pull kernel itself, on distances that break the loop's invariant so that what it
+    leaves unread shows: at bound 2 a row at 1.5 is not read (an in-neighbour at 0 would give
+    it 1), a row's scan stops at its first term of 2 (the next would give 1), a row whose
+    terms stay above the bound reads them all; at -inf every row reads every entry."""
+    from finepar.partition import single_device
+    edges = [(0, 3, 1.0), (1, 3, 1.0), (1, 4, 1.0), (0, 5, 3.0), (1, 5, 3.0)]
+    u, v, w = (np.array(x) for x in zip(*edges))
+    g = from_scipy(sp.csr_array((w.astype(np.float32), (u, v)), shape=(6, 6)), name="bound")
+    wl = api.Workload("sssp", g)
+    eng = wl.engine(pairs[mode], single_device(wl.matrix.row_lengths(), role))
+    start = np.array([1, 0, np.inf, np.inf, 1.5, np.inf], np.float32)
+    got = {}
+    for bound in (2.0, -np.inf):
+        eng.write("dist", start)
+        eng.write("stamp", np.full(6, -1, np.int32))
+        eng.scalars([bound])
+        found, _ = eng.rowop(op="sssp", x="dist", y="dist", s0="stamp", aux="outdeg", ia=0)
+        got[bound] = (eng.read("dist"), int(found))
+    np.testing.assert_array_equal(got[2.0][0], [1, 0, np.inf, 2, 1.5, 3])
+    np.testing.assert_array_equal(got[-np.inf][0], [1, 0, np.inf, 1, 1, 3])
+    assert got[2.0][1] == 2 and got[-np.inf][1] == 3

@@ -11,9 +11,8 @@ import scipy.sparse as sp
 
 from conftest import INPUT_PARAMS, SHARED_GRAPHS, generated_graph, graph_params, shared_graph
 from finepar import api, apps
-from finepar.engine import EngineOptions
+from finepar.engine import EngineOptions, frontier
 from finepar.io import from_scipy
-from test_walk import push_from
 
 MODES = ("shared", "split")
 WALK = "cpu (walk)"
@@ -21,6 +20,12 @@ NO_WALK = EngineOptions(walk="none")
 #: Fixed switch points past the source's out-edges (a heap's out-edges): a handful more, a
 #: few hundred, and past any heap of these graphs.
 EXTRA = (2, 300, 10**9)
+
+
+def push_from(monkeypatch, role: str) -> None:
+    """Make ``role`` the push side, whatever the measured costs."""
+    monkeypatch.setattr(frontier, "choose_push_role",
+                        lambda engine, names, owned_rows, roles=None: (role, {role: 1e-5}))
 
 
 def lengths(g, name: str):

@@ -32,7 +32,26 @@ A round pulls while the changed vertices' out-edges are at least
 edges, so §4.2's stop-counting rule would end co-running while frontiers are still
 large; a push batch stops on the device where a frontier grows that large). A pull
 relaxes every edge, so it empties the far pile. It stops when the frontier and the far
-pile are empty. The answer is then the float32 fixed point, which is unique (float32
+pile are empty.
+
+**The pull's bound.** Every vertex whose out-edges are not yet relaxed at its current
+distance (the frontier, the far pile: the *open* vertices) is at ``m`` or more, so no
+improvement a round can make is below ``b = fl(m + l)``, ``l`` the least edge length
+(float32 addition is monotone). A pull so skips every row at or below ``b`` and stops a
+row's scan once its minimum reaches ``b`` (``opencl/apps/sssp/rowop.cl``; the per-row
+mappings only: ``groupings``); what it leaves unread could not have changed it, so the
+pull still relaxes every edge. The host keeps ``m`` without a read: 0 at the source; a
+level (pushed or pulled) from open vertices at ``m`` or more opens only vertices at
+``fl(m + l)`` or more; a hand-over from the walk opens its queue, at its least distance
+or more; a far pile holds vertices at the threshold of its push phase or more, so ``m``
+is capped by that threshold. Where every edge has one length ``l`` (a pattern graph),
+frontier Bellman-Ford from a frontier of one distance is breadth-first, relaxing no vertex
+twice, so ``delta`` defaults to ``inf`` (no far pile, nothing capping ``m``), ``m`` is the
+frontier's one distance and a pull is the bottom-up step of a direction-optimising BFS
+(Beamer, Asanović and Patterson, SC'12): an unreached row stops at its first in-neighbour
+on the frontier, a reached one is not read.
+
+The answer is the float32 fixed point, which is unique (float32
 addition is monotone): the least float32 left-to-right sum over the paths to each
 vertex, whatever the split, the piles and the order of the relaxations;
 :func:`validate_sssp` checks it exactly and bounds its distance to
@@ -60,7 +79,7 @@ WEIGHTS = ("values", "abs")
 
 def _op(name: str, weights: str) -> RowOp:
     return RowOp(name, "apps/sssp/rowop.cl", acc_dtype=np.dtype(np.float32),
-                 part_dtype=np.dtype(np.int64), has_data=True,
+                 part_dtype=np.dtype(np.int64), has_data=True, ones_when_pattern=True,
                  defines=(("ABS_WEIGHTS", weights == "abs"),), writes=("y", "s0"))
 
 
@@ -91,6 +110,32 @@ def check_weights(graph: Graph) -> None:
                          f"{graph.vertex_label(u)} -> {graph.vertex_label(graph.indices[k])}, "
                          f"{float(graph.data[k]):g}); shortest paths need non-negative "
                          f"weights (--weights abs takes their magnitudes)")
+
+
+#: The least and the longest edge length of a graph's values array, by weights: a pass over
+#: 10^8 values costs tens of milliseconds, once.
+_RANGES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def length_range(graph: Graph, weights: str = "values") -> tuple[float, float]:
+    """The least and the longest edge length (:func:`sssp_weights`), once per graph, values
+    array and weights; a pattern graph's (1, 1) without a pass, a graph without edges
+    (1, 1). Lengths are non-negative here (:func:`check_weights`); a zero is +0.
+
+    Returns
+    -------
+    (float, float)
+        Both exact float32 values.
+    """
+    if graph.pattern or not graph.nnz:
+        return 1.0, 1.0
+    held = _RANGES.get(graph)
+    if held is None or held[0] is not graph.data:
+        held = _RANGES[graph] = (graph.data, {})
+    if weights not in held[1]:
+        w = sssp_weights(graph, weights)
+        held[1][weights] = (float(w.min()) + 0.0, float(w.max()) + 0.0)  # -0.0 -> +0.0
+    return held[1][weights]
 
 
 @register
@@ -125,8 +170,12 @@ class SSSP(FrontierApp, App):
         Param("delta", "float", None, "near-far band: a push puts improved vertices at or above "
                                       "the threshold in the far pile, moved in when the "
                                       "threshold rises by delta (default 32 x mean edge length "
-                                      "/ mean out-degree; inf: plain frontier Bellman-Ford)",
+                                      "/ mean out-degree, or inf where every edge has one "
+                                      "length; inf: plain frontier Bellman-Ford)",
               positive),
+        Param("unbounded", "flag", False, "pulls read every in-edge of every row (no row "
+                                          "skipped, no scan stopped at the least distance an "
+                                          "improvement can have): a comparison's baseline"),
         MAX_ITER,
     )
     rate_unit = "TEPS"
@@ -137,6 +186,9 @@ class SSSP(FrontierApp, App):
     walk_sources = ("apps/sssp/walk.cl",)
     walk_kind = "heap"
     walk_vectors = ("dist",)
+    #: a pull skips rows and stops scans at its bound (the module's docstring): per-row
+    #: mappings only (CSR-adaptive blocks and ELL read every entry)
+    groupings = ("none", "pow4")
 
     def static_params(self) -> dict:
         return {"static": True}
@@ -167,8 +219,9 @@ class SSSP(FrontierApp, App):
         push = pp["push_role"]
         if push is None:
             return {"outdeg": outdeg, **pp, "queue": None, "mean_length": {}}
-        q = FrontierQueue(engine, push, graph, ("apps/sssp/frontier.cl", "skeleton/frontier.cl", "apps/sssp/refill.cl"),
-                          with_data=True, refill=True)
+        q = FrontierQueue(engine, push, graph, ("apps/sssp/frontier.cl", "skeleton/frontier.cl",
+                                                "apps/sssp/refill.cl"),
+                          with_data=not graph.pattern, refill=True)
         piles = {k: engine.scratch(push, np.full(max(n, 1), -1, np.int32))
                  for k in ("fstamp", "far0", "far1")}
         return {"outdeg": outdeg, **pp, "queue": q, **piles,
@@ -176,7 +229,12 @@ class SSSP(FrontierApp, App):
 
     def default_delta(self, graph: Graph, st: dict, weights: str) -> float:
         """cuGraph's near-far seed: 32 x the mean edge length / the mean out-degree (once
-        per graph and weights)."""
+        per graph and weights); ``inf`` where every edge has one length (a push from a
+        frontier of one distance relaxes no vertex twice: the far pile would only cost
+        atomics, and would cap the pull's bound)."""
+        lo, hi = length_range(graph, weights)
+        if lo == hi:
+            return float("inf")
         if weights not in st["mean_length"]:
             if graph.pattern:
                 w = 1.0
@@ -194,6 +252,7 @@ class SSSP(FrontierApp, App):
         root = st["root"]
         st["start_list"] = np.array([root], np.int32)
         st["far"] = 0
+        self.open_at(st, 0.0, st["delta"])
         if st.get("walker") is not None:  # the lengths pick its queue (and its costs)
             st["walker"].use(st["weights"] == "abs")
         return 1, int(st["outdeg"][root])
@@ -234,6 +293,32 @@ class SSSP(FrontierApp, App):
         thr = np.float32(np.float32(walker.least) + np.float32(st["delta"]))
         st["queue"].set_state([0, thr.view(np.uint32), 0])
         st["far"] = 0
+        self.open_at(st, walker.least, thr)
+
+    # ------------------------------------------------------------ the pull's bound
+    @staticmethod
+    def open_at(st: dict, least: float, threshold: float) -> None:
+        """The open vertices (out-edges not relaxed at their distance) are at ``least`` or
+        more, and the far pile's will be at ``threshold`` or more (the threshold now: it
+        only rises)."""
+        st["open"] = np.float32(least)
+        st["levels"] = 0  # levels since, each adding the least length
+        st["threshold"] = st["threshold_now"] = np.float32(threshold)
+
+    def pull_bound(self, st: dict) -> np.float32:
+        """The least distance a pull can give a row now: ``fl(m + l)``, ``m`` the open
+        vertices' lower bound (each level since it was set adds ``l``, the least length, in
+        float32 as the devices add; capped by the far pile's threshold, which a pull's
+        phase began at), ``l`` the least length; ``-inf`` (read everything) when
+        ``unbounded``."""
+        if st["unbounded"]:
+            return np.float32(-np.inf)
+        least = np.float32(st["least_length"])
+        m = st["open"]
+        for _ in range(st["levels"]):
+            m = np.float32(m + least)
+        m = min(m, st["threshold"])
+        return np.float32(m + least)
 
     def wants_pull(self, st, size, edges, processed, policy, two_roles) -> bool:
         refused = st.pop("refused", False)
@@ -244,19 +329,24 @@ class SSSP(FrontierApp, App):
         return st.get("far", 0) > 0
 
     def pull(self, engine: Engine, st: dict, it: int):
+        """A pull round at the bound (:meth:`pull_bound`, the devices' ``fscal[0]``); the
+        rows it changed are the open vertices after it, at the bound or more."""
+        bound = self.pull_bound(st)
+        engine.scalars([bound], wait=False)
         found, found_edges = engine.rowop(op=st["op"], x="dist", y="dist", s0="stamp",
                                           aux="outdeg", ia=it, exchange="dist")
         if st["queue"] is not None and st["far"]:  # every edge relaxed: the far pile is done
             q = st["queue"]  # a new epoch: its vertices' far stamps must not keep them out
             q.set_state([0, q.host[1], q.host[2] + np.uint64(1)])
             st["far"] = 0
+        self.open_at(st, bound, st["threshold_now"])  # the far pile is empty
         return int(found), int(found_edges)
 
     def _advance_args(self, engine: Engine, st: dict) -> tuple:
         role, q = st["push_role"], st["queue"]
         return (engine.buffer("dist", role), engine.buffer("stamp", role), q.data,
                 np.int32(st["weights"] == "abs"), st["fstamp"], st["far0"], st["far1"],
-                np.float32(st["delta"]))
+                np.float32(st["delta"]), np.float32(st["one_length"]))
 
     def push_levels(self, engine: Engine, st: dict, it: int, batch: int, cap):
         """Push levels in a batch (or a work-group-local launch), stopped on the device where
@@ -271,8 +361,12 @@ class SSSP(FrontierApp, App):
             engine.launch(st["push_role"], st["refill"], q.lwg or 256,
                           (np.int32(j), q.indptr, buf[0], buf[1], q.tallies, np.int32(level),
                            *args), kind="refill", wg=q.lwg or 256, wait=False)
-        run = q.run(it, args, batch=batch, cap=cap, limit=limit, before_level=refill)
+        far = np.isfinite(st["delta"])  # delta = inf: no far pile to refill from
+        run = q.run(it, args, batch=batch, cap=cap, limit=limit,
+                    before_level=refill if far else None)
         st["far"] = int(q.host[0])
+        st["levels"] += len(run.levels)
+        st["threshold_now"] = np.uint32(q.host[1]).view(np.float32)
         return run
 
     def queue_from_marks(self, engine: Engine, st: dict, it: int, size: int, edges: int) -> None:
@@ -282,18 +376,20 @@ class SSSP(FrontierApp, App):
     # ---------------------------------------------------------------- the app
     def run(self, engine: Engine, graph: Graph, *, root: int | None = None,
             weights: str = "values", frontier_fraction: float = 0.2, static: bool = False,
-            delta: float | None = None, policy: DynamicPolicy | None = None,
-            max_iter: int | None = None) -> AppResult:
+            delta: float | None = None, unbounded: bool = False,
+            policy: DynamicPolicy | None = None, max_iter: int | None = None) -> AppResult:
         p = self.check_params(graph, {"root": root, "weights": weights,
                                       "frontier_fraction": frontier_fraction, "static": static,
-                                      "delta": delta, "max_iter": max_iter})
+                                      "delta": delta, "unbounded": unbounded,
+                                      "max_iter": max_iter})
         policy = policy or DynamicPolicy(enabled=not p["static"],
                                          frontier_fraction=p["frontier_fraction"])
         st = self.prepared(engine, graph)
         d = p.get("delta") or self.default_delta(graph, st, p["weights"])
+        lo, hi = length_range(graph, p["weights"])
         st = dict(st)
         st.update(p, n=graph.n, nnz=graph.nnz, op=self.ops[WEIGHTS.index(p["weights"])].name,
-                  delta=d)
+                  delta=d, least_length=lo, one_length=lo if lo == hi else -1.0)
         iters, trace, where = self.frontier_loop(engine, st, policy=policy,
                                                  max_iter=p.get("max_iter"))
         converged = not trace.steps or (trace.steps[-1]["found"] == 0 and not st.get("far"))
@@ -319,7 +415,8 @@ class SSSP(FrontierApp, App):
         return result
 
     def profile_step(self, engine: Engine) -> None:
-        """A pull round over every row (every row scans all its in-edges)."""
+        """A pull round over every row, unbounded (every row scans all its in-edges)."""
+        engine.scalars([-np.inf])
         engine.rowop(x="dist", y="dist", s0="stamp", aux="outdeg", ia=-2)
 
     def warmup(self, engine: Engine, graph: Graph, **params) -> None:

@@ -7,14 +7,15 @@
  * far stamp takes the epoch). When the near pile is empty, the far pile's least distance m
  * sets the threshold to m + delta and the far vertices below it move to the near pile
  * (far_refill in apps/sssp/refill.cl; LOCAL_REFILL inside advance_local).
- *   weights: data[k], or fabs(data[k]) when abs_weights != 0.
+ *   weights: one_length where it is >= 0 (every edge's length: no array read; a pattern
+ *   graph uploads none), else data[k], or fabs(data[k]) when abs_weights != 0.
  *   App state (tallies[0 .. 2], opencl/frontier.cl's STATE words): the far pile's count,
  *   the threshold's float bits, the epoch (whose parity picks far0 or far1).
  * Concatenated before skeleton/frontier.cl. */
 #define ADVANCE_ARGS __global float *dist, __global int *stamp,                   \
                      __global const float *restrict data, const int abs_weights,  \
                      __global int *fstamp, __global int *far0, __global int *far1, \
-                     const float delta
+                     const float delta, const float one_length
 #define FAR_COUNT tallies[0]
 #define THRESHOLD as_float((uint)tallies[1])
 #define EPOCH ((int)tallies[2])
@@ -26,7 +27,8 @@
         }                                                                         \
     }
 #define ADVANCE_EDGE(u, k, v) {                                                   \
-        const float w_ = abs_weights ? fabs(data[k]) : data[k];                   \
+        const float w_ = one_length >= 0.0f ? one_length                          \
+                         : abs_weights ? fabs(data[k]) : data[k];                 \
         const float nd_ = dist[u] + w_;                                           \
         if (nd_ < dist[v]) {                                                      \
             const int old_ = atomic_min((volatile __global int *)&dist[v], as_int(nd_)); \
