@@ -81,6 +81,7 @@ for d in ('both', 'gpu'):
   tiling) python3 benchmarks/tiling.py "${md[@]}" --json "$out/tiling.json" "${budget[@]}" "$@" ;;
   probe) python3 benchmarks/probe.py --json "$out/probe.json" "$@" ;;
   probe_pagerank) python3 benchmarks/probe_pagerank.py --json "$out/probe_pagerank.json" "${budget[@]}" "$@" ;;
+  probe_sssp) python3 benchmarks/probe_sssp.py --json "$out/probe_sssp.json" "${budget[@]}" "$@" ;;
   e2e) python3 benchmarks/e2e.py "${md[@]}" --json "$out/e2e.json" "${budget[@]}" "$@" ;;
   profile)
     # cProfile of `finepar run` per app on Graph500 scale ${1:-24} (generated into the cache)
