@@ -147,11 +147,12 @@ def main(argv=None) -> int:
     log(f"{spec}: {g.n:,} vertices, {g.nnz:,} entries; {out['device']}")
     wl = api.Workload("sssp", g)
     base = wl.app.reference_params(g, wl.app.check_params(g, {}))
-    st = {"mean_length": {}}
-    old = wl.app.default_delta.__func__  # cuGraph's seed, whatever the lengths
-    mean = 1.0 if g.pattern else float(np.asarray(g.data, np.float64).mean())
+    # cuGraph's seed (32 x the mean length / the mean out-degree), whatever the lengths
+    mean = 1.0 if g.pattern else float(np.abs(np.asarray(g.data, np.float64)).mean()
+                                      if base["weights"] == "abs" else g.data.mean(dtype=np.float64))
     old_delta = 32.0 * mean / max(g.nnz / max(g.n, 1), 1e-30) or float("inf")
-    out["old_delta"], out["default_delta"] = old_delta, old(wl.app, g, st, base["weights"])
+    out["old_delta"] = old_delta
+    out["default_delta"] = wl.app.default_delta(g, {"mean_length": {}}, base["weights"])
     check, out["reference"] = checker(wl.app, g, base)
     engines = {}
     for label, grouping, extra in CONFIGS:
