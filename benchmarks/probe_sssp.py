@@ -50,6 +50,8 @@ def parse_args(argv=None):
                     help="the pair's memory mode (auto: FinePar's default)")
     ap.add_argument("--devices", default="auto", choices=("auto", "gpu", "both"),
                     help="the plan's devices (auto: FinePar's default)")
+    ap.add_argument("--weights", default="values", choices=("values", "abs"),
+                    help="SSSP's edge lengths: the values, or their magnitudes (signed inputs)")
     ap.add_argument("--repeats", type=int, default=5, help="timed runs of each configuration")
     ap.add_argument("--no-bfs", action="store_true", help="skip BFS's run")
     ap.add_argument("--json", default="probe_sssp.json")
@@ -146,10 +148,10 @@ def main(argv=None) -> int:
            "load_s": load_s, "args": vars(args), "notes": [], "sssp": {}, "bfs": {}}
     log(f"{spec}: {g.n:,} vertices, {g.nnz:,} entries; {out['device']}")
     wl = api.Workload("sssp", g)
-    base = wl.app.reference_params(g, wl.app.check_params(g, {}))
+    base = wl.app.reference_params(g, wl.app.check_params(g, {"weights": args.weights}))
     # cuGraph's seed (32 x the mean length / the mean out-degree), whatever the lengths
-    mean = 1.0 if g.pattern else float(np.abs(np.asarray(g.data, np.float64)).mean()
-                                      if base["weights"] == "abs" else g.data.mean(dtype=np.float64))
+    w = np.abs(g.data) if base["weights"] == "abs" else g.data
+    mean = 1.0 if g.pattern else float(w.mean(dtype=np.float64))
     old_delta = 32.0 * mean / max(g.nnz / max(g.n, 1), 1e-30) or float("inf")
     out["old_delta"] = old_delta
     out["default_delta"] = wl.app.default_delta(g, {"mean_length": {}}, base["weights"])
