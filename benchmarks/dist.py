@@ -187,7 +187,8 @@ def _summarise(rec: dict, label: str, ranks: int, app, g, params, ref) -> dict:
                               "mpi_s": r["timings"]["mpi"], "compute_s": r["timings"]["compute"],
                               "run_s": r["timings"]["run"], "bytes_sent": r.get("bytes_sent"),
                               "bytes_received": r.get("bytes_received"),
-                              "frontier": r["frontier"]} for r in rep["ranks"]]
+                              "frontier": r["frontier"], "columns": r.get("columns"),
+                              "halo_split": r["halo"].get("split")} for r in rep["ranks"]]
         # BFS: top-down and bottom-up levels (the summary's line), the same on every rank
         out["levels"] = dict(rep["result"]["summary"]).get("levels")
     else:

@@ -48,9 +48,11 @@ class DistEngine(Engine):
 
     Parameters
     ----------
-    pair, matrix, plan, ops, options
+    pair, matrix, plan, ops, options, column_vectors
         As :class:`~finepar.engine.Engine`; ``matrix`` holds the rank's rows (the others
-        empty) and ``plan`` runs only those.
+        empty) and ``plan`` runs only those. A device's columns are renumbered on the
+        rank's own reads (:mod:`finepar.engine.columns`); the halo between ranks packs and
+        unpacks a renumbered copy at its numbers.
     comm : Communicator
     partition : RowPartition
         Every rank's rows of ``matrix``.
@@ -68,8 +70,8 @@ class DistEngine(Engine):
     """
 
     def __init__(self, pair, matrix, plan, ops, *, comm: Communicator, partition: RowPartition,
-                 options=None):
-        super().__init__(pair, matrix, plan, ops, options=options)
+                 options=None, column_vectors: tuple = ()):
+        super().__init__(pair, matrix, plan, ops, options=options, column_vectors=column_vectors)
         self.comm, self.partition = comm, partition
         self.rank_halo: RankHalo | None = None
         self._stage: PinnedHost | None = None
@@ -193,7 +195,8 @@ class DistEngine(Engine):
         one_copy = self.pair.shared or len(self.roles) == 1
         if comm.size == 1 and one_copy:
             return  # the one rank's one copy holds every row
-        if not one_copy or part.blocks != 1 or self._vectors[name]["size"] != self.n:
+        if (not one_copy or part.blocks != 1 or self._vectors[name]["size"] != self.n
+                or self._by_column(name)):  # a renumbered copy: read and written whole
             super().make_whole(name, role)
             return
         t0 = time.perf_counter()
@@ -383,13 +386,17 @@ class DistEngine(Engine):
 
     # ------------------------------------------------------------ report
     def rank_summary(self) -> dict:
-        """This rank's exchanges: the halo's entries and totals, merges, gathers, MPI time."""
+        """This rank's exchanges: the halo's entries and totals (per role whether it moved
+        entries at renumbered columns; its rows and entries that read no other rank's
+        column, :func:`~finepar.mpi.halo.row_split`), merges, gathers, MPI time."""
         out = dict(self.stats)
         halo = self.rank_halo
-        out["halo"] = ({**halo.entries(), **{k: v for k, v in halo.stats.items()}}
+        out["halo"] = ({**halo.entries(), **{k: v for k, v in halo.stats.items()},
+                        "renumbered": halo.renumbered(), "split": halo.split}
                        if halo is not None else {"sent": 0, "received": 0, "exchanges": 0,
                                                  "seconds": 0.0, "mpi_seconds": 0.0,
-                                                 "bytes_sent": 0, "bytes_received": 0})
+                                                 "bytes_sent": 0, "bytes_received": 0,
+                                                 "renumbered": {}, "split": None})
         out["mpi_seconds"] = self.comm.mpi_seconds - self._mpi_base
         out["window_moves"] = self.comm.window_moves - self._window_base
         return out

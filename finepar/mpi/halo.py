@@ -12,8 +12,12 @@ the entries, and tells the askers that order. Each exchange then:
 2. moves them with one ``MPI_Alltoallv`` from pinned memory to pinned memory;
 3. copies what arrived to every side of the rank and unpacks it (``scatter``).
 
-Entries are moved as 32-bit words whatever the vector's type. Frontier bitmaps are
-merged separately (:meth:`finepar.mpi.engine.DistEngine.merge_bits`).
+Entries are moved as 32-bit words whatever the vector's type. Where a device keeps the
+vector in its renumbered columns (:mod:`finepar.engine.columns`: PageRank's contributions
+on a device whose columns go hottest first), that device packs and unpacks entry ``v`` at
+``perm[v]`` (index lists renumbered once, on first use); what crosses the ranks is in the
+input's numbering. Frontier bitmaps are merged separately
+(:meth:`finepar.mpi.engine.DistEngine.merge_bits`).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import numpy as np
 
 from ..device import PinnedHost
 from ..device import alloc, cl
+from ..parallel import chunked
 from .comm import Communicator
 from .partition import RowPartition
 
@@ -73,6 +78,7 @@ class RankHalo:
         asked, side, asker = asked[order], side[order], asker[order]
         self.recv_idx = comm.alltoallv(asked, self.send_counts, self.recv_counts)
         self._buffers(asked, side, asker)
+        self.split = row_split(engine.matrix, partition.mask(comm.rank))
         self.stats = {"exchanges": 0, "seconds": 0.0, "mpi_seconds": 0.0, "bytes_sent": 0,
                       "bytes_received": 0, "setup_seconds": time.perf_counter() - t0}
 
@@ -109,7 +115,7 @@ class RankHalo:
             done += per
             s = eng.pair.side(role)
             self.senders.append({"role": role, "side": s, "count": int(idx.size), "runs": runs,
-                                 "idx": alloc(s, idx, read_only=True),
+                                 "rows": idx, "idx": alloc(s, idx, read_only=True),
                                  "out": alloc(s, nbytes=4 * idx.size)})
         self.receivers = {}
         if self.recv_idx.size:
@@ -117,9 +123,28 @@ class RankHalo:
                 s = eng.pair.side(role)
                 key = "shared" if eng.pair.shared else role
                 if key not in self.receivers:
-                    self.receivers[key] = {"side": s,
+                    self.receivers[key] = {"side": s, "role": role, "rows": self.recv_idx,
                                            "idx": alloc(s, self.recv_idx, read_only=True),
                                            "in": alloc(s, nbytes=4 * self.recv_idx.size)}
+
+    def _index(self, end: dict, name: str):
+        """The index list of one sender or receiver ``end`` for vector ``name``: its rows,
+        or their numbers in the device's renumbered columns where that device keeps
+        ``name`` there (made once)."""
+        eng, role = self.engine, end["role"]
+        if not eng._by_column(name, role):
+            return end["idx"]
+        if "renumbered" not in end:
+            perm = eng.columns[role].perm_host(end["side"])
+            end["renumbered"] = alloc(end["side"], np.ascontiguousarray(perm[end["rows"]]),
+                                      read_only=True)
+        return end["renumbered"]
+
+    def renumbered(self) -> dict:
+        """Per role, whether its packed or unpacked entries were moved at renumbered
+        positions by some exchange so far."""
+        return {e["role"]: "renumbered" in e for e in (*self.senders,
+                                                       *self.receivers.values())}
 
     def entries(self) -> dict:
         """Entries sent and received per exchange."""
@@ -135,7 +160,7 @@ class RankHalo:
             s = snd["side"]
             gather = eng.pair.kernel(s, ("skeleton/vector.cl",), {"T": "uint"}, "gather")
             gather(s.queue, (_round_up(snd["count"]),), None, np.int32(snd["count"]),
-                   snd["idx"], eng.buffer(name, snd["role"]), snd["out"])
+                   self._index(snd, name), eng.buffer(name, snd["role"]), snd["out"])
             for src, dst, k in snd["runs"]:
                 copies.append(mod.enqueue_copy(s.queue, self.send_host[dst:dst + k], snd["out"],
                                                src_offset=4 * src, is_blocking=False))
@@ -150,9 +175,9 @@ class RankHalo:
             s, count = rcv["side"], int(self.recv_idx.size)
             mod.enqueue_copy(s.queue, rcv["in"], self.recv_host[:count], is_blocking=False)
             scatter = eng.pair.kernel(s, ("skeleton/vector.cl",), {"T": "uint"}, "scatter")
-            role = next(r for r in eng.roles if eng.pair.side(r) is s)
-            done.append(scatter(s.queue, (_round_up(count),), None, np.int32(count), rcv["idx"],
-                                rcv["in"], eng.buffer(name, role)))
+            done.append(scatter(s.queue, (_round_up(count),), None, np.int32(count),
+                                self._index(rcv, name), rcv["in"],
+                                eng.buffer(name, rcv["role"])))
         for ev in done:
             ev.wait()
         seconds = time.perf_counter() - t0
@@ -163,3 +188,42 @@ class RankHalo:
         st["bytes_sent"] += 4 * int(self.send_counts.sum())
         st["bytes_received"] += 4 * int(self.recv_counts.sum())
         return seconds
+
+
+def row_split(matrix, own: np.ndarray) -> dict:
+    """How much of a rank's product could run before its halo lands, counted.
+
+    Parameters
+    ----------
+    matrix : Graph
+        The rank's rows (the others empty), global column ids.
+    own : ndarray of bool, shape (n,)
+        The columns (vertices) this rank owns.
+
+    Returns
+    -------
+    dict
+        ``interior_rows`` and ``interior_nnz``: rows with entries that read no other
+        rank's column, and their entries (a product cut by rows can run these before the
+        halo lands); ``boundary_rows`` and ``boundary_nnz``: the others; ``local_nnz``:
+        entries whose column the rank owns (a product cut by columns can run these before
+        the halo lands); ``remote_nnz``: the others.
+    """
+    indptr, indices = matrix.indptr, matrix.indices
+
+    def count(lo: int, hi: int) -> np.ndarray:
+        a, b = int(indptr[lo]), int(indptr[hi])
+        if b == a:
+            return np.zeros(4, np.int64)
+        remote = ~own[indices[a:b]]
+        lens = np.diff(indptr[lo:hi + 1])
+        full = lens > 0
+        inner = ~np.logical_or.reduceat(remote, (indptr[lo:hi][full] - a).astype(np.int64))
+        return np.array([int(inner.sum()), int(lens[full][inner].sum()),
+                         int(full.sum()), int(np.count_nonzero(remote))], np.int64)
+
+    total = np.sum(chunked(count, matrix.n, 1 << 20), axis=0)
+    inner_rows, inner_nnz, rows, remote = (int(v) for v in total)
+    return {"interior_rows": inner_rows, "interior_nnz": inner_nnz,
+            "boundary_rows": rows - inner_rows, "boundary_nnz": int(matrix.nnz) - inner_nnz,
+            "local_nnz": int(matrix.nnz) - remote, "remote_nnz": remote}

@@ -5,7 +5,8 @@ Per rank: the rows and entries of the app's matrix it owns, its plan (its own CP
 GPU shares), the halo entries it sends and receives per exchange and the bytes per
 iteration, the bytes of its frontier merges (BFS's bottom-up bits, top-down claims and
 the claims' parents routed to their owners) and vector gathers per iteration, the
-bytes it sent and received in all, the time
+bytes it sent and received in all, whether its devices' columns were renumbered hottest
+first, the rows and entries that read no other rank's column, the time
 of its exchanges between ranks (halos: pack, pinned copies, MPI, unpack; merges;
 gathers), its time in MPI, its devices' compute time (the longer device's kernels per
 step, summed) and its run's wall time. The whole run's time is the slowest rank's.
@@ -45,7 +46,9 @@ def rank_record(comm, eng, rs: dict, rows, result, times: dict, source: str, tun
                  "exchanges": halo["exchanges"],
                  "bytes_sent_per_iteration": halo["bytes_sent"] / iters,
                  "bytes_received_per_iteration": halo["bytes_received"] / iters,
-                 "seconds": halo["seconds"], "mpi_seconds": halo["mpi_seconds"]},
+                 "seconds": halo["seconds"], "mpi_seconds": halo["mpi_seconds"],
+                 "renumbered": halo["renumbered"], "split": halo["split"]},
+        "columns": _columns(summ["columns"]),
         "frontier": {"merges": rs["merges"], "as_list": rs["as_list"],
                      "as_pairs": rs["as_pairs"], "as_words": rs["as_words"],
                      "claims": rs["claims"], "claim_lists": rs["claim_lists"],
@@ -65,6 +68,15 @@ def rank_record(comm, eng, rs: dict, rows, result, times: dict, source: str, tun
                     "exchange_fraction": exchange / times["run"] if times["run"] > 0 else 0.0},
         "tuning": tuning,
     }
+
+
+def _columns(orders: dict | None) -> dict:
+    """Per role of the rank, whether its share's columns were renumbered hottest first
+    (:mod:`finepar.engine.columns`) and why; empty where the app reads no vector by
+    column."""
+    return {role: {"renumbered": bool(c["applied"]), "reason": c["reason"],
+                   "hot_share": c["hot_share"], "seconds": c["seconds"]}
+            for role, c in (orders or {}).items()}
 
 
 def whole_record(app, rows, result, ranks: list, summary: list) -> dict:
@@ -116,7 +128,11 @@ class DistReport(Stamped):
         ``routed``, bytes sent and received), ``bytes_sent`` and ``bytes_received`` (every
         exchange between ranks), ``timings``
         (``load``, ``matrix``, ``partition``, ``setup``, ``warmup``, ``run``,
-        ``collect``, ``compute``, ``exchange``, ``mpi``, ...), ``devices``.
+        ``collect``, ``compute``, ``exchange``, ``mpi``, ...), ``devices``; ``columns``
+        (per role: whether its share's columns were renumbered hottest first, and why);
+        the halo's ``renumbered`` (per role: whether it packed or unpacked entries at
+        renumbered columns) and ``split`` (the rows and entries that read no other rank's
+        column: :func:`finepar.mpi.halo.row_split`).
     """
 
     app: str
@@ -153,6 +169,12 @@ class DistReport(Stamped):
         lines.append(f"  time       run {t['run']:.4f} s, the slowest rank "
                      f"({t['per_iteration'] * 1e3:.3f} ms/iter); exchange between ranks up to "
                      f"{100 * t['exchange_fraction']:.1f}% of a rank's run; load {t['load']:.3f} s")
+        cols = [f"rank {r['rank']}: " + ", ".join(
+                    f"{role} {'renumbered' if c['renumbered'] else 'kept'}"
+                    for role, c in r["columns"].items())
+                for r in self.ranks if r.get("columns")]
+        if cols:
+            lines.append("  columns    " + "; ".join(cols))
         moves = max((r.get("window_moves", 0) for r in self.ranks), default=0)
         lines.append("  transport  " + (f"the ranks' shared-memory window ({moves} large "
                                         f"collectives of the run; the rest through MPI)"

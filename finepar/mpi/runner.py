@@ -111,7 +111,7 @@ def run(app: str, graph: Any, *, comm=None, pair=None, cpu: str | None = None,
                                    steps=the_app.row_steps(rgraph, params))
     plan_s = time.perf_counter() - t0
     eng = checked(comm, DistEngine, pair, matrix, plan, the_app.ops, comm=comm, partition=part,
-                  options=options)
+                  options=options, column_vectors=the_app.column_vectors)
     return _execute(comm, the_app, eng, rgraph, rows, params, warmup,
                     {"load": rows.seconds, "matrix": matrix_s, "partition": plan_s},
                     source, tuning)
