@@ -13,7 +13,10 @@ built by links that hook the larger of two roots under the smaller by compare-an
 3. **final hooking**: the vertices outside it (a frontier list, built on the device)
    link along their remaining edges, a load-balanced advance of
    :mod:`finepar.engine.frontier`; the giant component's edges are never visited (its
-   vertices' edges to others are seen from the other end: the graph is symmetric);
+   vertices' edges to others are seen from the other end: the graph is symmetric). A
+   rank's subgraph (:mod:`finepar.apps.ccranks`), where about half the vertices have
+   no edge of their own (every edge crosses the ranks), lists only the vertices with an
+   edge left after the sampling rounds (more than ``rounds`` of them);
 4. a last compression: every label is its tree's root, the smallest vertex id of its
    component.
 
@@ -48,6 +51,10 @@ class Afforest:
     graph : Graph, optional
         The symmetric graph it labels (default: the engine's matrix); a rank of a
         distributed run passes its own subgraph (:mod:`finepar.apps.ccranks`).
+    sampled_off_list : bool
+        Leave off the final hooking's list the vertices whose every edge the sampling
+        rounds linked (at most ``rounds`` edges; a rank's subgraph). Default False:
+        every vertex outside the giant component is listed.
 
     Attributes
     ----------
@@ -55,8 +62,9 @@ class Afforest:
         The vertices outside the giant component, and the final hooking's advance.
     """
 
-    def __init__(self, engine: Engine, role: str, graph=None):
+    def __init__(self, engine: Engine, role: str, graph=None, sampled_off_list: bool = False):
         sym = engine.matrix if graph is None else graph
+        self.sampled_off_list = sampled_off_list
         self.engine, self.role, self.n = engine, role, sym.n
         self.side = engine.pair.side(role)
         self.queue = FrontierQueue(engine, role, sym, ("apps/cc/afforest.cl", "skeleton/frontier.cl"),
@@ -96,7 +104,9 @@ class Afforest:
         giant = int(labels[np.argmax(counts)])
         trace.append({"phase": "sample", "giant": giant,
                       "share": float(counts.max() / count)})
-        self._vertex_kernel("mark", (n, self.comp, np.int32(giant), self.mark))
+        least = np.int32(rounds if self.sampled_off_list else -1)
+        self._vertex_kernel("mark", (n, self.comp, np.int32(giant), q.indptr, least,
+                                     self.mark))
         q.from_stamp(self.mark, 1, self.n, q.nnz)  # an upper bound: the grid strides
         q.enqueue_level(0, 0, (self.comp, np.int32(rounds)), kind="afforest-hook")
         self._vertex_kernel("compress", (n, self.comp))
@@ -110,5 +120,6 @@ class Afforest:
         return out
 
     def hooked(self) -> int:
-        """Vertices the final hooking visited (outside the giant component)."""
+        """Vertices the final hooking visited (outside the giant component; with
+        ``sampled_off_list``, those of them with more than ``rounds`` edges)."""
         return self.queue.read_tally()[0]

@@ -7,7 +7,10 @@
  *   afforest_compress  pointer jumping: every vertex points at its root;
  *   afforest_sample    the roots of a fixed sample of vertices (the host takes the most
  *                      frequent: the giant component);
- *   afforest_mark      1 for the vertices outside it (compressed first);
+ *   afforest_mark      1 for the vertices outside it (compressed first) with more than
+ *                      `min_edges` edges (-1: all of them; a rank's subgraph passes the
+ *                      sampling rounds: a vertex they linked along every edge has none
+ *                      left to hook);
  *   advance            (opencl/frontier.cl) over those vertices' out-edges, skipping the
  *                      first `skip` of each (already sampled): the final hooking, which
  *                      never visits the giant component's edges.
@@ -56,6 +59,7 @@ __kernel void afforest_sample(const int count, __global const int *restrict idx,
 }
 
 __kernel void afforest_mark(const int n, volatile __global int *comp, const int giant,
+                            __global const OFFSET_T *restrict indptr, const int min_edges,
                             __global int *restrict mark)
 {
     const int u = (int)get_global_id(0);
@@ -63,7 +67,7 @@ __kernel void afforest_mark(const int n, volatile __global int *comp, const int 
     int p = comp[u];
     while (comp[p] != p) p = comp[p];
     comp[u] = p;
-    mark[u] = p != giant;
+    mark[u] = p != giant && indptr[u + 1] - indptr[u] > (OFFSET_T)min_edges;
 }
 
 #define ADVANCE_ARGS volatile __global int *comp, const int skip
