@@ -7,7 +7,9 @@
 every
 rank runs every case (:func:`finepar.mpi.run` of ``cc``, the emulated pair, ``T_f`` 64);
 rank 0 writes ``OUT_DIR/ID.npy`` (the labels) and ``OUT_DIR/ID.json``: the report, the
-partition's bounds and every rank's counts of the exchange (``result.extra['ranks']``).
+partition's bounds and every rank's counts of the exchange (``result.extra['ranks']``,
+with the vertices its Afforest's final hooking listed, ``hooked``, and ``times``, how
+many ranks' timings its ``per_rank`` held).
 A failing case is written as ``OUT_DIR/ID.error`` and the others still run.
 """
 
@@ -38,7 +40,9 @@ def main(out: str, cases_file: str) -> int:
             if comm.rank == 0:
                 (out_dir / f"{case['id']}.error").write_text(str(exc))
             continue
-        mine = {k: v for k, v in result.extra.get("ranks", {}).items()}
+        mine = {k: v for k, v in result.extra.get("ranks", {}).items() if k != "per_rank"}
+        mine["hooked"] = result.extra.get("hooked")
+        mine["times"] = len(result.extra.get("ranks", {}).get("per_rank", []))
         every = comm.allgather(mine)
         if comm.rank == 0:
             np.save(out_dir / f"{case['id']}.npy", result.values)

@@ -24,6 +24,8 @@ from scipy.sparse import csgraph, csr_matrix
 
 pytest.importorskip("mpi4py")
 
+from finepar.apps.ccranks import PROBES  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "mpi_cc_cases.py"
 RANKS = (1, 2, 3, 4)
@@ -127,8 +129,12 @@ def distributed(ranks: int, inputs) -> Path:
 
 def expected_counts(graph, bounds, giant_roots) -> list[dict]:
     """Each rank's counts, from scipy: its subgraph's components, its giant (the component
-    holding the reported giant root), its ghosts and the cross edges between two
-    components outside their ranks' giants (the records)."""
+    holding the reported giant root), its ghosts, the cross edges between two
+    components outside their ranks' giants (the records), the cross entries of its rows
+    outside (``hook_entries``) and inside (``giant_entries``) its giant, and its vertices
+    with more than ROUNDS edges in its subgraph: all of them (``listable``) and those
+    outside its giant (``listed_least``)."""
+    from finepar.apps.afforest import ROUNDS
     a = csr_matrix((np.ones(graph.nnz), graph.indices, graph.indptr), shape=(graph.n,) * 2)
     P = len(bounds) - 1
     root = np.empty(graph.n, np.int64)
@@ -144,8 +150,10 @@ def expected_counts(graph, bounds, giant_roots) -> list[dict]:
     rows = np.repeat(np.arange(graph.n), np.diff(graph.indptr))
     cols = graph.indices
     cross = owner[rows] != owner[cols]
+    local_deg = np.bincount(rows[~cross], minlength=graph.n)
     out = []
     for r in range(P):
+        lo, hi = bounds[r], bounds[r + 1]
         mine = cross & (owner[rows] == r)
         ghosts = np.unique(cols[mine])
         asked_of_me = [np.unique(cols[cross & (owner[rows] == a) & (owner[cols] == r)]).size
@@ -153,7 +161,12 @@ def expected_counts(graph, bounds, giant_roots) -> list[dict]:
         out.append({"ghosts": int(ghosts.size), "cross_edges": int(mine.sum()),
                     "boundary_rows": int(np.unique(rows[mine]).size),
                     "bit_words_sent": int(sum(-(-c // 32) for c in asked_of_me)),
-                    "records": int((mine & ~in_giant[rows] & ~in_giant[cols]).sum())})
+                    "records": int((mine & ~in_giant[rows] & ~in_giant[cols]).sum()),
+                    "hook_entries": int((mine & ~in_giant[rows]).sum()),
+                    "giant_entries": int((mine & in_giant[rows]).sum()),
+                    "listable": int((local_deg[lo:hi] > ROUNDS).sum()),
+                    "listed_least": int(((local_deg[lo:hi] > ROUNDS)
+                                         & ~in_giant[lo:hi]).sum())})
     return out
 
 
@@ -186,8 +199,18 @@ def test_labels_and_exchange_counts(ranks, case, inputs):
     expect = expected_counts(graph, bounds, [p["giant_root"] for p in per])
     total_records = sum(e["records"] for e in expect)
     for r, (p, e) in enumerate(zip(per, expect)):
-        for key in ("ghosts", "cross_edges", "boundary_rows", "bit_words_sent", "records"):
+        for key in ("ghosts", "cross_edges", "boundary_rows", "bit_words_sent", "records",
+                    "hook_entries"):
             assert p[key] == e[key], (r, key)
+        # the cross kernels read each cross entry at most once: the hooking those of the
+        # rows outside the giant, the giant's rows only where the sample missed a link,
+        # and a sample of at most PROBES per other rank
+        assert p["giant_row_entries"] == (0 if p["probe_found"] else e["giant_entries"])
+        assert p["hook_entries"] + p["giant_row_entries"] <= p["cross_edges"]
+        assert p["probe_entries"] == min(p["cross_edges"], PROBES * (ranks - 1))
+        # the final hooking lists no vertex that the sampling linked along every edge
+        assert e["listed_least"] <= p["hooked"] <= e["listable"], r
+        assert p["times"] == ranks
         assert p["records_gathered"] == total_records
         # a first buffer of a sixteenth of the cross edges overflows, and the hook reruns
         # once (in the warm-up run: the timed run finds the grown buffer)

@@ -42,7 +42,7 @@ from ..graph import Graph
 from . import register
 from ..device import cl
 from .afforest import ROUNDS, Afforest
-from .ccranks import RankComponents, across_ranks
+from .ccranks import PHASES, RankComponents, across_ranks
 from .base import MAX_ITER, App, AppResult, Param, component_sizes, in_unit
 from ..engine.executors import DynamicPolicy
 from ..engine.frontier import (FrontierApp, FrontierQueue, choose_push_role, count_roots,
@@ -248,10 +248,12 @@ class ConnectedComponents(FrontierApp, App):
         st = engine.state[self.name]
         n = engine.matrix.n
         if "ranks" in result.extra:
-            result.values = st["ranks"].labels()
+            rc = st["ranks"]
+            result.values = rc.labels()
             result.extra["components"] = int(np.count_nonzero(
                 result.values == np.arange(n, dtype=np.int32)))
-            result.extra["hooked"] = st["ranks"].afforest.hooked()
+            result.extra["hooked"] = rc.afforest.hooked()
+            result.extra["ranks"] = dict(rc.finished())
         elif result.extra["algorithm"] == "afforest":
             aff = st["afforest"]
             result.extra["components"] = count_roots(aff.side, aff.queue.program, aff.comp, n)
@@ -314,6 +316,7 @@ class ConnectedComponents(FrontierApp, App):
                                         f"{r['cross_edges']:,} cross edges here, "
                                         f"{r['bit_words_sent']:,} words of giant bits sent, "
                                         f"{r['records_gathered']:,} records gathered"))
+            out += [(f"rank {i}", rank_times(t)) for i, t in enumerate(r.get("per_rank", []))]
         elif ex["algorithm"] == "afforest":
             sample = next(t for t in ex["trace"] if t["phase"] == "sample")
             out += [("algorithm", f"afforest: {ROUNDS} sampling rounds, giant component in "
@@ -348,6 +351,19 @@ def reference_components(graph: Graph) -> np.ndarray:
     first = np.full(lab.max() + 1, graph.n, dtype=np.int64)
     np.minimum.at(first, lab, np.arange(graph.n))
     return first[lab]
+
+
+def rank_times(t: dict) -> str:
+    """One rank's line of a run across ranks: its kernels' milliseconds (Afforest's, the
+    cross edges', the labels') and the host's between its waits (:data:`ccranks.PHASES`)."""
+    ks = t["kernel_s"]
+    aff = sum(v for k, v in ks.items() if not k.startswith("cc-ranks-"))
+    label = ks.get("cc-ranks-label", 0.0)
+    cross = sum(v for k, v in ks.items() if k.startswith("cc-ranks-")) - label
+    host = ", ".join(f"{p} {1e3 * t['host_s'][p]:.2f}" for p in PHASES if p in t["host_s"])
+    return (f"kernels: afforest {1e3 * aff:.2f} ms, cross edges {1e3 * cross:.2f} ms "
+            f"({t['hook_entries']:,} entries hooked), labels {1e3 * label:.2f} ms; "
+            f"host ms between waits: {host}")
 
 
 def _rank_role(app: ConnectedComponents, engine: Engine) -> str | None:

@@ -37,6 +37,7 @@ import time
 import numpy as np
 
 from ..device import cl, filled, read_staged
+from ..engine.timing import event_seconds
 from ..graph import INT32_MAX, Graph, pattern_values
 from .afforest import ROUNDS, Afforest
 
@@ -47,6 +48,9 @@ PROBES = 4096
 #: Records a rank's buffer holds at first (at most its cross edges; at least a sixteenth
 #: of them); a run that records more grows it and hooks again.
 MIN_RECORDS = 1 << 16
+#: The host's phases of a run, each from one wait to the next (``stats['host_s']``).
+PHASES = ("afforest", "giant_bits", "bits_exchange", "hook", "records", "gather", "solve",
+          "label")
 #: Bit 31 of a mask entry: the entry is a final label (ranks_label in ranks.cl).
 LABEL_FLAG = np.uint32(0x80000000)
 
@@ -128,6 +132,9 @@ class CrossEdges:
         A sample of the cross entries (row, bit position).
     owners_reached : ndarray of bool, shape (P,)
         The owners this rank has cross edges to.
+    counts : dict
+        ``boundary_rows``, ``cross_edges``, ``ghosts``, ``bit_words_sent``,
+        ``bit_words_received``, ``probe_entries`` (the sample's size).
     """
 
     def __init__(self, comm, bounds: np.ndarray, xcount: np.ndarray, cross: np.ndarray):
@@ -157,6 +164,11 @@ class CrossEdges:
         self.xptr = xptr.astype(np.int64 if xptr[-1] > INT32_MAX else np.int32)
         self._ask(comm, ghosts, per, lo)
         self._probes(P)
+        self.counts = {"boundary_rows": int(self.brows.size), "cross_edges": int(self.xcol.size),
+                       "ghosts": int(ghosts.size),
+                       "bit_words_sent": int(self.send_words.sum()),
+                       "bit_words_received": int(self.recv_words.sum()),
+                       "probe_entries": int(self.probe_u.size)}
 
     def _ask(self, comm, ghosts: np.ndarray, per: np.ndarray, lo: int) -> None:
         """Send each owner the ghosts this rank reads; keep what the others asked."""
@@ -182,10 +194,8 @@ class CrossEdges:
         self.probe_b = self.xcol[ents].astype(np.int32)
 
     def describe(self) -> dict:
-        return {"boundary_rows": int(self.brows.size), "cross_edges": int(self.xcol.size),
-                "ghosts": int((self.ghosts >= 0).sum()),
-                "bit_words_sent": int(self.send_words.sum()),
-                "bit_words_received": int(self.recv_words.sum())}
+        """The counts of :attr:`counts` (made once: a run reads no ghost array)."""
+        return dict(self.counts)
 
 
 class RankComponents:
@@ -203,7 +213,8 @@ class RankComponents:
     Attributes
     ----------
     afforest : Afforest
-        On the rank's subgraph (local ids).
+        On the rank's subgraph (local ids), listing for its final hooking only the
+        vertices with an edge left after the sampling rounds.
     edges : CrossEdges
     stats : dict
         The last run's counts: ``records`` (this rank's), ``records_gathered`` (every
@@ -211,7 +222,9 @@ class RankComponents:
         reached owner's giant), ``rounds`` (collectives that moved data), ``bytes_sent``,
         ``seconds`` (those collectives' wall time), ``hooks`` (hooking passes: 2 where
         the records outgrew their buffer), ``records_grown`` (times the buffer grew, over
-        every run), with :meth:`CrossEdges.describe`'s.
+        every run), ``host_s`` (the host's wall seconds of each of :data:`PHASES`, from
+        one wait to the next), with :meth:`CrossEdges.describe`'s; :meth:`finished` adds what
+        needs the run's end.
     """
 
     def __init__(self, engine, role: str):
@@ -220,13 +233,14 @@ class RankComponents:
         self.P, self.me = comm.size, comm.rank
         self.lo, self.hi = int(part.bounds[self.me]), int(part.bounds[self.me + 1])
         self.local, xcount, cross = split_rows(engine.matrix, self.lo, self.hi)
-        self.afforest = Afforest(engine, role, self.local)
+        self.afforest = Afforest(engine, role, self.local, sampled_off_list=True)
         self.k = self.local.n
         self.edges = CrossEdges(comm, np.asarray(part.bounds), xcount, cross)
         del xcount, cross
         self.side = engine.pair.side(role)
         self._buffers()
         self.stats: dict = {}
+        self._events: list = []
 
     def _buffers(self) -> None:
         e, s, P = self.edges, self.side, self.P
@@ -240,8 +254,9 @@ class RankComponents:
         self.buf["state"] = filled(s, 2 + 2 * P, np.int32)
         self.buf["glabel"] = filled(s, P, np.int32)
         self.buf["labels"] = filled(s, self.k, np.int32)
+        self.buf["touched"] = filled(s, 2, np.uint64)
         self.cap = int(min(e.xcol.size, max(MIN_RECORDS, e.xcol.size // 16))) or 1
-        self.buf["records"] = filled(s, 4 * self.cap, np.int32)
+        self._record_buffers()
         self.grown = 0
         self.host_send = np.zeros(max(int(e.send_words.sum()), 1), np.uint32)
         self.host_bits = np.zeros(max(int(e.recv_words.sum()), 1), np.uint32)
@@ -253,35 +268,77 @@ class RankComponents:
         self.kernels = {k: cl().Kernel(prg, f"ranks_{k}") for k in
                         ("giant_bits", "hook", "probe", "giant_rows", "core_masks", "label")}
 
+    def _record_buffers(self) -> None:
+        """The records (``cap`` of them) and the recorded roots' labels written back (at
+        most one per record)."""
+        s = self.side
+        self.buf["records"] = filled(s, 4 * self.cap, np.int32)
+        self.buf["roots"] = filled(s, self.cap, np.int32)
+        self.buf["root_labels"] = filled(s, self.cap, np.uint32)
+
     def _launch(self, name: str, size: int, args: tuple) -> None:
         self.engine.launch(self.role, self.kernels[name], size, args, kind=f"cc-ranks-{name}",
                            wg=256, wait=False)
+
+    def _lap(self, phase: str) -> None:
+        """The host's wall seconds since the last lap, as ``phase``'s."""
+        now = time.perf_counter()
+        self.stats["host_s"][phase] = self.stats["host_s"].get(phase, 0.0) + now - self._t
+        self._t = now
 
     # ------------------------------------------------------------ the run
     def run(self) -> list[dict]:
         """Label every vertex of the rank (collective); returns the phases for the trace.
         The labels stay on the device (:meth:`labels`)."""
-        trace = self.afforest.run(ROUNDS)
-        giant = np.int32(next(t for t in trace if t["phase"] == "sample")["giant"])
+        self._t = time.perf_counter()
+        before = {id(rec) for rec, _, _ in self.engine.pending}  # launches not this run's
         self.stats = {**self.edges.describe(), "records": 0, "records_gathered": 0,
                       "rounds": 0, "bytes_sent": 0, "seconds": 0.0, "probe_found": True,
-                      "hooks": 0, "records_grown": self.grown}
+                      "hooks": 0, "records_grown": self.grown, "host_s": {}}
+        trace = self.afforest.run(ROUNDS)
+        self._lap("afforest")
+        giant = np.int32(next(t for t in trace if t["phase"] == "sample")["giant"])
         glabel = np.full(self.P, -1, np.int32)
-        cl().enqueue_fill_buffer(self.side.queue, self.buf["mask"], np.zeros(1, np.uint32), 0,
-                                 4 * self.k)
+        q = self.side.queue
+        cl().enqueue_fill_buffer(q, self.buf["mask"], np.zeros(1, np.uint32), 0, 4 * self.k)
+        cl().enqueue_fill_buffer(q, self.buf["touched"], np.zeros(1, np.uint64), 0, 16)
         if self.P > 1:
             glabel = self._across(giant)
+        self._glabel = glabel  # the non-blocking write reads it
         self._write(self.buf["glabel"], glabel)
         b = self.buf
         self._launch("label", self.k, (np.int32(self.k), self.afforest.comp, giant, b["mask"],
                                        b["glabel"], np.int32(self.me), np.int32(self.lo),
                                        b["labels"]))
+        self._events = [(rec.kind, evs[self.role]) for rec, evs, _ in self.engine.pending
+                        if id(rec) not in before and self.role in evs]
+        self._lap("label")
         trace.append({"phase": "ranks", **{k: v for k, v in self.stats.items()
                                            if k in ("records_gathered", "rounds")}})
         return trace
 
     def _write(self, buf, array: np.ndarray) -> None:
-        cl().enqueue_copy(self.side.queue, buf, np.ascontiguousarray(array), is_blocking=True)
+        """A non-blocking write: the queue is in order, and ``array`` stays as it is until
+        the run's next wait (the caller keeps it)."""
+        cl().enqueue_copy(self.side.queue, buf, array, is_blocking=False)
+
+    def finished(self) -> dict:
+        """:attr:`stats` with what needs the last run's end (collective; after its labels
+        are read): ``kernel_s``, every kernel's seconds by kind (summed over its launches,
+        from their profiling events), the cross entries the kernels read,
+        ``hook_entries`` (the boundary rows' outside the giant) and ``giant_row_entries``
+        (the giant's rows', where the sample missed a giant link), and ``per_rank``: every
+        rank's ``kernel_s``, ``host_s`` and ``hook_entries``, in rank order."""
+        kernel_s: dict = {}
+        for kind, evs in self._events:
+            kernel_s[kind] = kernel_s.get(kind, 0.0) + event_seconds(evs)[0]
+        touched = np.zeros(2, np.uint64)
+        self.engine.read_buffer(self.role, touched, self.buf["touched"])
+        self.stats.update(kernel_s=kernel_s, hook_entries=int(touched[0]),
+                          giant_row_entries=int(touched[1]))
+        self.stats["per_rank"] = self.comm.allgather(
+            {k: self.stats[k] for k in ("kernel_s", "host_s", "hook_entries")})
+        return self.stats
 
     def _across(self, giant: np.int32) -> np.ndarray:
         """Steps 2-4: the giant bits, the hooking, the gathered solve; each giant's label
@@ -297,19 +354,22 @@ class RankComponents:
                                      counts=np.ones(self.P, np.int64))
         every = self.comm.allgatherv(mine, counts=sizes.astype(np.int64)).astype(np.int64)
         self._count(time.perf_counter() - t0, 4 * (1 + mine.size) * (self.P - 1), rounds=2)
+        self._lap("gather")
         self.stats["records"] = int(count)
         parts = np.split(every, np.cumsum(sizes)[:-1])
         glabel, roots, labels = solve(parts, self.P, self.lo, self.hi)
         self.stats["records_gathered"] = int(sum((p.size - 1 - 2 * self.P) // 4 for p in parts))
         self.stats["giant_root"] = int(mine[0])
         if roots.size:
-            vals = (labels.astype(np.int64) | int(LABEL_FLAG)).astype(np.uint32)
-            idx = self.engine.scratch(self.role, (roots - self.lo).astype(np.int32))
-            src = self.engine.scratch(self.role, vals)
+            self._roots = (np.ascontiguousarray(roots - self.lo, dtype=np.int32),
+                           (labels.astype(np.int64) | int(LABEL_FLAG)).astype(np.uint32))
+            self._write(self.buf["roots"], self._roots[0])
+            self._write(self.buf["root_labels"], self._roots[1])
             k = self.engine.pair.kernel(self.side, ("skeleton/vector.cl",), {"T": "uint"},
                                         "scatter")
-            k(self.side.queue, (-(-roots.size // 64) * 64,), None, np.int32(roots.size), idx,
-              src, self.buf["mask"])
+            k(self.side.queue, (-(-roots.size // 64) * 64,), None, np.int32(roots.size),
+              self.buf["roots"], self.buf["root_labels"], self.buf["mask"])
+        self._lap("solve")
         return glabel
 
     def _count(self, seconds: float, nbytes: int, rounds: int) -> None:
@@ -331,12 +391,14 @@ class RankComponents:
             self._launch("giant_bits", words, (np.int32(words), b["asked"], self.afforest.comp,
                                                giant, b["send"]))
             self.engine.read_buffer(self.role, self.host_send, b["send"], count=words)
+        self._lap("giant_bits")
         t0 = time.perf_counter()
         self.comm.alltoallv(self.host_send[:words], e.send_words, e.recv_words,
                             out=self.host_bits[:int(e.recv_words.sum())])
         self._count(time.perf_counter() - t0, 4 * words, rounds=1)
         if e.recv_words.sum():
             self._write(b["bits"], self.host_bits)
+        self._lap("bits_exchange")
 
     def _hook(self, giant: np.int32) -> int:
         """Step 3 on the device; the records' count (the state read back)."""
@@ -345,9 +407,10 @@ class RankComponents:
         common = (b["bits"], b["owner_start"], P, self.afforest.comp, giant)
         while True:
             self._write(b["state"], self.state0)
+            cl().enqueue_fill_buffer(self.side.queue, b["touched"], np.zeros(1, np.uint64), 0, 8)
             self._launch("hook", max(int(rows), 1), (
                 rows, b["brows"], b["xptr"], b["xcol"], *common, np.int32(self.lo), b["mask"],
-                b["state"], b["records"], np.int32(self.cap)))
+                b["state"], b["records"], np.int32(self.cap), b["touched"]))
             if e.probe_u.size:
                 self._launch("probe", e.probe_u.size, (
                     np.int32(e.probe_u.size), b["probe_u"], b["probe_b"], *common,
@@ -360,7 +423,7 @@ class RankComponents:
             self.cap = count  # grow and hook again (the masks too: they are ORs, idempotent)
             self.grown += 1
             self.stats["records_grown"] = self.grown
-            self.buf["records"] = filled(self.side, 4 * self.cap, np.int32)
+            self._record_buffers()
         links = self.host_state[1:1 + self.P].view(np.uint32)
         want = [o for o in range(self.P) if o != self.me and e.owners_reached[o]
                 and not (int(links[o]) >> self.me) & 1]
@@ -368,8 +431,9 @@ class RankComponents:
             self.stats["probe_found"] = False
             self._launch("giant_rows", max(int(rows), 1), (
                 rows, b["brows"], b["xptr"], b["xcol"], *common, np.int32(self.me),
-                np.uint32(sum(1 << o for o in want)), b["state"]))
+                np.uint32(sum(1 << o for o in want)), b["state"], b["touched"]))
             self.engine.read_buffer(self.role, self.host_state, b["state"])
+        self._lap("hook")
         return count
 
     def _records(self, count: int) -> np.ndarray:
@@ -384,6 +448,7 @@ class RankComponents:
         rec[:, :2] += self.lo
         rec[:, 2] = self.edges.ghosts[rec[:, 2]]
         rec[:, 3] = host.reshape(count, 4)[:, 3].view(np.uint32)
+        self._lap("records")
         return rec
 
     # ------------------------------------------------------------ the answer

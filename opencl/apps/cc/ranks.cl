@@ -11,7 +11,8 @@
  * run of bits (padded to 32), and `bits` holds, per ghost, whether the owner's giant
  * component holds it (received from the owner each run).
  *   ranks_giant_bits   on the owner: those bits, 32 asked vertices a work-item;
- *   ranks_hook         a work-item per boundary row outside the giant: every cross
+ *   ranks_hook         a work-item per boundary row, returning at once in the giant
+ *                      (whose cross edges it never reads); outside it, every cross
  *                      edge to an owner's giant attaches the row's root to that giant
  *                      (a bit of `mask`; two giants met at one root are linked in
  *                      `links`; `gmin` keeps each giant's smallest attached root);
@@ -22,9 +23,27 @@
  *   ranks_core_masks   each record's root's mask (its giants) into the record;
  *   ranks_label        the final labels: the giant's, a record root's (set in `mask`
  *                      with bit 31), an attached giant's, or the root's own id.
+ * ranks_hook and ranks_giant_rows add the cross entries they read to `touched[0]` and
+ * `touched[1]` (summed per work-group, one 64-bit atomic a group: counts for the tests
+ * and the report, not a contended word).
  *   -D OFFSET_T=int|long   the cross CSR's offsets */
 
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 #define LABEL_FLAG 0x80000000u
+#define RANKS_WG 256
+
+/* touched[0] += the work-group's `mine` (every work-item of the group calls it). */
+void ranks_tally(const ulong mine, __local ulong *part, volatile __global ulong *touched)
+{
+    const int l = (int)get_local_id(0);
+    part[l] = mine;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = RANKS_WG / 2; s > 0; s >>= 1) {
+        if (l < s) part[l] += part[l + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (l == 0 && part[0]) atom_add(touched, part[0]);
+}
 
 int ranks_owner(const int b, __global const int *restrict owner_start, const int parts)
 {
@@ -48,22 +67,18 @@ __kernel void ranks_giant_bits(const int words, __global const int *restrict ask
     out[w] = bits;
 }
 
-__kernel void ranks_hook(const int rows, __global const int *restrict brows,
-                         __global const OFFSET_T *restrict xptr,
-                         __global const int *restrict xcol, __global const uint *restrict bits,
-                         __global const int *restrict owner_start, const int parts,
-                         __global const int *restrict comp, const int giant, const int lo,
-                         volatile __global uint *mask, volatile __global int *state,
-                         __global int *restrict records, const int cap)
+/* The cross edges of one boundary row outside the giant (see the file's description);
+ * returns the entries read. */
+ulong ranks_hook_row(const int i, __global const int *restrict brows,
+                     __global const OFFSET_T *restrict xptr, __global const int *restrict xcol,
+                     __global const uint *restrict bits,
+                     __global const int *restrict owner_start, const int parts, const int a,
+                     const int lo, volatile __global uint *mask, volatile __global int *state,
+                     __global int *restrict records, const int cap)
 {
-    const int i = (int)get_global_id(0);
     volatile __global uint *links = (volatile __global uint *)(state + 1);
     volatile __global int *gmin = state + 1 + parts;
-    if (i == 0) state[1 + 2 * parts] = comp[giant];
-    if (i >= rows) return;
     const int u = brows[i];
-    const int a = comp[u];
-    if (a == comp[giant]) return;
     for (OFFSET_T k = xptr[i]; k < xptr[i + 1]; k++) {
         const int b = xcol[k];
         if ((bits[b >> 5] >> (b & 31)) & 1u) {
@@ -81,6 +96,30 @@ __kernel void ranks_hook(const int rows, __global const int *restrict brows,
             }
         }
     }
+    return (ulong)(xptr[i + 1] - xptr[i]);
+}
+
+__kernel __attribute__((reqd_work_group_size(RANKS_WG, 1, 1)))
+void ranks_hook(const int rows, __global const int *restrict brows,
+                __global const OFFSET_T *restrict xptr,
+                __global const int *restrict xcol, __global const uint *restrict bits,
+                __global const int *restrict owner_start, const int parts,
+                __global const int *restrict comp, const int giant, const int lo,
+                volatile __global uint *mask, volatile __global int *state,
+                __global int *restrict records, const int cap,
+                volatile __global ulong *touched)
+{
+    __local ulong part[RANKS_WG];
+    const int i = (int)get_global_id(0);
+    if (i == 0) state[1 + 2 * parts] = comp[giant];
+    ulong read = 0;
+    if (i < rows) {
+        const int a = comp[brows[i]];
+        if (a != comp[giant])
+            read = ranks_hook_row(i, brows, xptr, xcol, bits, owner_start, parts, a, lo, mask,
+                                  state, records, cap);
+    }
+    ranks_tally(read, part, touched);
 }
 
 __kernel void ranks_probe(const int count, __global const int *restrict pu,
@@ -97,24 +136,29 @@ __kernel void ranks_probe(const int count, __global const int *restrict pu,
         atomic_or(&links[ranks_owner(b, owner_start, parts)], 1u << me);
 }
 
-__kernel void ranks_giant_rows(const int rows, __global const int *restrict brows,
-                               __global const OFFSET_T *restrict xptr,
-                               __global const int *restrict xcol,
-                               __global const uint *restrict bits,
-                               __global const int *restrict owner_start, const int parts,
-                               __global const int *restrict comp, const int giant,
-                               const int me, const uint want, volatile __global int *state)
+__kernel __attribute__((reqd_work_group_size(RANKS_WG, 1, 1)))
+void ranks_giant_rows(const int rows, __global const int *restrict brows,
+                      __global const OFFSET_T *restrict xptr,
+                      __global const int *restrict xcol, __global const uint *restrict bits,
+                      __global const int *restrict owner_start, const int parts,
+                      __global const int *restrict comp, const int giant, const int me,
+                      const uint want, volatile __global int *state,
+                      volatile __global ulong *touched)
 {
+    __local ulong part[RANKS_WG];
     volatile __global uint *links = (volatile __global uint *)(state + 1);
     const int i = (int)get_global_id(0);
-    if (i >= rows) return;
-    if (comp[brows[i]] != comp[giant]) return;
-    for (OFFSET_T k = xptr[i]; k < xptr[i + 1]; k++) {
-        const int b = xcol[k];
-        const int o = ranks_owner(b, owner_start, parts);
-        if (((want >> o) & 1u) && ((bits[b >> 5] >> (b & 31)) & 1u))
-            atomic_or(&links[o], 1u << me);
+    ulong read = 0;
+    if (i < rows && comp[brows[i]] == comp[giant]) {
+        for (OFFSET_T k = xptr[i]; k < xptr[i + 1]; k++) {
+            const int b = xcol[k];
+            const int o = ranks_owner(b, owner_start, parts);
+            if (((want >> o) & 1u) && ((bits[b >> 5] >> (b & 31)) & 1u))
+                atomic_or(&links[o], 1u << me);
+        }
+        read = (ulong)(xptr[i + 1] - xptr[i]);
     }
+    ranks_tally(read, part, touched + 1);
 }
 
 __kernel void ranks_core_masks(const int count, __global int *restrict records,
