@@ -156,6 +156,8 @@ def measure_one(scale: int, app: str, ranks: list, launcher: str, args, res) -> 
             row["runs"].append(rec)
             log(f"graph500:{scale} {app} {label}: "
                 + (rec.get("error") or f"{rec['run_s'] * 1e3:.1f} ms, {rec['check'] or 'correct'}"))
+            for line in level_lines(rec):
+                log("  " + line)
     return row
 
 
@@ -188,13 +190,33 @@ def _summarise(rec: dict, label: str, ranks: int, app, g, params, ref) -> dict:
                               "run_s": r["timings"]["run"], "bytes_sent": r.get("bytes_sent"),
                               "bytes_received": r.get("bytes_received"),
                               "frontier": r["frontier"], "columns": r.get("columns"),
-                              "halo_split": r["halo"].get("split")} for r in rep["ranks"]]
+                              "halo_split": r["halo"].get("split"),
+                              # BFS: each level's direction, frontier, part, kernel,
+                              # exchange and MPI seconds, bytes, host synchronisations
+                              "levels": r.get("levels", [])} for r in rep["ranks"]]
         # BFS: top-down and bottom-up levels (the summary's line), the same on every rank
         out["levels"] = dict(rep["result"]["summary"]).get("levels")
     else:
         out["device"] = rep["devices"]["describe"]
         out["gpus"] = 1
         out["plan"] = rep["plan"]["label"]
+    return out
+
+
+def level_lines(rec: dict) -> list:
+    """A distributed run's levels, one line a level and rank (BFS's record): direction,
+    frontier, the rank's part, kernel / exchange / MPI milliseconds, MB sent and received,
+    host synchronisations."""
+    out = []
+    for p in rec.get("per_rank") or []:
+        for lv in p.get("levels") or []:
+            out.append(f"rank {p['rank']} level {lv['level']} {lv['direction']:<9} "
+                       f"frontier {lv.get('frontier', 0):>11,} found {lv.get('found', 0):>11,} "
+                       f"part {lv['form']:<5} {lv['part']:>10,}: kernels "
+                       f"{lv['kernel_s'] * 1e3:.2f} ms, exchange {lv['exchange_s'] * 1e3:.2f} "
+                       f"ms (MPI {lv['mpi_s'] * 1e3:.2f}), {lv['bytes_sent'] / 1e6:.2f} MB out, "
+                       f"{lv['bytes_received'] / 1e6:.2f} MB in, {lv['host_syncs']} syncs, "
+                       f"wall {lv['wall_s'] * 1e3:.2f} ms")
     return out
 
 

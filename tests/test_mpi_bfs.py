@@ -6,7 +6,9 @@ One ``mpiexec`` per rank count (1, 2, 3) runs every case of :data:`CASES` throug
 ``tests/mpi_cases.py``. Levels must equal scipy's BFS, parents must pass the Graph500
 rules, the directions taken over several ranks must be those Beamer's rule takes on the
 exact level sizes (simulated here from scipy's levels), and every level must have crossed
-the ranks once.
+the ranks once. Each rank's record of each level is checked against counts made from
+scipy's levels: the rank's part (its claims or its own found vertices, a list or words),
+the bytes sent and received, the host synchronisations, the parents handed over.
 """
 
 from __future__ import annotations
@@ -130,3 +132,74 @@ def test_levels_parents_and_directions(ranks, case, graphs):
         assert f["claims"] == counts["top-down"] and f["claim_lists"] <= f["claims"]
         assert r["bytes_sent"] >= f["bytes_sent"] > 0 and r["bytes_received"] > 0
         assert 0 <= r["timings"]["mpi"] <= r["timings"]["run"]
+
+
+def claimed(graph, level: np.ndarray, lo: int, hi: int, d: int) -> np.ndarray:
+    """The vertices a top-down level ``d`` on the rank owning ``lo .. hi - 1`` claims: the
+    unvisited out-neighbours (level ``d + 1``) of its own frontier vertices, each once."""
+    rows = np.arange(lo, hi)[level[lo:hi] == d]
+    if not rows.size:
+        return np.zeros(0, np.int64)
+    nb = np.concatenate([graph.indices[graph.indptr[u]:graph.indptr[u + 1]] for u in rows])
+    return np.unique(nb[level[nb] == d + 1])
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("mpiexec")
+@pytest.mark.parametrize("ranks", (2, 3))
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_level_records(ranks, case, graphs):
+    """Each rank's record of each level against scipy's levels: the merged frontier's
+    sizes, the rank's part (its claims or its own found vertices, as a list or words,
+    whichever is smaller), the bytes each rank sent and received (the others' parts),
+    a few host synchronisations a level, and the parents handed to their owners (each
+    rank's claims of other ranks' vertices, counted from scipy's levels)."""
+    from finepar.apps.bfs import bfs_levels
+    out = launched(ranks, graphs)
+    graph = graphs[1][case["graph"]]
+    root = case["params"].get("root", int(np.argmax(np.diff(graph.indptr))))
+    level = bfs_levels(graph, root)
+    outdeg = np.diff(graph.indptr)
+    rep = json.loads((out / f"{case['id']}.json").read_text())
+    bounds = rep["partition"]["bounds"]
+    nw = (graph.n + 31) // 32
+    recs = [r["levels"] for r in rep["ranks"]]
+    depth = rep["result"]["iterations"]
+    handed = np.zeros((ranks, ranks), np.int64)  # [claimer, owner]: pairs handed over
+    syncs = {}
+    for d in range(depth):
+        parts = []
+        for r in range(ranks):
+            rec, (lo, hi) = recs[r][d], (bounds[r], bounds[r + 1])
+            assert rec["level"] == d and rec["frontier"] == int((level == d).sum())
+            assert rec["found"] == int((level == d + 1).sum())
+            assert rec["found_edges"] == int(outdeg[level == d + 1].sum())
+            if rec["direction"] == "top-down":  # its claims, or the bitmap's words
+                mine = claimed(graph, level, lo, hi, d)
+                words, as_list = nw, mine.size <= nw
+                owner = np.searchsorted(bounds, mine, side="right") - 1
+                handed[r] += np.bincount(owner, minlength=ranks)
+                handed[r, r] = 0
+            else:  # its own vertices found, or its own words
+                mine = np.flatnonzero(level[lo:hi] == d + 1)
+                words = -(-hi // 32) - lo // 32
+                as_list = mine.size < words
+            assert rec["own_found"] == mine.size
+            assert rec["form"] == ("list" if as_list else "words")
+            assert rec["part"] == (mine.size if as_list else words)
+            assert rec["bytes_sent"] == 4 * rec["part"] and rec["part"] <= nw
+            syncs[case["memory"]] = max(syncs.get(case["memory"], 0), rec["host_syncs"])
+            parts.append(rec["part"])
+        for r in range(ranks):
+            assert recs[r][d]["bytes_received"] == 4 * (sum(parts) - parts[r])
+    for r in range(ranks):
+        last = recs[r][depth]
+        assert last["direction"] == "parents" and len(recs[r]) == depth + 1
+        assert last["own_found"] == handed[r].sum()
+        assert last["bytes_sent"] == 8 * handed[r].sum()
+        assert last["bytes_received"] == 8 * handed[:, r].sum()
+        assert rep["ranks"][r]["frontier"]["routed"] == handed[r].sum()
+        assert rep["ranks"][r]["frontier"]["bytes_sent"] == sum(x["bytes_sent"] for x in recs[r])
+    # one copy of each vector: a few reads and collectives a level (a split pair's two
+    # sides also move rows and merge their bits through the host)
+    assert syncs[case["memory"]] <= {"shared": 5, "split": 12}[case["memory"]]

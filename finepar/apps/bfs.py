@@ -112,8 +112,7 @@ class BFS(FrontierApp, App):
                "queue": (FrontierQueue(engine, push, graph, ("apps/bfs/frontier.cl", "skeleton/frontier.cl"))
                          if push is not None else None)}
         if across and push is not None:  # levels merged over the ranks (apps/bfsranks.py)
-            out["mark_counts"] = engine.scratch(push, np.zeros(2, np.uint64))
-            bfsranks.build(engine, push)
+            out.update(bfsranks.prepare(engine, push, n))
         return out
 
     # ------------------------------------------------------------ the loop's hooks
@@ -234,7 +233,9 @@ class BFS(FrontierApp, App):
                                 "steps": trace.counts(), "where": where,
                                 "by_device": trace.by_device(), "handovers": trace.handovers,
                                 "reached": 1 + sum(s["found"] for s in trace.steps),
-                                "depth": sum(1 for s in trace.steps if s["found"])},
+                                "depth": sum(1 for s in trace.steps if s["found"]),
+                                **({"rank_levels": st["rank_levels"]}
+                                   if "rank_levels" in st else {})},
                          work_edges=work)
 
     def collect(self, engine: Engine, graph: Graph, result: AppResult) -> AppResult:

@@ -2,23 +2,32 @@
 
 The 1-D distributed BFS of Buluç and Madduri (SC'11) with Beamer's direction switch
 (SC'12), on an engine over one rank's rows (``DistEngine``, more than one rank): every
-rank keeps every vertex's level, its own vertices' parents and a frontier list on its
-push device holding every frontier vertex (the others' have no out-edges there).
+rank keeps every vertex's level, its own vertices' parents and the merged frontier as a
+bitmap on its push device.
 
 * **top-down**: the rank's push device expands the frontier along the rank's own
   vertices' out-edges (its rows of the graph, ``RankGraph``), claiming unvisited
-  vertices anywhere; the claims are merged over the ranks in one collective, as a
-  vertex list or a bitmap, whichever is smaller (``DistEngine.merge_claims``), and
-  every rank marks their levels (``opencl/apps/bfs/ranks.cl``);
+  vertices anywhere; the rank's part is its claims' list, or their bitmap where they
+  outnumber its words;
 * **bottom-up**: each rank's unvisited rows look for a frontier in-neighbour (the plan's
-  row operation), the bits each rank set for its own rows are merged with the level's
-  sums in one collective (``DistEngine.merge_frontier``), and every rank marks the
-  others' vertices' levels.
+  row operation), setting bits of its own words only; the rank's part is its own words
+  (a contiguous run: its vertices are a range), or their vertices' list where fewer.
 
-The direction is Beamer's rule (:meth:`~finepar.apps.bfs.BFS.wants_pull`) on the merged
-frontier's size and edges, which every rank computes alike. A vertex another rank
-claimed gets its parent at the end: each rank sends the parents it found for other
-ranks' vertices to their owners (``DistEngine.route_to_owners``), once.
+Each level crosses the ranks once (:class:`LevelParts`): one small ``MPI_Allgather`` of
+every part's size and form (and a bottom-up level's sums), each rank's part read from
+the device into its place in page-locked host memory, one ``allgatherv`` in place, the
+others' parts written to the device and OR-ed into the frontier bitmap by kernels
+(``opencl/apps/bfs/ranks.cl``), which then marks the new vertices' levels and, after a
+top-down level, counts them and their out-edges on the device (the merged claims of
+several ranks overlap). No n-long host array is touched a level. The direction is
+Beamer's rule (:meth:`~finepar.apps.bfs.BFS.wants_pull`) on the merged frontier's size
+and edges, which every rank has alike. A vertex another rank claimed gets its parent at
+the end: each rank sends the (vertex, parent) pairs it holds for other ranks' vertices
+(found on the device) to their owners, once.
+
+Each level leaves a record (``st['rank_levels']``, the report's ``levels`` per rank):
+direction, frontier, found, the part's form and size, kernel, exchange and MPI seconds,
+bytes sent and received, host synchronisations.
 """
 
 from __future__ import annotations
@@ -27,13 +36,18 @@ import time
 
 import numpy as np
 
-from ..device import cl
+from ..device import PinnedHost, alloc, cl
 from ..engine import Engine
 from ..engine.frontier import PushRun
 from ..engine.trace import FrontierTrace
 
-#: The kernels of the levels' marks and the parents' fix-up.
+#: The kernels of the merges, the levels' marks and the parents' hand-over.
 SOURCES = ("apps/bfs/ranks.cl",)
+KERNELS = ("bits_from_list", "or_words", "list_from_words", "mark_bits", "claimed_pairs",
+           "set_parents")
+#: A part's form: a vertex list, or a run of bitmap words.
+AS_LIST, AS_WORDS = 0, 1
+FORMS = {AS_LIST: "list", AS_WORDS: "words"}
 
 
 def ranks(engine: Engine) -> int:
@@ -45,13 +59,157 @@ def _kernel(engine: Engine, role: str, name: str):
     return engine.pair.kernel(engine.pair.side(role), SOURCES, {}, name)
 
 
-def build(engine: Engine, push: str) -> None:
-    """Build the levels' kernels on every role before the run (a build in a timed run
-    would stall every rank: a PoCL build takes a few hundred milliseconds)."""
+def _launch(engine: Engine, role: str, name: str, size: int, args: tuple) -> None:
+    engine.launch(role, _kernel(engine, role, name), size, args, kind="queue", wg=256,
+                  wait=False)
+
+
+def prepare(engine: Engine, push: str, n: int) -> dict:
+    """What the levels over the ranks keep between runs: the count buffer of the marks
+    and the merges' buffers (:class:`LevelParts`); every kernel built now (a build in a
+    timed run would stall every rank: a PoCL build takes a few hundred milliseconds)."""
     for role in engine.roles:
-        for name in ("mark_list", "mark_bits", "set_parents"):
+        for name in KERNELS:
             _kernel(engine, role, name)
-    engine.pair.kernel(engine.pair.side(push), ("skeleton/vector.cl",), {"T": "int"}, "gather")
+    return {"mark_counts": engine.scratch(push, np.zeros(2, np.uint64)),
+            "parts": LevelParts(engine, push, n)}
+
+
+class LevelParts:
+    """One level's frontier merged over the ranks (collective; see the module's text).
+
+    Parameters
+    ----------
+    engine : DistEngine
+        Its ``comm``, ``partition`` (every rank's vertices a contiguous range) and
+        buffers.
+    push : str
+        The push role (top-down levels run there).
+    n : int
+        Vertices.
+
+    Attributes
+    ----------
+    nw : int
+        Words of a vertex bitmap, ``ceil(n / 32)``.
+    spans : ndarray of int64, shape (ranks, 2)
+        Each rank's words ``[w0, w1)`` (neighbours share a word where their bound is not
+        a multiple of 32: their parts are OR-ed, so it needs no care).
+    host : ndarray of uint32
+        Page-locked host words every rank's part lands in (``ranks * nw`` words to
+        start; grows only for the parents' hand-over).
+    """
+
+    def __init__(self, engine, push: str, n: int):
+        self.engine, self.comm, self.push, self.n = engine, engine.comm, push, n
+        self.nw = (n + 31) // 32
+        b = engine.partition.bounds.astype(np.int64)
+        self.spans = np.stack((b[:-1] // 32, -(-b[1:] // 32)), axis=1)
+        self.host = np.zeros(0, np.uint32)
+        self._pinned = None
+        self.dev: dict = {}
+        self.counts = engine.scratch(push, np.zeros(self.comm.size + 1, np.int32))
+        self.pending: list = []
+        words = self.comm.size * self.nw + 2
+        self.host_words(words)
+        for role in engine.roles:
+            self.device_words(role, words)
+
+    def host_words(self, words: int) -> np.ndarray:
+        """The page-locked host words, at least ``words`` of them."""
+        if self.host.size < words:
+            side = self.engine.pair.side(self.push)
+            self._pinned = PinnedHost(side, np.zeros(0, np.uint32), size=words)
+            self.host = self._pinned.host
+        return self.host
+
+    def device_words(self, role: str, words: int):
+        """``role``'s staging buffer of at least ``words`` words."""
+        have = self.dev.get(role)
+        if have is None or have[1] < words:
+            have = self.dev[role] = (alloc(self.engine.pair.side(role), nbytes=4 * words),
+                                     words)
+        return have[0]
+
+    def read(self, role: str, buf, host: np.ndarray, first: int = 0) -> None:
+        """``host`` <- words ``first ..`` of device buffer ``buf`` (blocking)."""
+        if host.size:
+            cl().enqueue_copy(self.engine.pair.side(role).queue, host, buf,
+                              src_offset=4 * first, is_blocking=True)
+            self.engine.host_syncs += 1
+
+    def wait(self) -> None:
+        """The last merge's uploads are done (their host words may be overwritten)."""
+        for ev in self.pending:
+            ev.wait()
+        self.pending = []
+
+    def merge(self, target: str, roles: tuple, form: int, size: int, first: int,
+              sums: tuple, fill) -> tuple[np.ndarray, dict]:
+        """Merge every rank's part into bitmap ``target`` on ``roles`` (collective).
+
+        Parameters
+        ----------
+        target : str
+            A bitmap vector holding this rank's own part already (its bits).
+        roles : tuple of str
+            The roles whose copies of ``target`` receive the others' parts.
+        form : int
+            :data:`AS_LIST` (``size`` vertex ids) or :data:`AS_WORDS` (``size`` words
+            from word ``first``).
+        sums : tuple of int
+            Numbers every rank gets (a bottom-up level's sums).
+        fill : callable
+            ``fill(host)`` reads this rank's part into ``host`` (uint32, ``size`` long;
+            blocking).
+
+        Returns
+        -------
+        (ndarray, dict)
+            Every rank's ``[size, form, first, *sums]`` (int64, one row a rank); this
+            rank's bytes sent and received and the exchange's seconds.
+        """
+        comm, eng = self.comm, self.engine
+        t0, m0 = time.perf_counter(), comm.mpi_seconds
+        self.wait()
+        meta = comm.allgather_ints([size, form, first, *sums])
+        counts = meta[:, 0]
+        displs = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        total, me = int(counts.sum()), comm.rank
+        at = int(displs[me])
+        host = self.host_words(total)
+        fill(host[at:at + size])
+        if total:  # every rank's part, this rank's in place
+            comm.allgatherv(host[at:at + size], counts=counts, out=host[:total])
+        mod = cl()
+        others = [s for s in range(comm.size) if s != me and counts[s]]
+        for role in _distinct(eng, target, roles):
+            dev, queue = self.device_words(role, total), eng.pair.side(role).queue
+            self.pending += [mod.enqueue_copy(queue, dev, host[a:b], dst_offset=4 * a,
+                                              is_blocking=False)
+                             for a, b in ((0, at), (at + size, total)) if b > a]
+            words = eng.buffer(target, role)
+            for s in others:
+                c, off = int(counts[s]), int(displs[s])
+                if meta[s, 1] == AS_LIST:
+                    _launch(eng, role, "bits_from_list", c,
+                            (np.int32(c), dev, np.int32(off), words))
+                else:
+                    _launch(eng, role, "or_words", c,
+                            (np.int32(c), np.int32(meta[s, 2]), dev, np.int32(off), words))
+        seconds = time.perf_counter() - t0
+        return meta, {"bytes_sent": 4 * size, "bytes_received": 4 * (total - size),
+                      "exchange_s": seconds, "mpi_s": comm.mpi_seconds - m0}
+
+
+def _distinct(engine: Engine, name: str, roles: tuple) -> list:
+    """``roles`` once per distinct buffer of vector ``name`` (shared memory: one)."""
+    out, seen = [], set()
+    for r in roles:
+        if id(engine.buffer(name, r)) not in seen:
+            seen.add(id(engine.buffer(name, r)))
+            out.append(r)
+    return out
 
 
 def _level_roles(engine: Engine, st: dict) -> tuple:
@@ -59,43 +217,45 @@ def _level_roles(engine: Engine, st: dict) -> tuple:
     return (st["push_role"],) if engine.pair.shared else tuple(engine.roles)
 
 
-def mark_list(engine: Engine, st: dict, ids: np.ndarray, value: int) -> None:
-    """``level[ids] = value`` on every side (a merged frontier's vertices)."""
-    if not ids.size:
-        return
-    for role in _level_roles(engine, st):
-        buf = engine.scratch(role, ids)
-        engine.launch(role, _kernel(engine, role, "mark_list"), ids.size,
-                      (np.int32(ids.size), buf, engine.buffer("level", role), np.int32(value)),
-                      kind="queue", wait=False)
-    engine.drain()
-
-
-def mark_bits(engine: Engine, st: dict, name: str, value: int, count: bool
-              ) -> tuple[int, int]:
-    """``level[v] = value`` for the unvisited vertices set in bitmap ``name`` on every
-    side; with ``count``, the set vertices and their out-degrees, counted on the push
-    side (else zeros)."""
+def mark_bits(engine: Engine, st: dict, name: str, value: int, count: bool,
+              roles: tuple | None = None) -> tuple[int, int]:
+    """``level[v] = value`` for the unvisited vertices set in bitmap ``name`` on ``roles``
+    (default: every side's levels); with ``count``, the set vertices and their
+    out-degrees, counted on the push side (one 16-byte read; else zeros)."""
     nw = (st["n"] + 31) // 32
     push = st["push_role"]
     counts = st["mark_counts"]
     if count:
         cl().enqueue_fill_buffer(engine.pair.side(push).queue, counts, np.zeros(1, np.uint64),
                                  0, 16)
-    for role in _level_roles(engine, st):
+    for role in roles or _level_roles(engine, st):
         mine = count and role == push
-        engine.launch(role, _kernel(engine, role, "mark_bits"), nw,
-                      (np.int32(nw), np.int32(st["n"]), engine.buffer(name, role),
-                       engine.buffer("level", role), engine.buffer("outdeg", role),
-                       np.int32(value), np.int32(mine),
-                       counts if mine else engine.dummy(role)),
-                      kind="queue", wg=256, wait=False)
+        _launch(engine, role, "mark_bits", nw,
+                (np.int32(nw), np.int32(st["n"]), engine.buffer(name, role),
+                 engine.buffer("level", role), engine.buffer("outdeg", role),
+                 np.int32(value), np.int32(mine), counts if mine else engine.dummy(role)))
     engine.drain()
     if not count:
         return 0, 0
     out = np.zeros(2, np.uint64)
     engine.read_buffer(push, out, counts)
     return int(out[0]), int(out[1])
+
+
+class _Level:
+    """A level's record: counters of the engine at its start, read at its end."""
+
+    def __init__(self, engine: Engine):
+        engine.drain()
+        self.engine, self.t0 = engine, time.perf_counter()
+        self.k0, self.s0 = len(engine.records), engine.host_syncs
+
+    def record(self, **fields) -> dict:
+        eng = self.engine
+        eng.drain()
+        kernel = sum(max(r.kernel.values(), default=0.0) for r in eng.records[self.k0:])
+        return {**fields, "kernel_s": kernel, "wall_s": time.perf_counter() - self.t0,
+                "host_syncs": eng.host_syncs - self.s0}
 
 
 def level_loop(app, engine: Engine, st: dict, max_iter: int | None
@@ -107,30 +267,34 @@ def level_loop(app, engine: Engine, st: dict, max_iter: int | None
     -------
     (int, FrontierTrace, str)
         Levels run, the trace, and ``marks``: every side and every rank holds its own
-        rows' levels and parents (``Engine.read`` gathers them).
+        rows' levels and parents (``Engine.read`` gathers them). ``st['rank_levels']``
+        holds this rank's record of each level, then of the parents' hand-over.
     """
     size, edges = app.start_host(engine, st)
     app.start_devices(engine, st)
-    st["claimed"], st["front_ready"] = [], False
+    st.update(front_ready=False, claims_total=0, top_down=0, rank_levels=[])
     trace, it, where = FrontierTrace(), 0, "queue"
     while size > 0 and (max_iter is None or it < max_iter):
-        t0 = time.perf_counter()
+        level = _Level(engine)
         pull = app.wants_pull(st, size, edges, 0, None, len(engine.roles) == 2)
-        if pull:
-            found, found_edges = _bottom_up(app, engine, st, it, where)
-            where = "marks"
-        else:
-            found, found_edges = _top_down(app, engine, st, it, where, size, edges)
-            where = "queue"
+        step = _bottom_up if pull else _top_down
+        found, found_edges, part = step(app, engine, st, it, where, size, edges)
+        where = "marks" if pull else "queue"
         st["unexplored"] -= found_edges
         here = ("both" if len(engine.roles) == 2 else engine.roles[0]) if pull \
             else st["push_role"]
         run = PushRun("pull" if pull else "step", [(size, edges, found, found_edges)], 1,
                       False, found, found_edges, "empty" if not found else "batch")
-        app._record(trace, run, pull, here, it, time.perf_counter() - t0)
+        rec = level.record(level=it, direction="bottom-up" if pull else "top-down",
+                           frontier=size, frontier_edges=edges, found=found,
+                           found_edges=found_edges, **part)
+        st["rank_levels"].append(rec)
+        app._record(trace, run, pull, here, it, rec["wall_s"])
         it += 1
         size, edges = found, found_edges
-    _finish(app, engine, st, where)
+    level = _Level(engine)
+    part = _finish(app, engine, st, where)
+    st["rank_levels"].append(level.record(level=it, direction="parents", **part))
     return it, trace, "marks"
 
 
@@ -142,78 +306,162 @@ def _move(st: dict, to_push: bool, names: tuple) -> None:
         (mover.to_push if to_push else mover.from_push)(names)
 
 
-def _bottom_up(app, engine: Engine, st: dict, it: int, where: str) -> tuple[int, int]:
-    """One bottom-up level over every rank's rows; the merged frontier's size and edges."""
+def _stats(engine: Engine, kind: str, form_name: str, info: dict) -> None:
+    """The engine's exchange counts (the report's ``frontier``) for one merge."""
+    s = engine.stats
+    s["merge_seconds"] += info["exchange_s"]
+    s["merge_bytes_received"] += info["bytes_received"]
+    if kind == "claims":
+        s["claims"] += 1
+        s["claim_bytes"] += info["bytes_sent"]
+    else:
+        s["merges"] += 1
+        s["merge_bytes"] += info["bytes_sent"]
+        s["as_" + form_name] += 1
+
+
+def _bottom_up(app, engine: Engine, st: dict, it: int, where: str, size: int, edges: int
+               ) -> tuple:
+    """One bottom-up level over every rank's rows (the frontier of ``size`` vertices and
+    ``edges`` out-edges, merged): the next frontier's size and edges, and the level's
+    part (form, size, exchange)."""
+    push, parts = st["push_role"], st["parts"]
     if where == "queue":
         _move(st, False, app.sync_vectors)
-        if not st["front_ready"]:
+        if not st["front_ready"]:  # the run's first level: the root's list
             app.marks_from_queue(engine, st)
+        elif not engine.pair.shared and len(engine.roles) == 2:  # the frontier on push only
+            others = tuple(r for r in engine.roles if r != push)
+            engine.write("front", engine.read("front", role=push), roles=others)
     sums = engine.rowop_local(x="front", y="parent", s0="level", s1="next", aux="outdeg",
                               ia=it)
-    found, found_edges = (int(v) for v in engine.merge_frontier("next", sums))
+    Engine.merge_bits(engine, "next")  # this rank's two sides' bits (split memory)
+    engine.drain()
+    found, found_edges = int(sums[0]), int(sums[1])
+    role = push  # every side's copy holds this rank's bits now
+    w0, w1 = (int(x) for x in parts.spans[engine.comm.rank])
+    nxt = engine.buffer("next", role)
+    if found < w1 - w0:  # its vertices' list, gathered on the device
+        form, part = AS_LIST, found
+        dev = parts.device_words(role, max(found, 1))
+        cl().enqueue_fill_buffer(engine.pair.side(role).queue, parts.counts,
+                                 np.zeros(1, np.int32), 0, 4)
+        if found:
+            _launch(engine, role, "list_from_words", w1 - w0,
+                    (np.int32(w1 - w0), np.int32(w0), nxt, dev, parts.counts, np.int32(found)))
+
+        def fill(host):
+            parts.read(role, dev, host)
+    else:
+        form, part = AS_WORDS, w1 - w0
+
+        def fill(host):
+            parts.read(role, nxt, host, w0)
+    meta, info = parts.merge("next", tuple(engine.roles), form, part, w0,
+                             (found, found_edges), fill)
+    _stats(engine, "merges", FORMS[form], info)
     engine.swap("front", "next")
     engine.fill("next", 0)
     mark_bits(engine, st, "front", it + 1, count=False)
     st["front_ready"] = True
-    return found, found_edges
+    total = meta[:, 3:5].sum(axis=0)
+    return int(total[0]), int(total[1]), {"own_found": found, "form": FORMS[form],
+                                          "part": part, **info}
 
 
 def _top_down(app, engine: Engine, st: dict, it: int, where: str, size: int, edges: int
-              ) -> tuple[int, int]:
-    """One top-down level from this rank's own frontier vertices (the frontier of
-    ``size`` vertices and ``edges`` out-edges over every rank), its claims merged over
-    the ranks; the merged frontier's size and edges."""
-    queue, push = st["queue"], st["push_role"]
+              ) -> tuple:
+    """One top-down level from this rank's own vertices of the frontier (``size``
+    vertices and ``edges`` out-edges over every rank), its claims merged over the ranks;
+    the next frontier's size and edges (counted on the device), and the level's part."""
+    queue, push, parts = st["queue"], st["push_role"], st["parts"]
     if where == "marks":
         _move(st, True, app.sync_vectors)
-        queue.from_bitmap(engine.buffer("front", push), size, edges)
+    front = engine.buffer("front", push)
+    if st["front_ready"]:  # the frontier's bitmap (every rank's vertices) -> the list
+        queue.from_bitmap(front, size, edges)
     args = (engine.buffer("level", push), engine.buffer("parent", push))
     if not queue.run(it, args, batch=1, cap=1, limit=None, kind="top-down").levels:
         # a local launch that found the list past its work-group's memory ran no level
         queue.run(it, args, batch=1, cap=1, limit=None, kind="top-down", local=False)
-    claims = queue.vertices()
-    lo, hi = engine.own_range()
-    st["claimed"].append(claims[(claims < lo) | (claims >= hi)])
-    words = (st["n"] + 31) // 32
-    if 8 * claims.size > words:  # the rank sends its claims' bitmap, set on the device
-        engine.fill("next", 0, (push,))
-        queue.to_bitmap(engine.buffer("next", push))
-    ids, bits = engine.merge_claims(claims, "next", push, max(1024, words // 16))
-    if bits is None:
-        mark_list(engine, st, ids, it + 1)
-        queue.load(ids)
-        st["front_ready"] = False
-        return int(ids.size), int(st["outdeg"][ids].sum())
-    engine.write("front", bits)
-    engine.fill("next", 0)
-    size, edges = mark_bits(engine, st, "front", it + 1, count=True)
-    queue.from_bitmap(engine.buffer("front", push), size, edges)
+    engine.drain()
+    claims = queue.size  # this rank's claims, each once (its levels' atomics)
+    st["claims_total"] += claims
+    st["top_down"] += 1
+    engine.fill("front", 0, (push,))
+    if claims:
+        _launch(engine, push, "bits_from_list", claims,
+                (np.int32(claims), queue.front, np.int32(0), front))
+    if claims <= parts.nw:
+        form, part, src = AS_LIST, claims, queue.front
+    else:  # more claims than words: the bitmap's words
+        form, part, src = AS_WORDS, parts.nw, front
+
+    def fill(host):
+        parts.read(push, src, host)
+    meta, info = parts.merge("front", (push,), form, part, 0, (), fill)
+    _stats(engine, "claims", FORMS[form], info)
+    engine.stats["claim_lists"] += int((meta[:, 1] == AS_LIST).all())
+    found, found_edges = mark_bits(engine, st, "front", it + 1, count=True, roles=(push,))
     st["front_ready"] = True
-    return size, edges
+    return found, found_edges, {"own_found": claims, "form": FORMS[form], "part": part,
+                                **info}
 
 
-def _finish(app, engine: Engine, st: dict, where: str) -> None:
-    """Parents of the vertices other ranks claimed: each rank sends those it found to
-    their owners, who keep them where they found none (collective); then every side
-    holds its own rows."""
-    push = st["push_role"]
+def _finish(app, engine: Engine, st: dict, where: str) -> dict:
+    """Parents of the vertices other ranks claimed: each rank sends the (vertex, parent)
+    pairs it holds for other ranks' vertices to their owners, who keep them where they
+    found none (collective, after any top-down level); then every side holds its own
+    rows. Returns the hand-over's record."""
+    parts, comm = st["parts"], engine.comm
+    out = {"own_found": 0, "form": "pairs", "part": 0, "bytes_sent": 0, "bytes_received": 0,
+           "exchange_s": 0.0, "mpi_s": 0.0}
     if where == "marks":
         _move(st, True, app.sync_vectors)
-    claimed = (np.concatenate(st["claimed"]) if st["claimed"] else np.zeros(0, np.int32))
-    parents = np.empty(claimed.size, np.int32)
-    if claimed.size:
-        side = engine.pair.side(push)
-        idx, out = engine.scratch(push, claimed), engine.scratch(push, parents)
-        engine.pair.kernel(side, ("skeleton/vector.cl",), {"T": "int"}, "gather")(
-            side.queue, (-(-claimed.size // 64) * 64,), None, np.int32(claimed.size), idx,
-            engine.buffer("parent", push), out)
-        engine.read_buffer(push, parents, out)
-    ids, got = engine.route_to_owners(claimed, parents)
-    if ids.size:
-        ids, first = np.unique(ids, return_index=True)  # the first rank's parent of each
-        got = np.ascontiguousarray(got[first], dtype=np.int32)
-        ids = ids.astype(np.int32)
-        engine.launch(push, _kernel(engine, push, "set_parents"), ids.size,
-                      (np.int32(ids.size), engine.scratch(push, ids), engine.scratch(push, got),
-                       engine.buffer("parent", push)), kind="queue")
+    if st["top_down"]:  # alike on every rank: the levels' directions agree
+        out = _hand_over(engine, st, parts, comm)
     _move(st, False, app.sync_vectors)
+    return out
+
+
+def _hand_over(engine: Engine, st: dict, parts: LevelParts, comm) -> dict:
+    """The parents' hand-over of :func:`_finish` (collective): pairs found on the device,
+    grouped by owner (one launch per other rank, in rank order)."""
+    push = st["push_role"]
+    t0, m0 = time.perf_counter(), comm.mpi_seconds
+    parts.wait()
+    side, bounds = engine.pair.side(push), engine.partition.bounds
+    cap = max(int(st["claims_total"]), 1)  # every pair is one of this rank's claims
+    dev = parts.device_words(push, 2 * cap)
+    parent = engine.buffer("parent", push)
+    cl().enqueue_fill_buffer(side.queue, parts.counts, np.zeros(1, np.int32), 0,
+                             4 * (comm.size + 1))
+    for s in range(comm.size):
+        lo, hi = int(bounds[s]), int(bounds[s + 1])
+        if s != comm.rank and hi > lo:
+            _launch(engine, push, "claimed_pairs", hi - lo,
+                    (np.int32(lo), np.int32(hi), np.int32(st["root"]), parent, parts.counts,
+                     np.int32(1 + s), dev, np.int32(cap)))
+    counts = np.zeros(comm.size + 1, np.int32)
+    engine.read_buffer(push, counts, parts.counts)
+    engine.drain()
+    send = 2 * counts[1:].astype(np.int64)
+    recv = comm.alltoall_counts(send)
+    mine, got = int(send.sum()), int(recv.sum())
+    host = parts.host_words(mine + got)
+    parts.read(push, dev, host[:mine])
+    comm.alltoallv(host[:mine], send, recv, out=host[mine:mine + got])
+    if got:
+        dev = parts.device_words(push, got)
+        parts.pending.append(cl().enqueue_copy(side.queue, dev, host[mine:mine + got],
+                                               is_blocking=False))
+        _launch(engine, push, "set_parents", got // 2,
+                (np.int32(got // 2), dev, np.int32(0), parent))
+    engine.stats["routed"] += mine // 2
+    engine.stats["routed_bytes"] += 4 * mine
+    seconds = time.perf_counter() - t0
+    engine.stats["merge_seconds"] += seconds
+    engine.stats["merge_bytes_received"] += 4 * got
+    return {"own_found": mine // 2, "form": "pairs", "part": mine, "bytes_sent": 4 * mine,
+            "bytes_received": 4 * got, "exchange_s": seconds,
+            "mpi_s": comm.mpi_seconds - m0}

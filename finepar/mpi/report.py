@@ -67,6 +67,8 @@ def rank_record(comm, eng, rs: dict, rows, result, times: dict, source: str, tun
                     "mpi": rs["mpi_seconds"], "steps": summ["steps"],
                     "exchange_fraction": exchange / times["run"] if times["run"] > 0 else 0.0},
         "tuning": tuning,
+        # a frontier app's record of each level on this rank (BFS: apps/bfsranks.py)
+        "levels": result.extra.get("rank_levels", []),
     }
 
 
@@ -126,7 +128,8 @@ class DistReport(Stamped):
         (entries per exchange, bytes per iteration, seconds), ``frontier`` (bottom-up
         ``merges`` by form, top-down ``claims`` and those merged as lists, parents
         ``routed``, bytes sent and received), ``bytes_sent`` and ``bytes_received`` (every
-        exchange between ranks), ``timings``
+        exchange between ranks), ``levels`` (BFS: each level's direction, frontier,
+        part, kernel, exchange and MPI seconds, bytes, host synchronisations), ``timings``
         (``load``, ``matrix``, ``partition``, ``setup``, ``warmup``, ``run``,
         ``collect``, ``compute``, ``exchange``, ``mpi``, ...), ``devices``; ``columns``
         (per role: whether its share's columns were renumbered hottest first, and why);

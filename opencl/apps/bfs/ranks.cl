@@ -1,15 +1,52 @@
 /* BFS across ranks (DESIGN.md §3, "mpi"; the 1-D distributed BFS of Buluc and Madduri,
  * SC'11, with Beamer's direction switch): every rank keeps every vertex's level, so a
- * top-down level claims only vertices no rank has visited; a level's merged frontier
- * marks the vertices other ranks found. */
+ * top-down level claims only vertices no rank has visited. A level's frontier is merged
+ * on the device: each rank's part (a vertex list or a run of bitmap words) arrives in a
+ * staging buffer and is OR-ed into the frontier bitmap; the merged bitmap marks the
+ * vertices other ranks found. */
 #pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
 
-/* level[ids[i]] <- value for the count vertices of a merged frontier list. */
-__kernel void mark_list(const int count, __global const int *restrict ids,
-                        __global int *level, const int value)
+/* words[v / 32] |= bit v for the count vertices src[off ..] (a rank's list). */
+__kernel void bits_from_list(const int count, __global const int *restrict src,
+                             const int off, __global uint *words)
 {
     const int i = (int)get_global_id(0);
-    if (i < count) level[ids[i]] = value;
+    if (i < count) {
+        const int v = src[off + i];
+        atomic_or(&words[v >> 5], 1u << (v & 31));
+    }
+}
+
+/* words[first + i] |= src[off + i] for i < count (a rank's run of bitmap words; the
+ * parts are merged one launch after another on one queue, so no two write a word at
+ * once). */
+__kernel void or_words(const int count, const int first, __global const uint *restrict src,
+                       const int off, __global uint *words)
+{
+    const int i = (int)get_global_id(0);
+    if (i < count) {
+        const uint b = src[off + i];
+        if (b) words[first + i] |= b;
+    }
+}
+
+/* out[..] <- the vertices set in words[w0 .. w0 + count) (a rank's own words after a
+ * bottom-up level), in no particular order; *total counts them (zeroed before), at most
+ * cap written. */
+__kernel void list_from_words(const int count, const int w0, __global const uint *restrict words,
+                              __global int *out, __global int *total, const int cap)
+{
+    const int i = (int)get_global_id(0);
+    if (i >= count) return;
+    uint b = words[w0 + i];
+    if (!b) return;
+    int at = atomic_add(total, (int)popcount(b));
+    while (b) {
+        const uint low = b & (~b + 1u);
+        if (at < cap) out[at] = ((w0 + i) << 5) + (31 - (int)clz(low));
+        at += 1;
+        b ^= low;
+    }
 }
 
 /* level[v] <- value for every vertex v < n set in the merged frontier bitmap `words`
@@ -52,11 +89,36 @@ void mark_bits(const int nw, const int n, __global const uint *restrict words,
     }
 }
 
-/* parent[ids[i]] <- from[i] where the vertex has none (its owner did not claim it: another
- * rank's top-down level did, and sent the parent it found). */
-__kernel void set_parents(const int count, __global const int *restrict ids,
-                          __global const int *restrict from, __global int *parent)
+/* The (vertex, parent) pairs of the vertices lo .. hi - 1 (another rank's) that this
+ * rank claimed, the root excepted (it has a parent wherever a top-down level claimed
+ * it), appended at out[2 * counts[0] ..]; counts[slot] counts this launch's (the ranks'
+ * launches run one after another, so each rank's pairs are contiguous); at most cap
+ * pairs written. */
+__kernel void claimed_pairs(const int lo, const int hi, const int root,
+                            __global const int *restrict parent, __global int *counts,
+                            const int slot, __global int *out, const int cap)
+{
+    const int v = lo + (int)get_global_id(0);
+    if (v >= hi || v == root) return;
+    const int p = parent[v];
+    if (p < 0) return;
+    const int at = atomic_inc(&counts[0]);
+    atomic_inc(&counts[slot]);
+    if (at < cap) {
+        out[2 * at] = v;
+        out[2 * at + 1] = p;
+    }
+}
+
+/* parent[v] <- p for the count pairs (v, p) at src[2 * (off + i)] where v has none (its
+ * owner did not claim it: another rank's top-down level did, and sent the parent it
+ * found). */
+__kernel void set_parents(const int count, __global const int *restrict src, const int off,
+                          __global int *parent)
 {
     const int i = (int)get_global_id(0);
-    if (i < count && parent[ids[i]] < 0) parent[ids[i]] = from[i];
+    if (i < count) {
+        const int v = src[2 * (off + i)];
+        if (parent[v] < 0) parent[v] = src[2 * (off + i) + 1];
+    }
 }
