@@ -164,3 +164,24 @@ def test_bucket_queue_gives_the_fixed_point(name, kind, mode, pairs, monkeypatch
     wide, _ = lengths(shared_graph(name), name)
     res, _ = api.run("sssp", wide, options=EngineOptions(walk=10**9), **kw)
     assert res.extra["walk_queue"] == "heap"
+
+
+def test_hub_source_is_declined_without_counting_its_neighbours(monkeypatch):
+    """A source whose own out-edges pass the switch point is declined at once: its
+    neighbours' out-edges (``next_edges``, O(its neighbours) on the host) are counted only
+    for a source within the switch point."""
+    from finepar.engine import heapwalk
+
+    class Walk(heapwalk.HeapWalk):
+        switch_edges = 10  # a fixed switch point, no engine needed
+
+    calls = []
+    monkeypatch.setattr(heapwalk, "next_edges",
+                        lambda graph, start: calls.append(int(start[0])) or 0)
+    hub, small = object.__new__(Walk), object.__new__(Walk)
+    for w in (hub, small):
+        w.open, w.fixed, w.graph = True, None, None
+    assert not hub.starts(11, np.array([0], np.int32))
+    assert calls == []
+    assert small.starts(10, np.array([3], np.int32))
+    assert calls == [3]
