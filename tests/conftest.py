@@ -109,3 +109,10 @@ def pytest_terminal_summary(terminalreporter):
     suite = sys.modules.get("test_nx_suite") or sys.modules.get("tests.test_nx_suite")
     for line in getattr(suite, "SUMMARY", ()):
         terminalreporter.write_line(line)
+
+
+def push_from(monkeypatch, role: str) -> None:
+    """Make ``role`` the push side of a frontier app's run, whatever the measured costs."""
+    from finepar.engine import frontier
+    monkeypatch.setattr(frontier, "choose_push_role",
+                        lambda engine, names, owned_rows, roles=None: (role, {role: 1e-5}))

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from conftest import INPUT_PARAMS, SHARED_GRAPHS, generated_graph, graph_params, shared_graph
+from conftest import (INPUT_PARAMS, SHARED_GRAPHS, generated_graph, graph_params, push_from,
+                      shared_graph)
 from finepar import api, apps
-from finepar.engine import EngineOptions, frontier
+from finepar.engine import EngineOptions
 from finepar.io import from_scipy
 
 MODES = ("shared", "split")
@@ -21,11 +22,6 @@ NO_WALK = EngineOptions(walk="none")
 #: few hundred, and past any heap of these graphs.
 EXTRA = (2, 300, 10**9)
 
-
-def push_from(monkeypatch, role: str) -> None:
-    """Make ``role`` the push side, whatever the measured costs."""
-    monkeypatch.setattr(frontier, "choose_push_role",
-                        lambda engine, names, owned_rows, roles=None: (role, {role: 1e-5}))
 
 
 def lengths(g, name: str):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import SHARED_GRAPHS, generated_graph, graph_params, shared_graph
+from conftest import SHARED_GRAPHS, generated_graph, graph_params, push_from, shared_graph
 from finepar import api, apps
 from finepar.engine import EngineOptions, frontier
 from finepar.apps.bfs import bfs_levels_fast
@@ -19,11 +19,6 @@ MODES = ("shared", "split")
 SWITCHES = (4, 300, 20_000)
 WALK = "cpu (walk)"
 
-
-def push_from(monkeypatch, role: str) -> None:
-    """Make ``role`` the push side, whatever the measured costs."""
-    monkeypatch.setattr(frontier, "choose_push_role",
-                        lambda engine, names, owned_rows: (role, {role: 1e-5}))
 
 
 def check_run(g, res, root, switch: int) -> None:
