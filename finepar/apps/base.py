@@ -150,9 +150,10 @@ class AppHooks:
     Class attributes
     ----------------
     column_vectors : tuple of str
-        Vectors the ops read by column and only the host writes (SpMV's ``x``): each
+        Vectors the ops read by column (SpMV's ``x``, PageRank's contributions): each
         device's share may renumber its columns hottest first
-        (:mod:`finepar.engine.columns`).
+        (:mod:`finepar.engine.columns`). The host writes them, or a step through an op's
+        :attr:`~finepar.engine.RowOp.column_writes`, at each row's number there.
     exchanges : bool
         A step's results feed the next step (split memory moves a halo every
         step); the tuner adds the exchange to the predicted time.
