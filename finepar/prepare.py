@@ -70,7 +70,7 @@ def prepare(work: Workload, pair: DevicePair, *, throttle: ThrottleOptions,
     out = _prepared(work, pair, throttle=throttle, threshold=threshold,
                     devices=alone or devices, grouping=grouping, model=model, step=step,
                     calibrate=calibrate, options=options, cache=cache, steps=steps,
-                    builds_ahead=builds_ahead)
+                    builds_ahead=builds_ahead, params=params)
     if alone:  # the app keeps its work on one device: nothing was tuned
         out = (*out[:5], f"the app's one-device algorithm (on the {alone})", out[6])
     return out
@@ -80,7 +80,7 @@ def _prepared(work: Workload, pair: DevicePair, *, throttle: ThrottleOptions,
               threshold: int | None, devices: str, grouping: str, model: Any, step: int,
               calibrate: Any, options: EngineOptions | None, cache: PrepCache | None,
               steps: float,
-              builds_ahead=lambda: None):
+              builds_ahead=lambda: None, params: dict | None = None):
     """:func:`prepare` for the devices decided; ``builds_ahead()`` starts the builds a
     new engine will likely need, once no engine kept by a resident process serves."""
     how = dict(threshold=threshold, devices=devices, grouping=grouping, model=model,
@@ -111,7 +111,7 @@ def _prepared(work: Workload, pair: DevicePair, *, throttle: ThrottleOptions,
             content.start()
             builds_ahead()
     t0 = time.perf_counter()
-    plan, source, tuning = choose_plan(work, pair, **how)
+    plan, source, tuning = choose_plan(work, pair, params=params, **how)
     steps_s = {"tune": time.perf_counter() - t0 - plan.seconds}
     t1 = time.perf_counter()
     wl, plan, perm, secs = throttled(work, pair, plan, throttle, steps, tuning)

@@ -169,3 +169,21 @@ def test_a_default_pagerank_with_a_costly_split_runs_one_device(real_pair):
     app = apps.get("pagerank")
     params = app.check_params(g, {})
     assert app.check(g, res, app.reference(g, params), params) == ""
+
+
+def test_measured_candidates_run_with_the_runs_parameters(real_pair):
+    """The measured runs of a default SSSP take the run's own parameters: a signed input
+    with ``weights='abs'`` (refused with the default lengths) runs, and its lengths are
+    the float32 fixed point over the magnitudes."""
+    import finepar
+    from finepar import apps
+    from finepar.io import from_scipy
+    a = sp.random(300, 300, density=0.03, format="csr", random_state=5, dtype=np.float32)
+    a.data -= 0.5  # about half the lengths negative
+    g = from_scipy(a + a.T)
+    res, rep = finepar.run("sssp", g, pair=real_pair, cache=False, calibrate=False,
+                           weights="abs", root=0)
+    assert rep.tuning["choice"]["by"] == "measured"
+    app = apps.get("sssp")
+    params = app.check_params(g, {"weights": "abs", "root": 0})
+    assert app.check(g, res, app.reference(g, params), params) == ""

@@ -343,9 +343,11 @@ def text(choice: dict) -> str:
 # ------------------------------------------------------------------ the trial
 
 
-def trial(work, pair, plans: dict, options=None, repeats: int = 2) -> dict:
+def trial(work, pair, plans: dict, options=None, repeats: int = 2,
+          params: dict | None = None) -> dict:
     """One measured run of each candidate: its engine built, the app's warm-up, then the
-    least of ``repeats`` runs with the app's default parameters (the answers dropped).
+    least of ``repeats`` runs with the run's ``params`` (None: the app's defaults; the
+    answers dropped).
 
     Parameters
     ----------
@@ -358,7 +360,7 @@ def trial(work, pair, plans: dict, options=None, repeats: int = 2) -> dict:
         ``{name: seconds}`` (a candidate whose run raised: left out).
     """
     from ..errors import FineParError
-    params = work.app.check_params(work.graph, {})
+    params = work.app.check_params(work.graph, dict(params or {}))
     out = {}
     for name, plan in plans.items():
         try:
@@ -417,7 +419,8 @@ def inputs_of(work, pair, options=None) -> Inputs:
     return inp
 
 
-def whole_run(work, pair, tuning: dict, plan_of, options=None) -> dict:
+def whole_run(work, pair, tuning: dict, plan_of, options=None,
+              params: dict | None = None) -> dict:
     """The whole-run choice for ``work`` on ``pair`` after the tuner's ``tuning``: every
     candidate weighed (:func:`weigh`), and for a frontier app on an input of at most
     :data:`TRIAL_NNZ` entries each candidate's run measured (:func:`trial`) and the
@@ -435,7 +438,7 @@ def whole_run(work, pair, tuning: dict, plan_of, options=None) -> dict:
     choice = weigh(tuning, inp)
     if inp.levels is not None and inp.nnz <= TRIAL_NNZ and len(choice["candidates"]) > 1:
         plans = {n: plan_of(n, c["grouping"]) for n, c in choice["candidates"].items()}
-        seconds = trial(work, pair, plans, options)
+        seconds = trial(work, pair, plans, options, params=params)
         if seconds:
             choice = measured(choice, seconds)
     if inp.levels is not None:

@@ -68,12 +68,13 @@ def plan_for(matrix: Graph, *, threshold: int | None, devices: str, grouping: st
 
 def choose_plan(work: Workload, pair: DevicePair, *, threshold: int | None, devices: str,
                 grouping: str, model: Any, step: int, calibrate: Any, scale: Any = None,
-                options: EngineOptions | None = None):
+                options: EngineOptions | None = None, params: dict | None = None):
     """The plan of a run: one device, a given T_f, or the tuner's; returns
     ``(plan, source, tuning)``. ``devices='auto'`` is decided by :func:`auto_devices`;
     where it leaves the pair's two devices, the tuner's split is weighed against each
     device alone by the predicted (for a small frontier app, measured) time to answer
-    (:func:`finepar.split.answer.whole_run`), recorded as ``tuning['choice']``."""
+    (:func:`finepar.split.answer.whole_run`, measured runs with the run's ``params``),
+    recorded as ``tuning['choice']``."""
     asked = devices
     devices, why = auto_devices(devices, pair, threshold)
     if why is not None:  # one work-item a row: length groups only add launches on a
@@ -93,7 +94,7 @@ def choose_plan(work: Workload, pair: DevicePair, *, threshold: int | None, devi
     if asked != "auto":  # --devices both: the split the user asked for
         return (plan_for(work.matrix, threshold=tr.threshold, devices=devices,
                          grouping=tr.grouping), "tuner", tuning)
-    return chosen(work, pair, tuning, options)
+    return chosen(work, pair, tuning, options, params)
 
 
 def candidate_plan(work: Workload, tuning: dict, name: str, grouping: str) -> Plan:
@@ -104,14 +105,15 @@ def candidate_plan(work: Workload, tuning: dict, name: str, grouping: str) -> Pl
     return plan_for(work.matrix, threshold=None, devices=name, grouping=grouping)
 
 
-def chosen(work: Workload, pair: DevicePair, tuning: dict, options=None):
+def chosen(work: Workload, pair: DevicePair, tuning: dict, options=None,
+           params: dict | None = None):
     """``(plan, source, tuning)`` of the whole-run choice after the tuner's ``tuning``
     (:func:`finepar.split.answer.whole_run`): the winner's plan, ``tuner`` for the split or
     ``time to answer`` for a device alone, and ``tuning['choice']`` saying what was
     weighed and why the winner won."""
     from .answer import whole_run
     choice = whole_run(work, pair, tuning,
-                       lambda n, g: candidate_plan(work, tuning, n, g), options)
+                       lambda n, g: candidate_plan(work, tuning, n, g), options, params)
     tuning["choice"] = choice
     tuning["seconds"] = tuning.get("seconds", 0.0) + choice["seconds"]
     win = choice["winner"]
