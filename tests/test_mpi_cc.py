@@ -130,7 +130,8 @@ def distributed(ranks: int, inputs) -> Path:
 def expected_counts(graph, bounds, giant_roots) -> list[dict]:
     """Each rank's counts, from scipy: its subgraph's components, its giant (the component
     holding the reported giant root), its ghosts, the cross edges between two
-    components outside their ranks' giants (the records), the cross entries of its rows
+    components outside their ranks' giants (the records, and their number by their
+    ghosts' ranks), the cross entries of its rows
     outside (``hook_entries``) and inside (``giant_entries``) its giant, and its vertices
     with more than ROUNDS edges in its subgraph: all of them (``listable``) and those
     outside its giant (``listed_least``)."""
@@ -162,6 +163,9 @@ def expected_counts(graph, bounds, giant_roots) -> list[dict]:
                     "boundary_rows": int(np.unique(rows[mine]).size),
                     "bit_words_sent": int(sum(-(-c // 32) for c in asked_of_me)),
                     "records": int((mine & ~in_giant[rows] & ~in_giant[cols]).sum()),
+                    "records_to": np.bincount(owner[cols[mine & ~in_giant[rows]
+                                                         & ~in_giant[cols]]],
+                                              minlength=P).tolist(),
                     "hook_entries": int((mine & ~in_giant[rows]).sum()),
                     "giant_entries": int((mine & in_giant[rows]).sum()),
                     "listable": int((local_deg[lo:hi] > ROUNDS).sum()),
@@ -217,8 +221,9 @@ def test_labels_and_exchange_counts(ranks, case, inputs):
         small = case.get("min_records") and e["records"] > e["cross_edges"] // 16
         assert p["records_grown"] == (1 if small else 0) and p["hooks"] == 1, r
         assert p["rounds"] == 3  # the giant bits, the sizes, the records
+        assert p["records_to"] == e["records_to"], r
         assert p["bytes_sent"] == 4 * p["bit_words_sent"] + 4 * (ranks - 1) * (
-            2 + 2 * ranks + 4 * p["records"])
+            2 + 3 * ranks + 4 * p["records"])
         if case["graph"].startswith("graph500"):  # below one round of every label
             assert p["bytes_sent"] < 4 * (bounds[r + 1] - bounds[r]) * (ranks - 1)
     if case.get("min_records"):  # the case overflows somewhere
@@ -254,24 +259,58 @@ def test_rank_rows_split_into_subgraph_and_cross_edges():
         assert local.symmetric and (sub != sub.T).nnz == 0
 
 
-def test_solve_joins_giants_records_and_attached_roots():
-    """The host's solve on a hand-made gather of two ranks (vertices 0-9 and 10-19):
-    giants 2 and 10 linked only through root 5's attachment to both (rank 0's links),
-    recorded roots 7 (rank 0) and 15 (rank 1) tied by the cross edge 8-18, root 5 and
-    rank 1's root 16 by the edge 6-11; root 3 attached to giant 10 and root 12 to giant
-    2 (the gmin words) do not lower the giants' label 2."""
-    from finepar.apps.ccranks import solve
-    P, big = 2, 2**31 - 1
-    # giant root, links (P), gmin (P), records (root, vertex, ghost, mask)
-    r0 = np.array([2, 0, 0b01, big, 3, 7, 8, 18, 0, 5, 6, 11, 0b11], np.int64)
-    r1 = np.array([10, 0, 0, 12, big, 15, 18, 8, 0, 16, 11, 6, 0], np.int64)
-    glabel, roots, labels = solve([r0, r1], P, 0, 10)
-    assert list(glabel) == [2, 2]
-    assert list(roots) == [5, 7] and list(labels) == [2, 7]
-    glabel, roots, labels = solve([r0, r1], P, 10, 20)
-    assert list(glabel) == [2, 2]
-    assert list(roots) == [15, 16] and list(labels) == [7, 2]
-    # without root 5's second giant the giants part; giant 10's label is root 3's
+def _hand_made_gather():
+    """Two ranks' parts (vertices 0-9 and 10-19): giants 2 and 10 linked only through
+    root 5's attachment to both (rank 0's links), recorded roots 7 (rank 0) and 15
+    (rank 1) tied by the cross edge 8-18, root 5 and rank 1's root 16 by the edge 6-11;
+    root 3 attached to giant 10 and root 12 to giant 2 (the gmin words)."""
+    big = 2**31 - 1
+    # giant root, links (P), gmin (P), records by ghost rank (P), records
+    # (root, vertex, ghost, mask)
+    r0 = np.array([2, 0, 0b01, big, 3, 0, 2, 7, 8, 18, 0, 5, 6, 11, 0b11], np.int32)
+    r1 = np.array([10, 0, 0, 12, big, 2, 0, 15, 18, 8, 0, 16, 11, 6, 0], np.int32)
+    return r0, r1
+
+
+def test_gathered_solve_joins_giants_records_and_attached_roots(pairs):
+    """The device's solve of a hand-made gather (:func:`_hand_made_gather`) from either
+    rank: the giants' labels, and each recorded root's label (bit 31 set) in the rank's
+    mask, no other entry written; root 3 and root 12 do not lower the giants' label 2;
+    without root 5's second giant the giants part and giant 10's label is root 3's."""
+    from finepar import api
+    from finepar.apps.ccranks import SOURCES, GatheredSolve
+    from finepar.device import filled
+    from finepar.io.graph500 import kronecker
+    from finepar.partition import single_device
+    wl = api.Workload("cc", kronecker(6))
+    eng = wl.engine(pairs["shared"], single_device(wl.matrix.row_lengths(), "gpu"))
+    side = eng.pair.side("gpu")
+    solver = GatheredSolve(eng, "gpu", eng.pair.program(side, SOURCES, {"OFFSET_T": "int"}),
+                           20, 2)
+    flag = 1 << 31
+
+    def solve(parts, lo):
+        mask, glabel = filled(side, 10, np.uint32), filled(side, 2, np.int32)
+        assert solver.enqueue(parts, lo, lo + 10, mask, glabel) == 4
+        out_mask, out_g = np.empty(10, np.uint32), np.empty(2, np.int32)
+        eng.read_buffer("gpu", out_mask, mask)
+        eng.read_buffer("gpu", out_g, glabel)
+        return list(out_g), {i + lo: int(m) - flag for i, m in enumerate(out_mask) if m}
+
+    r0, r1 = _hand_made_gather()
+    assert solve([r0, r1], 0) == ([2, 2], {5: 2, 7: 7})
+    assert solve([r0, r1], 10) == ([2, 2], {15: 7, 16: 2})
     r0[2], r0[-1] = 0, 0b01
-    glabel, _, labels = solve([r0, r1], P, 0, 10)
-    assert list(glabel) == [2, 3] and list(labels) == [2, 7]
+    assert solve([r0, r1], 0) == ([2, 3], {5: 2, 7: 7})
+
+
+def test_gathered_solve_refuses_records_of_one_side():
+    """Rank 0 records two edges to rank 1, rank 1 one to rank 0: an error, before any
+    launch."""
+    from finepar.apps.ccranks import GatheredSolve
+    r0, r1 = _hand_made_gather()
+    r1 = np.concatenate((r1[:5], [1, 0], r1[7:11]))
+    solver = GatheredSolve.__new__(GatheredSolve)
+    solver.P = 2
+    with pytest.raises(RuntimeError, match="one side only"):
+        solver.heads([r0, r1])

@@ -16,7 +16,9 @@ exchanging every label every round (FastSV over the ranks), a rank:
    cross edges (all of them where the sample finds none) links giants directly;
 4. gathers every rank's giant root, links, smallest attached roots and records on every
    rank (one ``MPI_Allgatherv``) and solves the small graph of giants and recorded roots
-   on the host, the same on every rank: each component's label is its smallest vertex;
+   on the device, the same on every rank (:class:`GatheredSolve`: Afforest's links over
+   global vertex ids; the host touches only the P-sized heads): each component's label
+   is its smallest vertex;
 5. labels every vertex by its root: the giant's label, a recorded root's, an attached
    giant's, or the root itself (a local component without cross edges is whole).
 
@@ -52,9 +54,8 @@ MIN_RECORDS = 1 << 16
 PHASES = ("afforest", "giant_bits", "bits_exchange", "hook", "records", "gather", "solve",
           "label")
 #: Bit 31 of a mask entry: the entry is a final label (ranks_label in ranks.cl).
-LABEL_FLAG = np.uint32(0x80000000)
 
-SOURCES = ("apps/cc/ranks.cl",)
+SOURCES = ("apps/cc/afforest.cl", "apps/cc/ranks.cl")
 
 
 def across_ranks(engine) -> bool:
@@ -219,7 +220,8 @@ class RankComponents:
     stats : dict
         The last run's counts: ``records`` (this rank's), ``records_gathered`` (every
         rank's), ``giant_root`` (global id), ``probe_found`` (the sample linked every
-        reached owner's giant), ``rounds`` (collectives that moved data), ``bytes_sent``,
+        reached owner's giant), ``records_to`` (this rank's records by their ghosts' ranks),
+        ``rounds`` (collectives that moved data), ``bytes_sent``,
         ``seconds`` (those collectives' wall time), ``hooks`` (hooking passes: 2 where
         the records outgrew their buffer), ``records_grown`` (times the buffer grew, over
         every run), ``host_s`` (the host's wall seconds of each of :data:`PHASES`, from
@@ -267,14 +269,12 @@ class RankComponents:
         prg = self.engine.pair.program(s, SOURCES, {"OFFSET_T": "long" if wide else "int"})
         self.kernels = {k: cl().Kernel(prg, f"ranks_{k}") for k in
                         ("giant_bits", "hook", "probe", "giant_rows", "core_masks", "label")}
+        self.solver = GatheredSolve(self.engine, self.role, prg,
+                                    int(self.engine.partition.bounds[-1]), P) if P > 1 else None
 
     def _record_buffers(self) -> None:
-        """The records (``cap`` of them) and the recorded roots' labels written back (at
-        most one per record)."""
-        s = self.side
-        self.buf["records"] = filled(s, 4 * self.cap, np.int32)
-        self.buf["roots"] = filled(s, self.cap, np.int32)
-        self.buf["root_labels"] = filled(s, self.cap, np.uint32)
+        """The records (``cap`` of them)."""
+        self.buf["records"] = filled(self.side, 4 * self.cap, np.int32)
 
     def _launch(self, name: str, size: int, args: tuple) -> None:
         self.engine.launch(self.role, self.kernels[name], size, args, kind=f"cc-ranks-{name}",
@@ -298,14 +298,13 @@ class RankComponents:
         trace = self.afforest.run(ROUNDS)
         self._lap("afforest")
         giant = np.int32(next(t for t in trace if t["phase"] == "sample")["giant"])
-        glabel = np.full(self.P, -1, np.int32)
         q = self.side.queue
         cl().enqueue_fill_buffer(q, self.buf["mask"], np.zeros(1, np.uint32), 0, 4 * self.k)
         cl().enqueue_fill_buffer(q, self.buf["touched"], np.zeros(1, np.uint64), 0, 16)
         if self.P > 1:
-            glabel = self._across(giant)
-        self._glabel = glabel  # the non-blocking write reads it
-        self._write(self.buf["glabel"], glabel)
+            self._across(giant)  # the giants' labels on the device
+        else:  # one rank: no label comes, the giant's root is its label
+            cl().enqueue_fill_buffer(q, self.buf["glabel"], np.full(1, -1, np.int32), 0, 4)
         b = self.buf
         self._launch("label", self.k, (np.int32(self.k), self.afforest.comp, giant, b["mask"],
                                        b["glabel"], np.int32(self.me), np.int32(self.lo),
@@ -340,37 +339,28 @@ class RankComponents:
             {k: self.stats[k] for k in ("kernel_s", "host_s", "hook_entries")})
         return self.stats
 
-    def _across(self, giant: np.int32) -> np.ndarray:
-        """Steps 2-4: the giant bits, the hooking, the gathered solve; each giant's label
-        (and the recorded roots' labels written into ``mask``)."""
+    def _across(self, giant: np.int32) -> None:
+        """Steps 2-4: the giant bits, the hooking, the gather and its solve on the device
+        (each giant's label into ``glabel``, the recorded roots' into ``mask``)."""
         self._exchange_bits(giant)
         count = self._hook(giant)
-        records = self._records(count)
+        records, sent = self._records(count)
         t0 = time.perf_counter()
-        mine = np.concatenate((self.host_state[1 + 2 * self.P:1 + 2 * self.P + 1] + self.lo,
-                               self.host_state[1:1 + 2 * self.P], records.ravel())
+        mine = np.concatenate(([self.host_state[1 + 2 * self.P] + self.lo],
+                               self.host_state[1:1 + 2 * self.P], sent, records.ravel())
                               ).astype(np.int32)  # ids and masks (bit 31 clear) fit
         sizes = self.comm.allgatherv(np.array([mine.size], np.int32),
                                      counts=np.ones(self.P, np.int64))
-        every = self.comm.allgatherv(mine, counts=sizes.astype(np.int64)).astype(np.int64)
+        every = self.comm.allgatherv(mine, counts=sizes.astype(np.int64))
         self._count(time.perf_counter() - t0, 4 * (1 + mine.size) * (self.P - 1), rounds=2)
         self._lap("gather")
         self.stats["records"] = int(count)
-        parts = np.split(every, np.cumsum(sizes)[:-1])
-        glabel, roots, labels = solve(parts, self.P, self.lo, self.hi)
-        self.stats["records_gathered"] = int(sum((p.size - 1 - 2 * self.P) // 4 for p in parts))
+        self.stats["records_to"] = sent.tolist()
+        self.stats["records_gathered"] = self.solver.enqueue(
+            np.split(every, np.cumsum(sizes)[:-1]), self.lo, self.hi, self.buf["mask"],
+            self.buf["glabel"])
         self.stats["giant_root"] = int(mine[0])
-        if roots.size:
-            self._roots = (np.ascontiguousarray(roots - self.lo, dtype=np.int32),
-                           (labels.astype(np.int64) | int(LABEL_FLAG)).astype(np.uint32))
-            self._write(self.buf["roots"], self._roots[0])
-            self._write(self.buf["root_labels"], self._roots[1])
-            k = self.engine.pair.kernel(self.side, ("skeleton/vector.cl",), {"T": "uint"},
-                                        "scatter")
-            k(self.side.queue, (-(-roots.size // 64) * 64,), None, np.int32(roots.size),
-              self.buf["roots"], self.buf["root_labels"], self.buf["mask"])
         self._lap("solve")
-        return glabel
 
     def _count(self, seconds: float, nbytes: int, rounds: int) -> None:
         """Record a collective's cost here and in the engine's exchange counts."""
@@ -436,20 +426,21 @@ class RankComponents:
         self._lap("hook")
         return count
 
-    def _records(self, count: int) -> np.ndarray:
-        """The records (root, vertex, ghost, root's mask) with global ids, shape (count, 4)."""
+    def _records(self, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """The records (root, vertex, ghost, root's mask) with global ids, int32 of shape
+        (count, 4), and how many have their ghost on each rank (int32, shape (P,))."""
         if not count:
-            return np.zeros((0, 4), np.int64)
+            return np.zeros((0, 4), np.int32), np.zeros(self.P, np.int32)
         b = self.buf
         self._launch("core_masks", count, (np.int32(count), b["records"], b["mask"]))
-        host = np.empty(4 * count, np.int32)
-        self.engine.read_buffer(self.role, host, b["records"], count=4 * count)
-        rec = host.reshape(count, 4).astype(np.int64)
-        rec[:, :2] += self.lo
+        rec = np.empty((count, 4), np.int32)
+        self.engine.read_buffer(self.role, rec.reshape(-1), b["records"], count=4 * count)
+        sent = np.bincount(np.searchsorted(self.edges.owner_start, rec[:, 2], side="right") - 1,
+                           minlength=self.P).astype(np.int32)
+        rec[:, :2] += np.int32(self.lo)
         rec[:, 2] = self.edges.ghosts[rec[:, 2]]
-        rec[:, 3] = host.reshape(count, 4)[:, 3].view(np.uint32)
         self._lap("records")
-        return rec
+        return rec, sent
 
     # ------------------------------------------------------------ the answer
     def labels(self) -> np.ndarray:
@@ -460,61 +451,112 @@ class RankComponents:
         return self.comm.allgatherv(mine, counts=counts)
 
 
-def solve(parts: list, P: int, lo: int, hi: int):
-    """Step 4 on the host, the same on every rank: the components of the graph of the
-    ranks' giants and recorded roots.
+
+class GatheredSolve:
+    """Step 4 on the device, the same on every rank: the components of the graph of the
+    ranks' giants and recorded roots, from the gathered parts (DESIGN.md §3, "mpi").
+
+    A forest over global vertex ids (``parent``, n int32 entries, allocated once; a run
+    sets and reads only the records' vertices, the giants' roots and their smallest
+    attached roots) hooked by Afforest's links (``ranks_solve_*`` in
+    ``opencl/apps/cc/ranks.cl``): a record (a, u, g, giants) joins u with g, whose
+    parent is its root from the owner's record of the same edge, and a with its giants;
+    each giant joins its smallest attached root and the giants it was linked with. A
+    tree's root is its smallest vertex: the label. The host touches only the P-sized
+    heads; no pass over the records but one concatenation.
 
     Parameters
     ----------
-    parts : list of ndarray of int
-        Each rank's gathered part: its giant's root, ``links`` (P), ``gmin`` (P), then
-        its records ``(root, vertex, ghost, mask)`` (global ids), flattened.
+    engine : Engine
+        The rank's engine (its launches are counted there).
+    role : str
+        The device holding ``mask`` and ``glabel``.
+    program : pyopencl.Program
+        Built from :data:`SOURCES`.
+    n : int
+        Vertices of the whole graph (global ids).
     P : int
-    lo, hi : int
-        This rank's vertices.
-
-    Returns
-    -------
-    glabel : ndarray of int32, shape (P,)
-        The label of each rank's giant.
-    roots, labels : ndarray of int64
-        This rank's recorded roots and their labels.
-
-    Raises
-    ------
-    RuntimeError
-        A record's ghost has no record on its owner (the hooking missed an edge).
+        Ranks, at most :data:`MAX_RANKS`.
     """
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-    groots = np.array([int(p[0]) for p in parts], np.int64)
-    links = np.stack([p[1:1 + P] for p in parts]).astype(np.uint32)
-    gmin = np.stack([p[1 + P:1 + 2 * P] for p in parts]).min(axis=0)
-    rec = np.concatenate([p[1 + 2 * P:].reshape(-1, 4) for p in parts])
-    roots = np.unique(rec[:, 0])
-    m = P + roots.size
-    value = np.concatenate((np.minimum(groots, gmin), roots))
-    # links[r, o] bit b: rank r saw giant o linked with giant b
-    _, lo_g, hi_g = np.nonzero((links[:, :, None] >> np.arange(P, dtype=np.uint32)) & 1)
-    src, dst = [lo_g], [hi_g]
-    vert, where = np.unique(rec[:, 1], return_index=True)
-    at = np.searchsorted(vert, rec[:, 2])
-    if rec.size and (np.any(at >= vert.size) or np.any(vert[np.minimum(at, vert.size - 1)]
-                                                       != rec[:, 2])):
-        raise RuntimeError("a cross edge between two small components was recorded on one "
-                           "side only")
-    node = P + np.searchsorted(roots, rec[:, 0])
-    src.append(node)
-    dst.append(P + np.searchsorted(roots, rec[where[at], 0]) if rec.size else node)
-    masks = rec[:, 3].astype(np.uint32)
-    r_idx, o_idx = np.nonzero((masks[:, None] >> np.arange(P, dtype=np.uint32)) & 1)
-    src.append(node[r_idx])
-    dst.append(o_idx)
-    s, d = np.concatenate(src).astype(np.int64), np.concatenate(dst).astype(np.int64)
-    graph = coo_matrix((np.ones(s.size, np.int8), (s, d)), shape=(m, m))
-    _, comp = connected_components(graph, directed=True, connection="weak")
-    low = np.full(m, np.iinfo(np.int64).max)
-    np.minimum.at(low, comp, value)
-    label = low[comp]
-    mine = (roots >= lo) & (roots < hi)
-    return label[:P].astype(np.int32), roots[mine], label[P:][mine]
+
+    def __init__(self, engine, role: str, program, n: int, P: int):
+        self.engine, self.role, self.P = engine, role, P
+        self.side = engine.pair.side(role)
+        self.parent = filled(self.side, max(n, 1), np.int32)
+        self.kernels = {k: cl().Kernel(program, f"ranks_solve_{k}")
+                        for k in ("init", "link", "label")}
+        self.pairs = filled(self.side, 2 * (2 * P + P * P), np.int32)
+        self.groots = filled(self.side, P, np.int32)
+        self.cap = 4
+        self.rec = filled(self.side, self.cap, np.int32)
+        self._keep: tuple = ()
+
+    def _write(self, buf, array: np.ndarray) -> None:
+        """A non-blocking write (``array`` is kept until the next run)."""
+        if array.size:
+            cl().enqueue_copy(self.side.queue, buf, array, is_blocking=False)
+
+    def heads(self, parts: list) -> tuple[np.ndarray, np.ndarray]:
+        """The giants' roots (int32, shape (P,)) and the pairs to join (int32, shape
+        (pairs, 2)): each giant's root with itself, with its smallest attached root
+        (where one attached) and with each giant a rank saw linked with it (word o of a
+        rank's ``links``: bit b, giant b linked with giant o).
+
+        Raises
+        ------
+        RuntimeError
+            The records of rank r with ghosts on rank o do not number those of o with
+            ghosts on r (a cross edge between two small components recorded on one side).
+        """
+        P = self.P
+        head = np.stack([p[:1 + 3 * P] for p in parts]).astype(np.int64)
+        sent = head[:, 1 + 2 * P:]
+        if np.any(sent != sent.T):
+            raise RuntimeError("a cross edge between two small components was recorded on "
+                               "one side only")
+        groots = head[:, 0]
+        gmin = head[:, 1 + P:1 + 2 * P].min(axis=0)
+        links = np.bitwise_or.reduce(head[:, 1:1 + P], axis=0).astype(np.uint32)
+        o, b = np.nonzero((links[:, None] >> np.arange(P, dtype=np.uint32)) & 1)
+        att = np.flatnonzero(gmin < INT32_MAX)
+        pairs = np.concatenate((np.stack((groots, groots), 1), np.stack((groots[att], gmin[att]), 1),
+                                np.stack((groots[o], groots[b]), 1))).astype(np.int32)
+        return groots.astype(np.int32), pairs
+
+    def enqueue(self, parts: list, lo: int, hi: int, mask, glabel) -> int:
+        """Enqueue the solve of the gathered ``parts``; returns the records gathered.
+
+        Parameters
+        ----------
+        parts : list of ndarray of int32
+            Each rank's part: its giant's root, ``links`` (P), ``gmin`` (P), its records'
+            count by their ghosts' ranks (P), then its records ``(root, vertex, ghost,
+            root's giants)`` (global ids), flattened.
+        lo, hi : int
+            This rank's vertices.
+        mask : pyopencl.Buffer of uint32, shape (hi - lo,)
+            Each recorded root of this rank gets its label there, with bit 31 set.
+        glabel : pyopencl.Buffer of int32, shape (P,)
+            Each rank's giant's label.
+        """
+        groots, pairs = self.heads(parts)
+        rec = np.concatenate([p[1 + 3 * self.P:] for p in parts])
+        count = rec.size // 4
+        self._keep = (groots, pairs, rec)  # the writes read them
+        if rec.size > self.cap:  # the records' buffer grows by doubling
+            self.cap = max(2 * self.cap, rec.size)
+            self.rec = filled(self.side, self.cap, np.int32)
+        for buf, array in ((self.rec, rec), (self.pairs, pairs), (self.groots, groots)):
+            self._write(buf, array)
+        size = max(count, len(pairs))
+        common = (np.int32(count), self.rec)
+        self._launch("init", size, (*common, np.int32(len(pairs)), self.pairs, self.parent))
+        self._launch("link", size, (*common, np.int32(len(pairs)), self.pairs, self.groots,
+                                    self.parent))
+        self._launch("label", size, (*common, np.int32(self.P), self.groots, self.parent,
+                                     np.int32(lo), np.int32(hi), mask, glabel))
+        return count
+
+    def _launch(self, name: str, size: int, args: tuple) -> None:
+        self.engine.launch(self.role, self.kernels[name], size, args,
+                           kind=f"cc-ranks-solve_{name}", wg=256, wait=False)

@@ -23,6 +23,19 @@
  *   ranks_core_masks   each record's root's mask (its giants) into the record;
  *   ranks_label        the final labels: the giant's, a record root's (set in `mask`
  *                      with bit 31), an attached giant's, or the root's own id.
+ * The gathered records of every rank are solved on the device, the same on every rank,
+ * as a forest `parent` over global vertex ids (n entries; only the records' vertices,
+ * the giants' roots and their smallest attached roots are set in a run, and only those
+ * are read), hooked by Afforest's afforest_join (afforest.cl, concatenated before):
+ *   ranks_solve_init   each record (root a, vertex u, ghost g, a's giants) sets
+ *                      parent[a] = a, parent[u] = a (a <= u); each extra pair (x, y)
+ *                      (a giant's root with itself, its smallest attached root or a
+ *                      giant it was linked with) sets parent[x] = x, parent[y] = y;
+ *   ranks_solve_link   joins u with g (g's parent is its root from its owner's record of
+ *                      the same edge), a with each of its giants' roots, x with y;
+ *   ranks_solve_label  a recorded root of this rank gets its tree's root (the smallest
+ *                      vertex of its component) in `mask` with bit 31; each giant's
+ *                      label into `glabel`.
  * ranks_hook and ranks_giant_rows add the cross entries they read to `touched[0]` and
  * `touched[1]` (summed per work-group, one 64-bit atomic a group: counts for the tests
  * and the report, not a contended word).
@@ -184,4 +197,54 @@ __kernel void ranks_label(const int n, __global const int *restrict comp, const 
     if (m & LABEL_FLAG) out[v] = (int)(m & ~LABEL_FLAG);
     else if (m) out[v] = glabel[31 - clz(m & (~m + 1u))];  /* the lowest attached giant */
     else out[v] = r + lo;
+}
+
+__kernel void ranks_solve_init(const int count, __global const int *restrict rec,
+                               const int pairs, __global const int *restrict extra,
+                               __global int *restrict parent)
+{
+    const int j = (int)get_global_id(0);
+    if (j < count) {
+        const int a = rec[4 * j];
+        parent[a] = a;
+        parent[rec[4 * j + 1]] = a;
+    }
+    if (j < pairs) {
+        parent[extra[2 * j]] = extra[2 * j];
+        parent[extra[2 * j + 1]] = extra[2 * j + 1];
+    }
+}
+
+__kernel void ranks_solve_link(const int count, __global const int *restrict rec,
+                               const int pairs, __global const int *restrict extra,
+                               __global const int *restrict groots,
+                               volatile __global int *parent)
+{
+    const int j = (int)get_global_id(0);
+    if (j < count) {
+        afforest_join(rec[4 * j + 1], rec[4 * j + 2], parent);
+        for (uint m = (uint)rec[4 * j + 3]; m; m &= m - 1u)
+            afforest_join(rec[4 * j], groots[31 - clz(m & (~m + 1u))], parent);
+    }
+    if (j < pairs) afforest_join(extra[2 * j], extra[2 * j + 1], parent);
+}
+
+int ranks_find(int p, __global const int *restrict parent)
+{
+    while (parent[p] != p) p = parent[p];
+    return p;
+}
+
+__kernel void ranks_solve_label(const int count, __global const int *restrict rec,
+                                const int parts, __global const int *restrict groots,
+                                __global const int *restrict parent, const int lo,
+                                const int hi, __global uint *restrict mask,
+                                __global int *restrict glabel)
+{
+    const int j = (int)get_global_id(0);
+    if (j < count) {
+        const int a = rec[4 * j];
+        if (a >= lo && a < hi) mask[a - lo] = (uint)ranks_find(a, parent) | LABEL_FLAG;
+    }
+    if (j < parts) glabel[j] = ranks_find(groots[j], parent);
 }
