@@ -8,8 +8,8 @@ every
 rank runs every case (:func:`finepar.mpi.run` of ``cc``, the emulated pair, ``T_f`` 64);
 rank 0 writes ``OUT_DIR/ID.npy`` (the labels) and ``OUT_DIR/ID.json``: the report, the
 partition's bounds and every rank's counts of the exchange (``result.extra['ranks']``,
-with the vertices its Afforest's final hooking listed, ``hooked``, and ``times``, how
-many ranks' timings its ``per_rank`` held).
+with the vertices its Afforest's final hooking listed, ``hooked``, ``times``, how
+many ranks' timings its ``per_rank`` held, and ``shapes``, the subgraph counts it held).
 A failing case is written as ``OUT_DIR/ID.error`` and the others still run.
 """
 
@@ -42,7 +42,10 @@ def main(out: str, cases_file: str) -> int:
             continue
         mine = {k: v for k, v in result.extra.get("ranks", {}).items() if k != "per_rank"}
         mine["hooked"] = result.extra.get("hooked")
-        mine["times"] = len(result.extra.get("ranks", {}).get("per_rank", []))
+        per_rank = result.extra.get("ranks", {}).get("per_rank", [])
+        mine["times"] = len(per_rank)
+        mine["shapes"] = [{k: t[k] for k in ("listed", "local_entries", "largest_degree")}
+                          for t in per_rank]
         every = comm.allgather(mine)
         if comm.rank == 0:
             np.save(out_dir / f"{case['id']}.npy", result.values)

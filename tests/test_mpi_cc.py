@@ -134,7 +134,7 @@ def expected_counts(graph, bounds, giant_roots) -> list[dict]:
     ghosts' ranks), the cross entries of its rows
     outside (``hook_entries``) and inside (``giant_entries``) its giant, and its vertices
     with more than ROUNDS edges in its subgraph: all of them (``listable``) and those
-    outside its giant (``listed_least``)."""
+    outside its giant (``listed_least``), its subgraph's entries and largest degree."""
     from finepar.apps.afforest import ROUNDS
     a = csr_matrix((np.ones(graph.nnz), graph.indices, graph.indptr), shape=(graph.n,) * 2)
     P = len(bounds) - 1
@@ -169,6 +169,8 @@ def expected_counts(graph, bounds, giant_roots) -> list[dict]:
                     "hook_entries": int((mine & ~in_giant[rows]).sum()),
                     "giant_entries": int((mine & in_giant[rows]).sum()),
                     "listable": int((local_deg[lo:hi] > ROUNDS).sum()),
+                    "local_entries": int(local_deg[lo:hi].sum()),
+                    "largest_degree": int(local_deg[lo:hi].max(initial=0)),
                     "listed_least": int(((local_deg[lo:hi] > ROUNDS)
                                          & ~in_giant[lo:hi]).sum())})
     return out
@@ -215,6 +217,9 @@ def test_labels_and_exchange_counts(ranks, case, inputs):
         # the final hooking lists no vertex that the sampling linked along every edge
         assert e["listed_least"] <= p["hooked"] <= e["listable"], r
         assert p["times"] == ranks
+        shape = {"listed": p["hooked"], "local_entries": e["local_entries"],
+                 "largest_degree": e["largest_degree"]}
+        assert all(q["shapes"][r] == shape for q in per), r  # every rank's rank-r line
         assert p["records_gathered"] == total_records
         # a first buffer of a sixteenth of the cross edges overflows, and the hook reruns
         # once (in the warm-up run: the timed run finds the grown buffer)

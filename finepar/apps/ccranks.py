@@ -237,6 +237,10 @@ class RankComponents:
         self.local, xcount, cross = split_rows(engine.matrix, self.lo, self.hi)
         self.afforest = Afforest(engine, role, self.local, sampled_off_list=True)
         self.k = self.local.n
+        deg = np.diff(self.local.indptr)
+        self.shape = {"local_entries": int(self.local.nnz),
+                      "largest_degree": int(deg.max()) if deg.size else 0}
+        del deg
         self.edges = CrossEdges(comm, np.asarray(part.bounds), xcount, cross)
         del xcount, cross
         self.side = engine.pair.side(role)
@@ -327,7 +331,9 @@ class RankComponents:
         from their profiling events), the cross entries the kernels read,
         ``hook_entries`` (the boundary rows' outside the giant) and ``giant_row_entries``
         (the giant's rows', where the sample missed a giant link), and ``per_rank``: every
-        rank's ``kernel_s``, ``host_s`` and ``hook_entries``, in rank order."""
+        rank's ``kernel_s``, ``host_s``, ``hook_entries``, ``listed`` (the vertices its
+        Afforest's final hooking listed), ``local_entries`` and ``largest_degree`` (its
+        subgraph's), in rank order."""
         kernel_s: dict = {}
         for kind, evs in self._events:
             kernel_s[kind] = kernel_s.get(kind, 0.0) + event_seconds(evs)[0]
@@ -336,7 +342,8 @@ class RankComponents:
         self.stats.update(kernel_s=kernel_s, hook_entries=int(touched[0]),
                           giant_row_entries=int(touched[1]))
         self.stats["per_rank"] = self.comm.allgather(
-            {k: self.stats[k] for k in ("kernel_s", "host_s", "hook_entries")})
+            {**{k: self.stats[k] for k in ("kernel_s", "host_s", "hook_entries")},
+             "listed": self.afforest.hooked(), **self.shape})
         return self.stats
 
     def _across(self, giant: np.int32) -> None:
