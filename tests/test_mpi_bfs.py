@@ -34,7 +34,11 @@ CASES = ([{"id": f"{g}-{mem}", "graph": g, "memory": mem, "params": {}}
             for g in ("graph500:10", "directed.npz")]
          + [{"id": f"directed-{d}", "graph": "directed.npz", "memory": mem,
              "params": {"root": 3, "direction": d}}
-            for d, mem in (("top-down", "shared"), ("bottom-up", "split"))])
+            for d, mem in (("top-down", "shared"), ("bottom-up", "split"))]
+         # the GPU alone (one role a rank, as on a machine of GPUs): no side to move
+         # rows to, so a level's host synchronisations are its reads alone
+         + [{"id": f"{g}-gpu", "graph": g, "memory": "split", "params": {"devices": "gpu"}}
+            for g in ("graph500:10", "directed.npz")])
 
 
 @pytest.fixture(scope="module")
@@ -144,6 +148,23 @@ def claimed(graph, level: np.ndarray, lo: int, hi: int, d: int) -> np.ndarray:
     return np.unique(nb[level[nb] == d + 1])
 
 
+def expected_syncs(rec: dict) -> int:
+    """A level's host synchronisations with one role a rank: a bottom-up level reads its
+    part's header with the part's first words (:data:`~finepar.apps.bfsranks.PEEK`), and
+    a part past them (or its words) once more; a top-down level reads the advance's
+    tally, then its claims with their out-degrees where it has any, and the merged
+    frontier's count where the parts cannot give it; the parents found from the levels
+    wait for nothing, those handed over read their counts, then any pairs."""
+    from finepar.apps.bfsranks import PEEK
+    if rec["direction"] == "bottom-up":
+        return 1 if rec["form"] == "list" and rec["part"] <= PEEK else 2
+    if rec["direction"] == "top-down":
+        return 1 + (rec["own_found"] > 0) + (rec["counted"] == "device")
+    if rec["form"] == "levels":
+        return 0
+    return 1 + (rec["own_found"] > 0)  # the pairs' counts, then the pairs
+
+
 @pytest.mark.slow
 @pytest.mark.xdist_group("mpiexec")
 @pytest.mark.parametrize("ranks", (2, 3))
@@ -151,10 +172,15 @@ def claimed(graph, level: np.ndarray, lo: int, hi: int, d: int) -> np.ndarray:
 def test_level_records(ranks, case, graphs):
     """Each rank's record of each level against scipy's levels: the merged frontier's
     sizes, the rank's part (its claims or its own found vertices, as a list or words,
-    whichever is smaller), the bytes each rank sent and received (the others' parts),
-    a few host synchronisations a level, and the parents handed to their owners (each
-    rank's claims of other ranks' vertices, counted from scipy's levels)."""
+    whichever is smaller; a top-down part carries its claims' out-degrees in two words),
+    the bytes each rank sent and received (the others' parts), where the merged claims
+    were counted (from the parts where one rank claimed or the lists are short, else on
+    the device), the host synchronisations (exactly, with one role a rank), and the
+    parents: found by each owner from the levels on a symmetric graph (nothing sent),
+    else handed to their owners (each rank's claims of other ranks' vertices, counted
+    from scipy's levels)."""
     from finepar.apps.bfs import bfs_levels
+    from finepar.apps.bfsranks import HOST_UNION
     out = launched(ranks, graphs)
     graph = graphs[1][case["graph"]]
     root = case["params"].get("root", int(np.argmax(np.diff(graph.indptr))))
@@ -165,16 +191,18 @@ def test_level_records(ranks, case, graphs):
     nw = (graph.n + 31) // 32
     recs = [r["levels"] for r in rep["ranks"]]
     depth = rep["result"]["iterations"]
+    one_role = case["params"].get("devices") == "gpu"
     handed = np.zeros((ranks, ranks), np.int64)  # [claimer, owner]: pairs handed over
     syncs = {}
     for d in range(depth):
-        parts = []
+        wire, claims = [], []
         for r in range(ranks):
             rec, (lo, hi) = recs[r][d], (bounds[r], bounds[r + 1])
             assert rec["level"] == d and rec["frontier"] == int((level == d).sum())
             assert rec["found"] == int((level == d + 1).sum())
             assert rec["found_edges"] == int(outdeg[level == d + 1].sum())
-            if rec["direction"] == "top-down":  # its claims, or the bitmap's words
+            top = rec["direction"] == "top-down"
+            if top:  # its claims, or the bitmap's words
                 mine = claimed(graph, level, lo, hi, d)
                 words, as_list = nw, mine.size <= nw
                 owner = np.searchsorted(bounds, mine, side="right") - 1
@@ -187,19 +215,35 @@ def test_level_records(ranks, case, graphs):
             assert rec["own_found"] == mine.size
             assert rec["form"] == ("list" if as_list else "words")
             assert rec["part"] == (mine.size if as_list else words)
-            assert rec["bytes_sent"] == 4 * rec["part"] and rec["part"] <= nw
+            assert rec["bytes_sent"] == 4 * (rec["part"] + 2 * top) and rec["part"] <= nw
+            if one_role:
+                assert rec["host_syncs"] == expected_syncs(rec), (d, r, rec)
             syncs[case["memory"]] = max(syncs.get(case["memory"], 0), rec["host_syncs"])
-            parts.append(rec["part"])
+            wire.append(rec["bytes_sent"])
+            claims.append((mine.size, as_list))
         for r in range(ranks):
-            assert recs[r][d]["bytes_received"] == 4 * (sum(parts) - parts[r])
+            assert recs[r][d]["bytes_received"] == sum(wire) - wire[r]
+            if recs[r][d]["direction"] == "top-down":
+                by_parts = (sum(c > 0 for c, _ in claims) <= 1
+                            or (all(a for _, a in claims)
+                                and sum(c for c, _ in claims) <= HOST_UNION))
+                assert recs[r][d]["counted"] == ("parts" if by_parts else "device")
+    from_levels = graph.symmetric
     for r in range(ranks):
         last = recs[r][depth]
         assert last["direction"] == "parents" and len(recs[r]) == depth + 1
-        assert last["own_found"] == handed[r].sum()
-        assert last["bytes_sent"] == 8 * handed[r].sum()
-        assert last["bytes_received"] == 8 * handed[:, r].sum()
-        assert rep["ranks"][r]["frontier"]["routed"] == handed[r].sum()
+        if one_role:
+            assert last["host_syncs"] == expected_syncs(last)
+        if from_levels and handed.sum():  # the owners find them: nothing crosses
+            assert last["form"] == "levels" and last["bytes_sent"] == 0
+            assert last["bytes_received"] == rep["ranks"][r]["frontier"]["routed"] == 0
+        else:
+            assert last["own_found"] == handed[r].sum()
+            assert last["bytes_sent"] == 8 * handed[r].sum()
+            assert last["bytes_received"] == 8 * handed[:, r].sum()
+            assert rep["ranks"][r]["frontier"]["routed"] == handed[r].sum()
         assert rep["ranks"][r]["frontier"]["bytes_sent"] == sum(x["bytes_sent"] for x in recs[r])
-    # one copy of each vector: a few reads and collectives a level (a split pair's two
-    # sides also move rows and merge their bits through the host)
-    assert syncs[case["memory"]] <= {"shared": 5, "split": 12}[case["memory"]]
+    # one copy of each vector: a few reads and collectives a level (a shared pair's two
+    # queues wait for each other after a fill or a merge; a split pair's two sides also
+    # move rows and merge their bits through the host)
+    assert syncs[case["memory"]] <= {"shared": 4, "split": 12}[case["memory"]]

@@ -39,15 +39,20 @@ import numpy as np
 from ..device import PinnedHost, alloc, cl
 from ..engine import Engine
 from ..engine.frontier import PushRun
+from ..engine.timing import event_seconds
 from ..engine.trace import FrontierTrace
 
-#: The kernels of the merges, the levels' marks and the parents' hand-over.
+#: The kernels of the merges, the levels' marks and the parents.
 SOURCES = ("apps/bfs/ranks.cl",)
-KERNELS = ("bits_from_list", "or_words", "list_from_words", "mark_bits", "claimed_pairs",
-           "set_parents")
+KERNELS = ("bits_from_list", "or_words", "own_part", "list_edges", "mark_bits",
+           "parents_from_levels", "claimed_pairs", "set_parents")
 #: A part's form: a vertex list, or a run of bitmap words.
 AS_LIST, AS_WORDS = 0, 1
 FORMS = {AS_LIST: "list", AS_WORDS: "words"}
+#: Words of a bottom-up level's list read with its header (one read where it fits).
+PEEK = 16384
+#: The most claims over every rank whose union a top-down level counts on the host.
+HOST_UNION = 65536
 
 
 def ranks(engine: Engine) -> int:
@@ -64,15 +69,17 @@ def _launch(engine: Engine, role: str, name: str, size: int, args: tuple) -> Non
                   wait=False)
 
 
-def prepare(engine: Engine, push: str, n: int) -> dict:
-    """What the levels over the ranks keep between runs: the count buffer of the marks
-    and the merges' buffers (:class:`LevelParts`); every kernel built now (a build in a
-    timed run would stall every rank: a PoCL build takes a few hundred milliseconds)."""
+def prepare(engine: Engine, push: str, n: int, symmetric: bool = False) -> dict:
+    """What the levels over the ranks keep between runs: the count buffer of the marks,
+    the merges' buffers (:class:`LevelParts`) and whether the owners find the parents of
+    vertices other ranks claimed from the levels (``symmetric``: the rank's out-edge rows
+    are its vertices' in-edges); every kernel built now (a build in a timed run would
+    stall every rank: a PoCL build takes a few hundred milliseconds)."""
     for role in engine.roles:
         for name in KERNELS:
             _kernel(engine, role, name)
     return {"mark_counts": engine.scratch(push, np.zeros(2, np.uint64)),
-            "parts": LevelParts(engine, push, n)}
+            "parts": LevelParts(engine, push, n), "parents_from_levels": bool(symmetric)}
 
 
 class LevelParts:
@@ -96,8 +103,13 @@ class LevelParts:
         Each rank's words ``[w0, w1)`` (neighbours share a word where their bound is not
         a multiple of 32: their parts are OR-ed, so it needs no care).
     host : ndarray of uint32
-        Page-locked host words every rank's part lands in (``ranks * nw`` words to
+        Page-locked host words every rank's part lands in (``ranks * (nw + 2)`` words to
         start; grows only for the parents' hand-over).
+    hdr : pyopencl.Buffer
+        Two uint64 on the push side: a part's vertices and their out-degrees.
+    head : ndarray of uint32
+        Page-locked: ``hdr``'s four words, then up to :data:`PEEK` words of the part read
+        with them.
     """
 
     def __init__(self, engine, push: str, n: int):
@@ -109,8 +121,12 @@ class LevelParts:
         self._pinned = None
         self.dev: dict = {}
         self.counts = engine.scratch(push, np.zeros(self.comm.size + 1, np.int32))
+        self.hdr = engine.scratch(push, np.zeros(2, np.uint64))
+        side = engine.pair.side(push)
+        self._head = PinnedHost(side, np.zeros(0, np.uint32), size=4 + PEEK)
+        self.head = self._head.host
         self.pending: list = []
-        words = self.comm.size * self.nw + 2
+        words = self.comm.size * (self.nw + 2) + 2
         self.host_words(words)
         for role in engine.roles:
             self.device_words(role, words)
@@ -131,12 +147,29 @@ class LevelParts:
                                      words)
         return have[0]
 
-    def read(self, role: str, buf, host: np.ndarray, first: int = 0) -> None:
-        """``host`` <- words ``first ..`` of device buffer ``buf`` (blocking)."""
-        if host.size:
-            cl().enqueue_copy(self.engine.pair.side(role).queue, host, buf,
-                              src_offset=4 * first, is_blocking=True)
+    def zero_hdr(self) -> None:
+        """``hdr`` <- 0 (enqueued on the push side)."""
+        cl().enqueue_fill_buffer(self.engine.pair.side(self.push).queue, self.hdr,
+                                 np.zeros(1, np.uint64), 0, 16)
+
+    def read(self, role: str, copies: list) -> None:
+        """Enqueue ``copies`` (``(host, buffer, first_word)``: host <- the buffer's words
+        from ``first_word``) on ``role``'s queue and wait for the last: one host
+        synchronisation however many copies."""
+        mod, queue = cl(), self.engine.pair.side(role).queue
+        evs = [mod.enqueue_copy(queue, host, buf, src_offset=4 * first, is_blocking=False)
+               for host, buf, first in copies if host.size]
+        if evs:
+            evs[-1].wait()
             self.engine.host_syncs += 1
+
+    def read_header(self, role: str, peek_buf=None, peek: int = 0) -> tuple[int, int]:
+        """``hdr`` (a part's vertices and out-degrees) and, with ``peek_buf``, its first
+        ``peek`` words (at most :data:`PEEK`) into ``head[4:]``: one read."""
+        self.read(role, [(self.head[:4], self.hdr, 0),
+                         (self.head[4:4 + min(peek, PEEK)], peek_buf, 0)])
+        count, edges = self.head[:4].view(np.uint64)
+        return int(count), int(edges)
 
     def wait(self) -> None:
         """The last merge's uploads are done (their host words may be overwritten)."""
@@ -145,7 +178,7 @@ class LevelParts:
         self.pending = []
 
     def merge(self, target: str, roles: tuple, form: int, size: int, first: int,
-              sums: tuple, fill) -> tuple[np.ndarray, dict]:
+              sums: tuple, fill, tail: int = 0) -> tuple[np.ndarray, dict]:
         """Merge every rank's part into bitmap ``target`` on ``roles`` (collective).
 
         Parameters
@@ -158,48 +191,54 @@ class LevelParts:
             :data:`AS_LIST` (``size`` vertex ids) or :data:`AS_WORDS` (``size`` words
             from word ``first``).
         sums : tuple of int
-            Numbers every rank gets (a bottom-up level's sums).
+            Numbers every rank gets with the sizes (a bottom-up level's sums).
         fill : callable
-            ``fill(host)`` reads this rank's part into ``host`` (uint32, ``size`` long;
-            blocking).
+            ``fill(host)`` puts this rank's part into ``host`` (uint32, ``size + tail``
+            long): one read at most.
+        tail : int
+            Words every part carries after its ``size`` (a top-down level's out-degrees
+            of its claims, which its rank knows only with them).
 
         Returns
         -------
         (ndarray, dict)
-            Every rank's ``[size, form, first, *sums]`` (int64, one row a rank); this
-            rank's bytes sent and received and the exchange's seconds.
+            Every rank's ``[size, form, first, tail, *sums]`` (int64, one row a rank),
+            the parts' displacements in :attr:`host`; this rank's bytes sent and received
+            and the exchange's seconds.
         """
         comm, eng = self.comm, self.engine
         t0, m0 = time.perf_counter(), comm.mpi_seconds
         self.wait()
-        meta = comm.allgather_ints([size, form, first, *sums])
-        counts = meta[:, 0]
+        meta = comm.allgather_ints([size, form, first, tail, *sums])
+        counts = meta[:, 0] + meta[:, 3]
         displs = np.concatenate(([0], np.cumsum(counts)[:-1]))
         total, me = int(counts.sum()), comm.rank
-        at = int(displs[me])
+        at, mine = int(displs[me]), int(counts[me])
         host = self.host_words(total)
-        fill(host[at:at + size])
+        fill(host[at:at + mine])
         if total:  # every rank's part, this rank's in place
-            comm.allgatherv(host[at:at + size], counts=counts, out=host[:total])
+            comm.allgatherv(host[at:at + mine], counts=counts, out=host[:total])
         mod = cl()
-        others = [s for s in range(comm.size) if s != me and counts[s]]
+        others = [s for s in range(comm.size) if s != me and meta[s, 0]]
         for role in _distinct(eng, target, roles):
             dev, queue = self.device_words(role, total), eng.pair.side(role).queue
             self.pending += [mod.enqueue_copy(queue, dev, host[a:b], dst_offset=4 * a,
                                               is_blocking=False)
-                             for a, b in ((0, at), (at + size, total)) if b > a]
+                             for a, b in ((0, at), (at + mine, total)) if b > a]
             words = eng.buffer(target, role)
             for s in others:
-                c, off = int(counts[s]), int(displs[s])
+                c, off = int(meta[s, 0]), int(displs[s])
                 if meta[s, 1] == AS_LIST:
                     _launch(eng, role, "bits_from_list", c,
                             (np.int32(c), dev, np.int32(off), words))
                 else:
                     _launch(eng, role, "or_words", c,
                             (np.int32(c), np.int32(meta[s, 2]), dev, np.int32(off), words))
+            queue.flush()  # NVIDIA's driver holds commands until a flush
         seconds = time.perf_counter() - t0
-        return meta, {"bytes_sent": 4 * size, "bytes_received": 4 * (total - size),
-                      "exchange_s": seconds, "mpi_s": comm.mpi_seconds - m0}
+        return np.column_stack((meta, displs)), {
+            "bytes_sent": 4 * mine, "bytes_received": 4 * (total - mine),
+            "exchange_s": seconds, "mpi_s": comm.mpi_seconds - m0}
 
 
 def _distinct(engine: Engine, name: str, roles: tuple) -> list:
@@ -220,8 +259,9 @@ def _level_roles(engine: Engine, st: dict) -> tuple:
 def mark_bits(engine: Engine, st: dict, name: str, value: int, count: bool,
               roles: tuple | None = None) -> tuple[int, int]:
     """``level[v] = value`` for the unvisited vertices set in bitmap ``name`` on ``roles``
-    (default: every side's levels); with ``count``, the set vertices and their
-    out-degrees, counted on the push side (one 16-byte read; else zeros)."""
+    (default: every side's levels), enqueued; with ``count``, the set vertices and their
+    out-degrees, counted on the push side (one 16-byte read, which waits; else zeros and
+    no wait)."""
     nw = (st["n"] + 31) // 32
     push = st["push_role"]
     counts = st["mark_counts"]
@@ -234,8 +274,12 @@ def mark_bits(engine: Engine, st: dict, name: str, value: int, count: bool,
                 (np.int32(nw), np.int32(st["n"]), engine.buffer(name, role),
                  engine.buffer("level", role), engine.buffer("outdeg", role),
                  np.int32(value), np.int32(mine), counts if mine else engine.dummy(role)))
-    engine.drain()
     if not count:
+        for role in roles or _level_roles(engine, st):
+            engine.pair.side(role).queue.flush()
+        # one buffer under both roles' queues (shared memory): the other's next step
+        # reads the marks
+        engine._shared_barrier(engine.pair.side(push))
         return 0, 0
     out = np.zeros(2, np.uint64)
     engine.read_buffer(push, out, counts)
@@ -243,19 +287,36 @@ def mark_bits(engine: Engine, st: dict, name: str, value: int, count: bool,
 
 
 class _Level:
-    """A level's record: counters of the engine at its start, read at its end."""
+    """A level's record: counters of the engine at its start, read at its end. Nothing
+    waits at a level's ends: the kernels a level left enqueued are timed by their events
+    once the run is drained (:func:`_kernel_seconds`)."""
 
     def __init__(self, engine: Engine):
-        engine.drain()
         self.engine, self.t0 = engine, time.perf_counter()
         self.k0, self.s0 = len(engine.records), engine.host_syncs
+        self.before = {id(p[0]) for p in engine.pending}
 
     def record(self, **fields) -> dict:
         eng = self.engine
-        eng.drain()
-        kernel = sum(max(r.kernel.values(), default=0.0) for r in eng.records[self.k0:])
+        drained = [r for r in eng.records[self.k0:] if id(r) not in self.before]
+        self.waiting = [p[:2] for p in eng.pending if id(p[0]) not in self.before]
+        kernel = sum(max(r.kernel.values(), default=0.0) for r in drained)
         return {**fields, "kernel_s": kernel, "wall_s": time.perf_counter() - self.t0,
                 "host_syncs": eng.host_syncs - self.s0}
+
+
+def _kernel_seconds(engine: Engine, levels: list, records: list) -> None:
+    """Drain the run (one wait) and add to each level's ``kernel_s`` its enqueued steps'
+    kernel seconds (the longest side's sum of durations, from their events); those steps'
+    records get their own events' times, not a share of the batch's span (which spans
+    the levels' exchanges too)."""
+    engine.drain()
+    for level, rec in zip(levels, records):
+        for step, events in level.waiting:
+            per_role = {r: event_seconds(evs) for r, evs in events.items() if evs}
+            for r, (k, span) in per_role.items():
+                step.kernel[r], step.span[r] = k, span
+            rec["kernel_s"] += max((k for k, _ in per_role.values()), default=0.0)
 
 
 def level_loop(app, engine: Engine, st: dict, max_iter: int | None
@@ -268,12 +329,13 @@ def level_loop(app, engine: Engine, st: dict, max_iter: int | None
     (int, FrontierTrace, str)
         Levels run, the trace, and ``marks``: every side and every rank holds its own
         rows' levels and parents (``Engine.read`` gathers them). ``st['rank_levels']``
-        holds this rank's record of each level, then of the parents' hand-over.
+        holds this rank's record of each level, then of the parents' step.
     """
     size, edges = app.start_host(engine, st)
     app.start_devices(engine, st)
+    engine.drain()
     st.update(front_ready=False, claims_total=0, top_down=0, rank_levels=[])
-    trace, it, where = FrontierTrace(), 0, "queue"
+    trace, it, where, clocks = FrontierTrace(), 0, "queue", []
     while size > 0 and (max_iter is None or it < max_iter):
         level = _Level(engine)
         pull = app.wants_pull(st, size, edges, 0, None, len(engine.roles) == 2)
@@ -289,12 +351,15 @@ def level_loop(app, engine: Engine, st: dict, max_iter: int | None
                            frontier=size, frontier_edges=edges, found=found,
                            found_edges=found_edges, **part)
         st["rank_levels"].append(rec)
+        clocks.append(level)
         app._record(trace, run, pull, here, it, rec["wall_s"])
         it += 1
         size, edges = found, found_edges
     level = _Level(engine)
     part = _finish(app, engine, st, where)
     st["rank_levels"].append(level.record(level=it, direction="parents", **part))
+    clocks.append(level)
+    _kernel_seconds(engine, clocks, st["rank_levels"])
     return it, trace, "marks"
 
 
@@ -324,7 +389,9 @@ def _bottom_up(app, engine: Engine, st: dict, it: int, where: str, size: int, ed
                ) -> tuple:
     """One bottom-up level over every rank's rows (the frontier of ``size`` vertices and
     ``edges`` out-edges, merged): the next frontier's size and edges, and the level's
-    part (form, size, exchange)."""
+    part (form, size, exchange). Its row operation's sums are not read: its own part's
+    kernel counts the rank's found vertices and their out-degrees, read with the part's
+    first words (one read; a second for a part past :data:`PEEK` words)."""
     push, parts = st["push_role"], st["parts"]
     if where == "queue":
         _move(st, False, app.sync_vectors)
@@ -333,30 +400,30 @@ def _bottom_up(app, engine: Engine, st: dict, it: int, where: str, size: int, ed
         elif not engine.pair.shared and len(engine.roles) == 2:  # the frontier on push only
             others = tuple(r for r in engine.roles if r != push)
             engine.write("front", engine.read("front", role=push), roles=others)
-    sums = engine.rowop_local(x="front", y="parent", s0="level", s1="next", aux="outdeg",
-                              ia=it)
+    engine.rowop_local(x="front", y="parent", s0="level", s1="next", aux="outdeg",
+                       ia=it, wait=False)
     Engine.merge_bits(engine, "next")  # this rank's two sides' bits (split memory)
-    engine.drain()
-    found, found_edges = int(sums[0]), int(sums[1])
     role = push  # every side's copy holds this rank's bits now
     w0, w1 = (int(x) for x in parts.spans[engine.comm.rank])
-    nxt = engine.buffer("next", role)
-    if found < w1 - w0:  # its vertices' list, gathered on the device
+    nxt, dev = engine.buffer("next", role), parts.device_words(role, w1 - w0)
+    parts.zero_hdr()
+    _launch(engine, role, "own_part", w1 - w0,
+            (np.int32(w1 - w0), np.int32(w0), nxt, engine.buffer("outdeg", role), dev,
+             parts.hdr, np.int32(w1 - w0)))
+    found, found_edges = parts.read_header(role, dev, w1 - w0)
+    if found < w1 - w0:  # its vertices' list, on the device
         form, part = AS_LIST, found
-        dev = parts.device_words(role, max(found, 1))
-        cl().enqueue_fill_buffer(engine.pair.side(role).queue, parts.counts,
-                                 np.zeros(1, np.int32), 0, 4)
-        if found:
-            _launch(engine, role, "list_from_words", w1 - w0,
-                    (np.int32(w1 - w0), np.int32(w0), nxt, dev, parts.counts, np.int32(found)))
 
         def fill(host):
-            parts.read(role, dev, host)
+            if found <= PEEK:
+                host[:] = parts.head[4:4 + found]
+            else:
+                parts.read(role, [(host, dev, 0)])
     else:
         form, part = AS_WORDS, w1 - w0
 
         def fill(host):
-            parts.read(role, nxt, host, w0)
+            parts.read(role, [(host, nxt, w0)])
     meta, info = parts.merge("next", tuple(engine.roles), form, part, w0,
                              (found, found_edges), fill)
     _stats(engine, "merges", FORMS[form], info)
@@ -364,7 +431,7 @@ def _bottom_up(app, engine: Engine, st: dict, it: int, where: str, size: int, ed
     engine.fill("next", 0)
     mark_bits(engine, st, "front", it + 1, count=False)
     st["front_ready"] = True
-    total = meta[:, 3:5].sum(axis=0)
+    total = meta[:, 4:6].sum(axis=0)
     return int(total[0]), int(total[1]), {"own_found": found, "form": FORMS[form],
                                           "part": part, **info}
 
@@ -373,7 +440,12 @@ def _top_down(app, engine: Engine, st: dict, it: int, where: str, size: int, edg
               ) -> tuple:
     """One top-down level from this rank's own vertices of the frontier (``size``
     vertices and ``edges`` out-edges over every rank), its claims merged over the ranks;
-    the next frontier's size and edges (counted on the device), and the level's part."""
+    the next frontier's size and edges, and the level's part.
+
+    Two reads: the advance's tally, then the part with its claims' out-degrees (summed
+    on the device), which travel with it. The merged frontier is counted from the parts
+    where they cannot overlap (one rank claimed) or are short lists (on the host), else
+    on the device (a third read)."""
     queue, push, parts = st["queue"], st["push_role"], st["parts"]
     if where == "marks":
         _move(st, True, app.sync_vectors)
@@ -384,41 +456,80 @@ def _top_down(app, engine: Engine, st: dict, it: int, where: str, size: int, edg
     if not queue.run(it, args, batch=1, cap=1, limit=None, kind="top-down").levels:
         # a local launch that found the list past its work-group's memory ran no level
         queue.run(it, args, batch=1, cap=1, limit=None, kind="top-down", local=False)
-    engine.drain()
     claims = queue.size  # this rank's claims, each once (its levels' atomics)
     st["claims_total"] += claims
     st["top_down"] += 1
     engine.fill("front", 0, (push,))
+    parts.zero_hdr()
     if claims:
         _launch(engine, push, "bits_from_list", claims,
                 (np.int32(claims), queue.front, np.int32(0), front))
+        _launch(engine, push, "list_edges", claims,
+                (np.int32(claims), queue.front, engine.buffer("outdeg", push), parts.hdr))
     if claims <= parts.nw:
         form, part, src = AS_LIST, claims, queue.front
     else:  # more claims than words: the bitmap's words
         form, part, src = AS_WORDS, parts.nw, front
 
-    def fill(host):
-        parts.read(push, src, host)
-    meta, info = parts.merge("front", (push,), form, part, 0, (), fill)
+    def fill(host):  # the part, then its claims' out-degrees (two words)
+        if claims:
+            parts.read(push, [(host[:part], src, 0), (parts.head[:4], parts.hdr, 0)])
+            host[part:] = parts.head[2:4]
+        else:
+            host[:] = 0
+    meta, info = parts.merge("front", (push,), form, part, 0, (claims,), fill, tail=2)
     _stats(engine, "claims", FORMS[form], info)
     engine.stats["claim_lists"] += int((meta[:, 1] == AS_LIST).all())
-    found, found_edges = mark_bits(engine, st, "front", it + 1, count=True, roles=(push,))
+    found, found_edges = _merged_size(st, parts, meta)
+    on_device = found < 0
+    if on_device:
+        found, found_edges = mark_bits(engine, st, "front", it + 1, count=True,
+                                       roles=(push,))
+    else:
+        mark_bits(engine, st, "front", it + 1, count=False, roles=(push,))
     st["front_ready"] = True
     return found, found_edges, {"own_found": claims, "form": FORMS[form], "part": part,
-                                **info}
+                                "counted": "device" if on_device else "parts", **info}
+
+
+def _merged_size(st: dict, parts: LevelParts, meta: np.ndarray) -> tuple[int, int]:
+    """The merged claims' vertices and out-degrees from the gathered parts (``meta``
+    rows ``[size, form, first, tail, claims, displacement]``): one rank's claims where
+    only one rank claimed any (its own are distinct), the union of short lists on the
+    host; else ``(-1, -1)``: they are counted on the device."""
+    host, sizes, claims, displs = parts.host, meta[:, 0], meta[:, 4], meta[:, 5]
+    if int((claims > 0).sum()) <= 1:
+        r = int(np.argmax(claims))
+        d = int(displs[r] + sizes[r])
+        return int(claims[r]), int(host[d:d + 2].copy().view(np.uint64)[0])
+    if (meta[:, 1] == AS_LIST).all() and int(claims.sum()) <= HOST_UNION:
+        ids = np.unique(np.concatenate([host[d:d + c] for c, d in zip(sizes, displs)]))
+        return int(ids.size), int(st["outdeg"][ids].sum())
+    return -1, -1
 
 
 def _finish(app, engine: Engine, st: dict, where: str) -> dict:
-    """Parents of the vertices other ranks claimed: each rank sends the (vertex, parent)
-    pairs it holds for other ranks' vertices to their owners, who keep them where they
-    found none (collective, after any top-down level); then every side holds its own
-    rows. Returns the hand-over's record."""
+    """Parents of the vertices other ranks claimed (after any top-down level; alike on
+    every rank, whose levels' directions agree): on a symmetric graph each owner finds
+    them from the levels every rank holds (``parents_from_levels``: an in-neighbour one
+    level up; nothing crosses the ranks), else each rank sends the (vertex, parent) pairs
+    it holds for other ranks' vertices to their owners (:func:`_hand_over`). Then every
+    side holds its own rows. Returns the step's record."""
     parts, comm = st["parts"], engine.comm
     out = {"own_found": 0, "form": "pairs", "part": 0, "bytes_sent": 0, "bytes_received": 0,
            "exchange_s": 0.0, "mpi_s": 0.0}
     if where == "marks":
         _move(st, True, app.sync_vectors)
-    if st["top_down"]:  # alike on every rank: the levels' directions agree
+    if st["top_down"] and st["parents_from_levels"]:
+        push = st["push_role"]
+        lo, hi = engine.own_range()
+        queue = st["queue"]
+        _launch(engine, push, "parents_from_levels", hi - lo,
+                (np.int32(lo), np.int32(hi), np.int32(st["root"]),
+                 np.int32(queue.offset_dtype.itemsize == 8), queue.indptr, queue.indices,
+                 engine.buffer("level", push), engine.buffer("parent", push)))
+        out["form"] = "levels"
+    elif st["top_down"]:
         out = _hand_over(engine, st, parts, comm)
     _move(st, False, app.sync_vectors)
     return out
@@ -449,7 +560,7 @@ def _hand_over(engine: Engine, st: dict, parts: LevelParts, comm) -> dict:
     recv = comm.alltoall_counts(send)
     mine, got = int(send.sum()), int(recv.sum())
     host = parts.host_words(mine + got)
-    parts.read(push, dev, host[:mine])
+    parts.read(push, [(host[:mine], dev, 0)])
     comm.alltoallv(host[:mine], send, recv, out=host[mine:mine + got])
     if got:
         dev = parts.device_words(push, got)

@@ -30,23 +30,65 @@ __kernel void or_words(const int count, const int first, __global const uint *re
     }
 }
 
-/* out[..] <- the vertices set in words[w0 .. w0 + count) (a rank's own words after a
- * bottom-up level), in no particular order; *total counts them (zeroed before), at most
- * cap written. */
-__kernel void list_from_words(const int count, const int w0, __global const uint *restrict words,
-                              __global int *out, __global int *total, const int cap)
+/* A rank's own part after a bottom-up level: out[..] <- the vertices set in words[w0 ..
+ * w0 + count) in order (at most cap written), hdr[0] += their number, hdr[1] += their
+ * out-degrees (hdr zeroed before). A work-group's bits are placed by a scan in local
+ * memory: one atomic a work-group for its base, one for its out-degrees. */
+__kernel __attribute__((reqd_work_group_size(256, 1, 1)))
+void own_part(const int count, const int w0, __global const uint *restrict words,
+              __global const int *restrict outdeg, __global int *out, __global ulong *hdr,
+              const int cap)
 {
+    __local uint scan[256];
+    __local ulong edges[256];
+    __local ulong base;
     const int i = (int)get_global_id(0);
-    if (i >= count) return;
-    uint b = words[w0 + i];
-    if (!b) return;
-    int at = atomic_add(total, (int)popcount(b));
+    const int l = (int)get_local_id(0);
+    uint b = i < count ? words[w0 + i] : 0u;
+    ulong e = 0;
+    for (uint t = b; t; t &= t - 1u)
+        e += (ulong)outdeg[((w0 + i) << 5) + (31 - (int)clz(t & (~t + 1u)))];
+    scan[l] = popcount(b);
+    edges[l] = e;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = 1; s < 256; s <<= 1) {  /* inclusive scan of the bits (Hillis-Steele) */
+        const uint add = l >= s ? scan[l - s] : 0u;
+        const ulong more = l >= s ? edges[l - s] : 0ul;
+        barrier(CLK_LOCAL_MEM_FENCE);
+        scan[l] += add;
+        edges[l] += more;
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (l == 255) {
+        base = scan[255] ? atom_add(&hdr[0], (ulong)scan[255]) : 0ul;
+        if (edges[255]) atom_add(&hdr[1], edges[255]);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    long at = (long)base + scan[l] - popcount(b);
     while (b) {
         const uint low = b & (~b + 1u);
         if (at < cap) out[at] = ((w0 + i) << 5) + (31 - (int)clz(low));
         at += 1;
         b ^= low;
     }
+}
+
+/* hdr[1] += the out-degrees of the count vertices src[..] (a top-down level's claims;
+ * one atomic a work-group; hdr[1] zeroed before). */
+__kernel __attribute__((reqd_work_group_size(256, 1, 1)))
+void list_edges(const int count, __global const int *restrict src,
+                __global const int *restrict outdeg, __global ulong *hdr)
+{
+    __local ulong part[256];
+    const int i = (int)get_global_id(0);
+    const int l = (int)get_local_id(0);
+    part[l] = i < count ? (ulong)outdeg[src[i]] : 0ul;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int s = 128; s > 0; s >>= 1) {
+        if (l < s) part[l] += part[l + s];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (l == 0 && part[0]) atom_add(&hdr[1], part[0]);
 }
 
 /* level[v] <- value for every vertex v < n set in the merged frontier bitmap `words`
@@ -86,6 +128,32 @@ void mark_bits(const int nw, const int n, __global const uint *restrict words,
     if (l == 0 && part[0][0]) {
         atom_add(&counts[0], part[0][0]);
         atom_add(&counts[1], part[1][0]);
+    }
+}
+
+/* parent[v] <- an in-neighbour u of v with level[u] == level[v] - 1, for the rank's own
+ * vertices lo .. hi - 1 that were reached but have no parent here (another rank's
+ * top-down level claimed them). Every rank holds every vertex's level, and the level
+ * that claimed v expanded such a u along the edge (u, v), so one exists; on a symmetric
+ * graph the rank's out-edge rows (indptr, indices; int64 offsets where wide) are its
+ * vertices' in-edges. The Graph500 rules hold for the u found: an edge, one level up. */
+__kernel void parents_from_levels(const int lo, const int hi, const int root, const int wide,
+                                  __global const int *restrict indptr,
+                                  __global const int *restrict indices,
+                                  __global const int *restrict level, __global int *parent)
+{
+    const int v = lo + (int)get_global_id(0);
+    if (v >= hi || v == root || parent[v] >= 0) return;
+    const int d = level[v];
+    if (d <= 0) return;
+    const long a = wide ? ((__global const long *)indptr)[v] : (long)indptr[v];
+    const long b = wide ? ((__global const long *)indptr)[v + 1] : (long)indptr[v + 1];
+    for (long k = a; k < b; ++k) {
+        const int u = indices[k];
+        if (level[u] == d - 1) {
+            parent[v] = u;
+            return;
+        }
     }
 }
 
