@@ -17,13 +17,19 @@ Each level crosses the ranks once (:class:`LevelParts`): one small ``MPI_Allgath
 every part's size and form (and a bottom-up level's sums), each rank's part read from
 the device into its place in page-locked host memory, one ``allgatherv`` in place, the
 others' parts written to the device and OR-ed into the frontier bitmap by kernels
-(``opencl/apps/bfs/ranks.cl``), which then marks the new vertices' levels and, after a
-top-down level, counts them and their out-edges on the device (the merged claims of
-several ranks overlap). No n-long host array is touched a level. The direction is
-Beamer's rule (:meth:`~finepar.apps.bfs.BFS.wants_pull`) on the merged frontier's size
-and edges, which every rank has alike. A vertex another rank claimed gets its parent at
-the end: each rank sends the (vertex, parent) pairs it holds for other ranks' vertices
-(found on the device) to their owners, once.
+(``opencl/apps/bfs/ranks.cl``), which then marks the new vertices' levels, left
+enqueued. A level's host waits are its reads: a bottom-up level's header (its found
+vertices and their out-degrees, summed on the device) with the list's first
+:data:`PEEK` words, and a longer part; a top-down level's tally, then its claims with
+their out-degrees, which travel with the part, so the merged frontier (the ranks' claims
+may overlap) is counted from the parts where one rank claimed or the lists are short,
+else on the device. No n-long host array is touched a level. The direction is Beamer's
+rule (:meth:`~finepar.apps.bfs.BFS.wants_pull`) on the merged frontier's size and
+edges, which every rank has alike. A vertex another rank claimed gets its parent at the
+end: on a symmetric graph its owner finds one from the levels every rank holds (an
+in-neighbour one level up; nothing crosses the ranks), else each rank sends the
+(vertex, parent) pairs it holds for other ranks' vertices (found on the device) to
+their owners, once.
 
 Each level leaves a record (``st['rank_levels']``, the report's ``levels`` per rank):
 direction, frontier, found, the part's form and size, kernel, exchange and MPI seconds,
