@@ -38,7 +38,7 @@ import time
 
 import numpy as np
 
-from ..device import cl, filled, read_staged
+from ..device import PinnedHost, cl, filled, read_staged
 from ..engine.timing import event_seconds
 from ..graph import INT32_MAX, Graph, pattern_values
 from .afforest import ROUNDS, Afforest
@@ -264,8 +264,10 @@ class RankComponents:
         self.cap = int(min(e.xcol.size, max(MIN_RECORDS, e.xcol.size // 16))) or 1
         self._record_buffers()
         self.grown = 0
-        self.host_send = np.zeros(max(int(e.send_words.sum()), 1), np.uint32)
-        self.host_bits = np.zeros(max(int(e.recv_words.sum()), 1), np.uint32)
+        # page-locked: the bits' read and write are DMAs, the write does not wait
+        self._pinned = [PinnedHost(s, np.zeros(0, np.uint32), size=int(w.sum()))
+                        for w in (e.send_words, e.recv_words)]
+        self.host_send, self.host_bits = (p.host for p in self._pinned)
         self.host_state = np.zeros(2 + 2 * P, np.int32)
         self.state0 = np.concatenate(([0], np.zeros(P), np.full(P, INT32_MAX), [0])
                                      ).astype(np.int32)
