@@ -112,7 +112,7 @@ class BFS(FrontierApp, App):
                "queue": (FrontierQueue(engine, push, graph, ("apps/bfs/frontier.cl", "skeleton/frontier.cl"))
                          if push is not None else None)}
         if across and push is not None:  # levels merged over the ranks (apps/bfsranks.py)
-            out.update(bfsranks.prepare(engine, push, n, graph.symmetric))
+            out.update(bfsranks.prepare(engine, push, n))
         return out
 
     # ------------------------------------------------------------ the loop's hooks

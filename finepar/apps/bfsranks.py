@@ -26,10 +26,11 @@ may overlap) is counted from the parts where one rank claimed or the lists are s
 else on the device. No n-long host array is touched a level. The direction is Beamer's
 rule (:meth:`~finepar.apps.bfs.BFS.wants_pull`) on the merged frontier's size and
 edges, which every rank has alike. A vertex another rank claimed gets its parent at the
-end: on a symmetric graph its owner finds one from the levels every rank holds (an
-in-neighbour one level up; nothing crosses the ranks), else each rank sends the
-(vertex, parent) pairs it holds for other ranks' vertices (found on the device) to
-their owners, once.
+end: each rank sends the (vertex, parent) pairs it holds for other ranks' vertices (found
+on the device) to their owners, once. (An owner finding them from the levels every rank
+holds, an in-neighbour one level up, sends nothing, but a work-item's scan of a hub
+neighbour's row for the root took 89 ms on an H100 at Graph500 scale 26, against the
+hand-over's 2.8 ms: 2026-11-27.)
 
 Each level leaves a record (``st['rank_levels']``, the report's ``levels`` per rank):
 direction, frontier, found, the part's form and size, kernel, exchange and MPI seconds,
@@ -51,7 +52,7 @@ from ..engine.trace import FrontierTrace
 #: The kernels of the merges, the levels' marks and the parents.
 SOURCES = ("apps/bfs/ranks.cl",)
 KERNELS = ("bits_from_list", "or_words", "own_part", "list_edges", "mark_bits",
-           "parents_from_levels", "claimed_pairs", "set_parents")
+           "claimed_pairs", "set_parents")
 #: A part's form: a vertex list, or a run of bitmap words.
 AS_LIST, AS_WORDS = 0, 1
 FORMS = {AS_LIST: "list", AS_WORDS: "words"}
@@ -75,17 +76,15 @@ def _launch(engine: Engine, role: str, name: str, size: int, args: tuple) -> Non
                   wait=False)
 
 
-def prepare(engine: Engine, push: str, n: int, symmetric: bool = False) -> dict:
-    """What the levels over the ranks keep between runs: the count buffer of the marks,
-    the merges' buffers (:class:`LevelParts`) and whether the owners find the parents of
-    vertices other ranks claimed from the levels (``symmetric``: the rank's out-edge rows
-    are its vertices' in-edges); every kernel built now (a build in a timed run would
-    stall every rank: a PoCL build takes a few hundred milliseconds)."""
+def prepare(engine: Engine, push: str, n: int) -> dict:
+    """What the levels over the ranks keep between runs: the count buffer of the marks
+    and the merges' buffers (:class:`LevelParts`); every kernel built now (a build in a
+    timed run would stall every rank: a PoCL build takes a few hundred milliseconds)."""
     for role in engine.roles:
         for name in KERNELS:
             _kernel(engine, role, name)
     return {"mark_counts": engine.scratch(push, np.zeros(2, np.uint64)),
-            "parts": LevelParts(engine, push, n), "parents_from_levels": bool(symmetric)}
+            "parts": LevelParts(engine, push, n)}
 
 
 class LevelParts:
@@ -410,6 +409,9 @@ def _bottom_up(app, engine: Engine, st: dict, it: int, where: str, size: int, ed
                        ia=it, wait=False)
     Engine.merge_bits(engine, "next")  # this rank's two sides' bits (split memory)
     role = push  # every side's copy holds this rank's bits now
+    for r in engine.roles:  # shared memory: the other queue's bits done before own_part reads
+        if r != role:
+            engine._shared_barrier(engine.pair.side(r))
     w0, w1 = (int(x) for x in parts.spans[engine.comm.rank])
     nxt, dev = engine.buffer("next", role), parts.device_words(role, w1 - w0)
     parts.zero_hdr()
@@ -516,9 +518,7 @@ def _merged_size(st: dict, parts: LevelParts, meta: np.ndarray) -> tuple[int, in
 
 def _finish(app, engine: Engine, st: dict, where: str) -> dict:
     """Parents of the vertices other ranks claimed (after any top-down level; alike on
-    every rank, whose levels' directions agree): on a symmetric graph each owner finds
-    them from the levels every rank holds (``parents_from_levels``: an in-neighbour one
-    level up; nothing crosses the ranks), else each rank sends the (vertex, parent) pairs
+    every rank, whose levels' directions agree): each rank sends the (vertex, parent) pairs
     it holds for other ranks' vertices to their owners (:func:`_hand_over`). Then every
     side holds its own rows. Returns the step's record."""
     parts, comm = st["parts"], engine.comm
@@ -526,16 +526,7 @@ def _finish(app, engine: Engine, st: dict, where: str) -> dict:
            "exchange_s": 0.0, "mpi_s": 0.0}
     if where == "marks":
         _move(st, True, app.sync_vectors)
-    if st["top_down"] and st["parents_from_levels"]:
-        push = st["push_role"]
-        lo, hi = engine.own_range()
-        queue = st["queue"]
-        _launch(engine, push, "parents_from_levels", hi - lo,
-                (np.int32(lo), np.int32(hi), np.int32(st["root"]),
-                 np.int32(queue.offset_dtype.itemsize == 8), queue.indptr, queue.indices,
-                 engine.buffer("level", push), engine.buffer("parent", push)))
-        out["form"] = "levels"
-    elif st["top_down"]:
+    if st["top_down"]:
         out = _hand_over(engine, st, parts, comm)
     _move(st, False, app.sync_vectors)
     return out

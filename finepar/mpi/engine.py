@@ -11,12 +11,9 @@ changes what crosses the ranks and nothing else, so the apps' code is shared:
   moves between ranks too (:class:`~finepar.mpi.halo.RankHalo`);
 * :meth:`read` gathers each entry from the rank owning its row;
 * a frontier bitmap that each rank fills for its own rows is merged
-  (:meth:`merge_bits`, :meth:`merge_frontier`), sent as a list of vertices or as the
-  rank's words of the bitmap, whichever is smaller;
-* the vertices a top-down level claimed anywhere from the rank's own frontier
-  vertices (its own out-edges) are merged into one frontier (:meth:`merge_claims`),
-  and claims' parents go to their vertices' owners once, at the end
-  (:meth:`route_to_owners`);
+  (:meth:`merge_bits`), sent as a list of vertices or as the rank's words of the
+  bitmap, whichever is smaller (BFS merges its levels itself:
+  :mod:`finepar.apps.bfsranks`, on :attr:`stats` and the communicator);
 * apps iterate on the host step by step (:attr:`device_iterations` is False), gather
   before a one-side phase (:attr:`whole_copies` is False); :meth:`push_roles` is empty
   (no device holds every vertex's out-edges), :meth:`own_push_roles` says which device
@@ -66,7 +63,8 @@ class DistEngine(Engine):
         bitmaps merged, bytes this rank sent, in which form); ``merge_bytes_received``;
         ``claims`` and ``claim_bytes`` (top-down levels' claims merged, bytes sent),
         ``claim_lists`` (merged as vertex lists on the host); ``routed`` and
-        ``routed_bytes`` (entries sent to their owners, :meth:`route_to_owners`).
+        ``routed_bytes`` (parents sent to their owners; BFS's,
+        :mod:`finepar.apps.bfsranks`).
     """
 
     def __init__(self, pair, matrix, plan, ops, *, comm: Communicator, partition: RowPartition,
@@ -104,17 +102,12 @@ class DistEngine(Engine):
     def own_push_roles(self) -> tuple[str, ...]:
         """The roles that can push from this rank's own vertices' out-edges (a CSR of the
         rank's rows, as :meth:`Engine.push_roles` asks of a whole one): BFS's top-down
-        levels, whose claims :meth:`merge_claims` merges."""
+        levels (:mod:`finepar.apps.bfsranks`)."""
         return Engine.push_roles(self)
-
-    def own_range(self) -> tuple[int, int]:
-        """This rank's vertices ``lo .. hi`` (a contiguous range)."""
-        lo, hi = self.partition.bounds[self.comm.rank:self.comm.rank + 2]
-        return int(lo), int(hi)
 
     def rowop_local(self, **kw):
         """:meth:`Engine.rowop` over this rank's rows, its sums this rank's alone (their
-        total comes with the merge that follows, :meth:`merge_frontier`)."""
+        total comes with the level's merge, :mod:`finepar.apps.bfsranks`)."""
         return Engine.rowop(self, **kw)
 
     # ------------------------------------------------------------ steps and halos
@@ -247,144 +240,6 @@ class DistEngine(Engine):
         self.stats["merge_bytes"] += 4 * int(part.size)
         self.stats["merge_seconds"] += time.perf_counter() - t0
 
-    def _word_spans(self) -> np.ndarray:
-        """Each rank's words of a vertex bitmap, ``[w0, w1)`` (int64, shape (ranks, 2)): two
-        neighbours share a word where their bound is not a multiple of 32."""
-        b = self.partition.bounds.astype(np.int64)
-        return np.stack((b[:-1] // 32, -(-b[1:] // 32)), axis=1)
-
-    def merge_frontier(self, name: str, sums) -> np.ndarray:
-        """OR bitmap ``name`` over this rank's sides, then over the ranks, after a step in
-        which each rank set the bits of its own rows only (BFS's bottom-up level), and
-        total the step's ``sums`` (collective: one small ``MPI_Allgather`` of each rank's
-        part size and sums, one ``allgatherv`` of the parts).
-
-        A rank's part is its words (:func:`_encode` where a sixteenth of the words or
-        fewer could hold its ``sums[0]`` bits: a list or word pairs); the others' parts
-        land in page-locked memory and only the others' words (the shared boundary words
-        included) cross the bus back: the rank's own are on the device already.
-
-        Returns
-        -------
-        ndarray of int64
-            ``sums`` summed over the ranks.
-        """
-        Engine.merge_bits(self, name)
-        mine = np.asarray(sums, dtype=np.int64)
-        if self.comm.size == 1:
-            return mine
-        t0 = time.perf_counter()
-        role, rank, mod = self.roles[0], self.comm.rank, cl()
-        nw = self._vectors[name]["size"]
-        words = self._staging(4 * nw)[:4 * nw].view(np.uint32)
-        spans = self._word_spans()
-        w0, w1 = (int(x) for x in spans[rank])
-        self.drain()
-        if w1 > w0:
-            mod.enqueue_copy(self.pair.side(role).queue, words[w0:w1], self.buffer(name, role),
-                             src_offset=4 * w0, is_blocking=True)
-            self.host_syncs += 1
-        own = words[w0:w1]
-        part = (_encode(own, w0) if 16 * int(mine[0]) <= own.size
-                else np.concatenate(([_AS_WORDS, w0], own)).astype(np.uint32))
-        self.stats[_FORMS[int(part[0])]] += 1
-        meta = self.comm.allgather_ints(np.concatenate(([part.size], mine)))
-        counts = meta[:, 0]
-        every = self.comm.allgatherv(part, counts=counts)
-        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-        others = [r for r in range(self.comm.size) if r != rank]
-        for r in others:  # the others' words (not this rank's boundary words) from zero
-            a, b = int(spans[r, 0]), int(spans[r, 1])
-            a, b = (max(a, w1), b) if r > rank else (a, min(b, w0))
-            words[a:b] = 0
-        for r in others:
-            _or_segment(words, every[starts[r]:starts[r] + counts[r]])
-        back = [(0, min(w0 + 1, nw)), (max(w1 - 1, 0), nw)]
-        if back[1][0] <= back[0][1]:
-            back = [(0, nw)]
-        done = []
-        for side, buf in self._each_buffer(name, None):
-            done += [mod.enqueue_copy(side.queue, buf, words[a:b], dst_offset=4 * a,
-                                      is_blocking=False) for a, b in back if b > a]
-        for ev in done:
-            ev.wait()
-        self.host_syncs += 1
-        self.stats["merges"] += 1
-        self.stats["merge_bytes"] += 4 * int(part.size)
-        self.stats["merge_bytes_received"] += 4 * int(counts.sum() - part.size)
-        self.stats["merge_seconds"] += time.perf_counter() - t0
-        return meta[:, 1:].sum(axis=0)
-
-    def merge_claims(self, claims: np.ndarray, name: str, role: str, list_most: int
-                     ) -> tuple[np.ndarray | None, np.ndarray | None]:
-        """The union over the ranks of the vertices each rank's top-down level claimed
-        (collective: one small ``MPI_Allgather``, one ``allgatherv``).
-
-        Parameters
-        ----------
-        claims : ndarray of int32
-            The vertices this rank claimed (any rank's), each once.
-        name : str
-            A bitmap vector whose copy on ``role`` holds ``claims``' bits where the rank
-            sends its words (more than an eighth as many claims as words: the caller set
-            them on the device); else unused.
-        role : str
-        list_most : int
-            The most claims over all ranks that come back as a list.
-
-        Returns
-        -------
-        (ids, None) or (None, words)
-            The union as sorted vertex ids, where every rank sent a list and they number
-            at most ``list_most``; else its bitmap (uint32 words on the host, page-locked;
-            valid until the next merge).
-        """
-        t0 = time.perf_counter()
-        nw = self._vectors[name]["size"]
-        words = self._staging(4 * nw)[:4 * nw].view(np.uint32)
-        if 8 * claims.size <= nw:
-            part = np.concatenate(([_AS_LIST, 0], np.sort(claims))).astype(np.uint32)
-        else:
-            self.drain()
-            cl().enqueue_copy(self.pair.side(role).queue, words, self.buffer(name, role),
-                              is_blocking=True)
-            self.host_syncs += 1
-            part = np.concatenate(([_AS_WORDS, 0], words)).astype(np.uint32)
-        meta = self.comm.allgather_ints([part.size, int(part[0] == _AS_LIST)])
-        counts = meta[:, 0]
-        every = self.comm.allgatherv(part, counts=counts)
-        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-        segs = [every[a:a + c] for a, c in zip(starts, counts)]
-        self.stats["claims"] += 1
-        self.stats["claim_bytes"] += 4 * int(part.size)
-        self.stats["merge_bytes_received"] += 4 * int(counts.sum() - part.size)
-        ids = out = None
-        if meta[:, 1].all() and int(counts.sum()) - 2 * len(segs) <= list_most:
-            ids = np.unique(np.concatenate([seg[2:] for seg in segs])).astype(np.int32)
-            self.stats["claim_lists"] += 1
-        else:
-            words[:] = 0
-            for seg in segs:
-                _or_segment(words, seg)
-            out = words
-        self.stats["merge_seconds"] += time.perf_counter() - t0
-        return ids, out
-
-    def route_to_owners(self, ids: np.ndarray, values: np.ndarray
-                        ) -> tuple[np.ndarray, np.ndarray]:
-        """Send each ``(ids[i], values[i])`` to the rank owning vertex ``ids[i]``
-        (collective: ``MPI_Alltoall`` of the counts, one ``MPI_Alltoallv`` per array);
-        returns what this rank received, in rank order."""
-        t0 = time.perf_counter()
-        ids = np.ascontiguousarray(ids, dtype=np.int32)
-        got = self.comm.route(self.partition.owner(ids), ids,
-                              np.ascontiguousarray(values, dtype=np.int32))
-        self.stats["routed"] += int(ids.size)
-        self.stats["routed_bytes"] += 8 * int(ids.size)
-        self.stats["merge_seconds"] += time.perf_counter() - t0
-        return got
-
-    # ------------------------------------------------------------ report
     def rank_summary(self) -> dict:
         """This rank's exchanges: the halo's entries and totals (per role whether it moved
         entries at renumbered columns; its rows and entries that read no other rank's

@@ -131,32 +131,6 @@ void mark_bits(const int nw, const int n, __global const uint *restrict words,
     }
 }
 
-/* parent[v] <- an in-neighbour u of v with level[u] == level[v] - 1, for the rank's own
- * vertices lo .. hi - 1 that were reached but have no parent here (another rank's
- * top-down level claimed them). Every rank holds every vertex's level, and the level
- * that claimed v expanded such a u along the edge (u, v), so one exists; on a symmetric
- * graph the rank's out-edge rows (indptr, indices; int64 offsets where wide) are its
- * vertices' in-edges. The Graph500 rules hold for the u found: an edge, one level up. */
-__kernel void parents_from_levels(const int lo, const int hi, const int root, const int wide,
-                                  __global const int *restrict indptr,
-                                  __global const int *restrict indices,
-                                  __global const int *restrict level, __global int *parent)
-{
-    const int v = lo + (int)get_global_id(0);
-    if (v >= hi || v == root || parent[v] >= 0) return;
-    const int d = level[v];
-    if (d <= 0) return;
-    const long a = wide ? ((__global const long *)indptr)[v] : (long)indptr[v];
-    const long b = wide ? ((__global const long *)indptr)[v + 1] : (long)indptr[v + 1];
-    for (long k = a; k < b; ++k) {
-        const int u = indices[k];
-        if (level[u] == d - 1) {
-            parent[v] = u;
-            return;
-        }
-    }
-}
-
 /* The (vertex, parent) pairs of the vertices lo .. hi - 1 (another rank's) that this
  * rank claimed, the root excepted (it has a parent wherever a top-down level claimed
  * it), appended at out[2 * counts[0] ..]; counts[slot] counts this launch's (the ranks'
