@@ -25,7 +25,7 @@ pytest.importorskip("mpi4py")
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "mpi_cases.py"
-RANKS = (1, 2, 3)
+RANKS = (1, 2, 3, 4)
 APPS = ("spmv", "pagerank", "rwr", "hits", "bfs", "cc", "sssp", "coloring")
 
 

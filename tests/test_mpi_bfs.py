@@ -25,7 +25,7 @@ pytest.importorskip("mpi4py")
 
 from test_mpi import WORKER, mpiexec  # noqa: E402  (the launcher and the cases' runner)
 
-RANKS = (1, 2, 3)
+RANKS = (1, 2, 3, 4)
 #: Graph500 scale 10 (symmetric) and a directed Kronecker graph of scale 10; roots: the
 #: default (the largest out-degree), the last vertex (the last rank's), a first-rank one.
 CASES = ([{"id": f"{g}-{mem}", "graph": g, "memory": mem, "params": {}}
