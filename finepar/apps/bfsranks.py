@@ -302,6 +302,9 @@ class _Level:
         self.before = {id(p[0]) for p in engine.pending}
 
     def record(self, **fields) -> dict:
+        """``fields`` with the level's kernel seconds (the records drained since the
+        level began), wall seconds and host synchronisations; the launches still pending
+        are kept in ``waiting`` for :func:`_kernel_seconds`."""
         eng = self.engine
         drained = [r for r in eng.records[self.k0:] if id(r) not in self.before]
         self.waiting = [p[:2] for p in eng.pending if id(p[0]) not in self.before]
