@@ -297,6 +297,25 @@ def script_parser(doc: str, section: str):
     return p
 
 
+def probe_parser(doc: str, name: str):
+    """The argument parser of a probe (one graph, its configurations side by side), with
+    the options the probes share: ``--graph``, ``--scale`` (default 24), ``--memory``,
+    ``--devices``, ``--json`` (default ``NAME.json``) and ``--budget-s``; the probe adds
+    its own."""
+    import argparse
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--graph", default=None, help="an input (graph500:SCALE or a file); "
+                    "default graph500:SCALE")
+    ap.add_argument("--scale", type=int, default=24)
+    ap.add_argument("--memory", default="auto", choices=("auto", "shared", "split"),
+                    help="the pair's memory mode (auto: FinePar's default)")
+    ap.add_argument("--devices", default="auto", choices=("auto", "gpu", "both"),
+                    help="the plan's devices (auto: FinePar's default)")
+    ap.add_argument("--json", default=f"{name}.json")
+    ap.add_argument("--budget-s", type=float, default=480.0)
+    return ap
+
+
 def render_docs(args, render, targets=None) -> int:
     """``--render``: merge the runs' documents (:func:`merged_docs`, targets recomputed
     with ``targets``) and write the section with the script's ``render(doc, args)``."""

@@ -17,14 +17,14 @@ every measurement.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import time
 from dataclasses import replace
 
 import numpy as np
 
-from common import Budget, device_line, load, log, main_of, today, write_json
+from common import (Budget, device_line, load, log, main_of, probe_parser, today,
+                    write_json)
 from measure import stats
 
 #: PageRank's variants: label, columns mode (``None``: the probe's ``--columns``), sums,
@@ -37,14 +37,7 @@ PAGERANK = (("today: columns none, compensated", "none", "compensated", "auto"),
 
 
 def parse_args(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--graph", default=None, help="an input (graph500:SCALE or a file); "
-                    "default graph500:SCALE")
-    ap.add_argument("--scale", type=int, default=24)
-    ap.add_argument("--memory", default="auto", choices=("auto", "shared", "split"),
-                    help="the pair's memory mode (auto: FinePar's default)")
-    ap.add_argument("--devices", default="auto", choices=("auto", "gpu", "both"),
-                    help="the plan's devices (auto: FinePar's default)")
+    ap = probe_parser(__doc__, "probe_pagerank")
     ap.add_argument("--columns", default="auto", choices=("auto", "hot"),
                     help="the hot-column variants' mode (hot: wherever it can be done, for "
                          "an emulated pair whose cache holds the vector)")
@@ -56,8 +49,6 @@ def parse_args(argv=None):
                          "PageRank's L1 error to the float64 reference with each sums and "
                          "columns choice, on the GPU alone and split at T_f = 64 (last)")
     ap.add_argument("--no-cupy", action="store_true")
-    ap.add_argument("--json", default="probe_pagerank.json")
-    ap.add_argument("--budget-s", type=float, default=480.0)
     return ap.parse_args(argv)
 
 

@@ -24,13 +24,13 @@ written after every configuration.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import time
 
 import numpy as np
 
-from common import Budget, device_line, load, log, main_of, today, write_json
+from common import (Budget, device_line, load, log, main_of, probe_parser, today,
+                    write_json)
 from measure import stats
 
 #: The configurations: label, grouping asked, SSSP's parameters (``old_delta``: cuGraph's
@@ -42,20 +42,11 @@ CONFIGS = (("unbounded, adaptive, near-far", "adaptive", {"unbounded": True, "de
 
 
 def parse_args(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--graph", default=None, help="an input (graph500:SCALE or a file); "
-                    "default graph500:SCALE")
-    ap.add_argument("--scale", type=int, default=24)
-    ap.add_argument("--memory", default="auto", choices=("auto", "shared", "split"),
-                    help="the pair's memory mode (auto: FinePar's default)")
-    ap.add_argument("--devices", default="auto", choices=("auto", "gpu", "both"),
-                    help="the plan's devices (auto: FinePar's default)")
+    ap = probe_parser(__doc__, "probe_sssp")
     ap.add_argument("--weights", default="values", choices=("values", "abs"),
                     help="SSSP's edge lengths: the values, or their magnitudes (signed inputs)")
     ap.add_argument("--repeats", type=int, default=5, help="timed runs of each configuration")
     ap.add_argument("--no-bfs", action="store_true", help="skip BFS's run")
-    ap.add_argument("--json", default="probe_sssp.json")
-    ap.add_argument("--budget-s", type=float, default=480.0)
     args = ap.parse_args(argv)
     if args.repeats < 1:
         ap.error("--repeats must be at least 1")

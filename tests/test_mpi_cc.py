@@ -25,6 +25,7 @@ from scipy.sparse import csgraph, csr_matrix
 pytest.importorskip("mpi4py")
 
 from finepar.apps.ccranks import PROBES  # noqa: E402
+from test_mpi import mpiexec  # noqa: E402  (the launcher beside this Python, else on PATH)
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "mpi_cc_cases.py"
@@ -82,17 +83,6 @@ def nogiant_graph():
         src += [base, base + 1, base + 2]
         dst += [base + 1, base + 2, base]
     return _undirected(n, perm[src], perm[dst], "nogiant")
-
-
-def mpiexec() -> str:
-    local = Path(sys.executable).parent / "mpiexec"
-    if local.exists():
-        return str(local)
-    import shutil
-    found = shutil.which("mpiexec")
-    if found is None:
-        pytest.skip("no mpiexec (pip install 'finepar[mpi]')")
-    return found
 
 
 @pytest.fixture(scope="module")
