@@ -96,20 +96,27 @@ def inputs(tmp_path_factory):
 _RUNS: dict = {}
 
 
+def launch(worker: Path, d: Path, ranks: int, cases: list, extra: list = (),
+           timeout: int = 900) -> Path:
+    """Every case on ``ranks`` ranks, one mpiexec of ``worker`` (its answers and reports
+    written to ``d / ranks-P``, returned): a case's ``graph`` is a generator spec
+    (``graph500:...``) or a file under ``d``; ``extra`` cases go as they are."""
+    out = d / f"ranks-{ranks}"
+    out.mkdir()
+    cases = [dict(c, graph=c["graph"] if c["graph"].startswith("graph500:")
+                  else str(d / c["graph"])) for c in cases] + list(extra)
+    (out / "cases.json").write_text(json.dumps(cases))
+    proc = subprocess.run([mpiexec(), "-n", str(ranks), sys.executable, str(worker),
+                           str(out), str(out / "cases.json")], capture_output=True,
+                          text=True, timeout=timeout, env=os.environ.copy())
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out
+
+
 def distributed(ranks: int, inputs) -> Path:
     """Run every case on ``ranks`` ranks once (one mpiexec); the folder of answers."""
     if ranks not in _RUNS:
-        d, _ = inputs
-        out = d / f"ranks-{ranks}"
-        out.mkdir()
-        cases = [dict(c, graph=str(d / c["graph"]) if not c["graph"].startswith("graph500:")
-                      else c["graph"]) for c in CASES] + CLI_CASES
-        (out / "cases.json").write_text(json.dumps(cases))
-        proc = subprocess.run([mpiexec(), "-n", str(ranks), sys.executable, str(WORKER),
-                               str(out), str(out / "cases.json")], capture_output=True,
-                              text=True, timeout=900, env=os.environ.copy())
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        _RUNS[ranks] = out
+        _RUNS[ranks] = launch(WORKER, inputs[0], ranks, CASES, CLI_CASES)
     return _RUNS[ranks]
 
 

@@ -14,8 +14,6 @@ the bytes sent and received, the host synchronisations, the parents handed over.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +21,7 @@ import pytest
 
 pytest.importorskip("mpi4py")
 
-from test_mpi import WORKER, mpiexec  # noqa: E402  (the launcher and the cases' runner)
+from test_mpi import WORKER, launch  # noqa: E402  (the cases' runner, one mpiexec of it)
 
 RANKS = (1, 2, 3, 4)
 #: Graph500 scale 10 (symmetric) and a directed Kronecker graph of scale 10; roots: the
@@ -57,17 +55,7 @@ _RUNS: dict = {}
 def launched(ranks: int, graphs) -> Path:
     """Every case on ``ranks`` ranks, one mpiexec; the folder of answers and reports."""
     if ranks not in _RUNS:
-        d, _ = graphs
-        out = d / f"ranks-{ranks}"
-        out.mkdir()
-        cases = [dict(c, app="bfs", graph=c["graph"] if c["graph"].startswith("graph500:")
-                      else str(d / c["graph"])) for c in CASES]
-        (out / "cases.json").write_text(json.dumps(cases))
-        proc = subprocess.run([mpiexec(), "-n", str(ranks), sys.executable, str(WORKER),
-                               str(out), str(out / "cases.json")], capture_output=True,
-                              text=True, timeout=900)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        _RUNS[ranks] = out
+        _RUNS[ranks] = launch(WORKER, graphs[0], ranks, [dict(c, app="bfs") for c in CASES])
     return _RUNS[ranks]
 
 

@@ -13,9 +13,6 @@ rank's own subgraph, and stay below one round of the every-label scheme.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +22,7 @@ from scipy.sparse import csgraph, csr_matrix
 pytest.importorskip("mpi4py")
 
 from finepar.apps.ccranks import PROBES  # noqa: E402
-from test_mpi import mpiexec  # noqa: E402  (the launcher beside this Python, else on PATH)
+from test_mpi import launch  # noqa: E402  (one mpiexec of a cases runner)
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "mpi_cc_cases.py"
@@ -103,17 +100,7 @@ _RUNS: dict = {}
 def distributed(ranks: int, inputs) -> Path:
     """Every case on ``ranks`` ranks, once (one mpiexec); the folder of answers."""
     if ranks not in _RUNS:
-        d, _ = inputs
-        out = d / f"ranks-{ranks}"
-        out.mkdir()
-        cases = [dict(c, graph=c["graph"] if c["graph"].startswith("graph500:")
-                      else str(d / c["graph"])) for c in CASES]
-        (out / "cases.json").write_text(json.dumps(cases))
-        proc = subprocess.run([mpiexec(), "-n", str(ranks), sys.executable, str(WORKER),
-                               str(out), str(out / "cases.json")], capture_output=True,
-                              text=True, timeout=600, env=os.environ.copy())
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        _RUNS[ranks] = out
+        _RUNS[ranks] = launch(WORKER, inputs[0], ranks, CASES, timeout=600)
     return _RUNS[ranks]
 
 
