@@ -9,8 +9,11 @@ kept), then every kernel of one step timed by OpenCL profiling events (the row o
 launches, the apply launch of cut rows, the two passes summing the L1 change and the
 dangling mass), a step at a time, beside CuPy's PageRank and cuSPARSE's product where CuPy
 is installed. A PageRank variant without the sums (``no sums``: not a correct step, only the
-kernel loop) reads what the L1 change and the dangling mass cost. JSON is written after
-every measurement.
+kernel loop) reads what the L1 change and the dangling mass cost. On one device each
+variant's run is also laid out as a timeline (every step's events: the idle gaps inside a
+batch and at each read of the sums, the launches past convergence), and the default
+variant runs again with the doubling batches that preceded the predicted ones
+(``doubling_batches``), side by side. JSON is written after every measurement.
 
     python benchmarks/probe_pagerank.py --graph graph500:24 --json $OUT/probe_pagerank.json
 """
@@ -93,6 +96,45 @@ def kernel_loop(eng, op, args: dict, steps: int, before=None) -> dict:
             per.setdefault(f"{r} step", []).append(
                 (done[-1][1].profile.end - done[0][1].profile.start) * 1e-9)
     return {label: stats(v) for label, v in per.items()}
+
+
+def timeline(wl_run, eng, run_params: dict) -> dict:
+    """One more run with every step's launch events kept (one device, batched steps): the
+    run's wall time, the device's span from the first launch to the last, the steps'
+    own spans, the idle gaps between steps inside a batch and at each batch's read, and the
+    spans of the steps enqueued past convergence; seconds. Each gap includes the step's
+    sum reduction, which its events do not cover."""
+    batches, orig = [], eng.drain
+
+    def drain():
+        batches.append([[(ev.profile.start * 1e-9, ev.profile.end * 1e-9) for ev in evs]
+                        for _, events, _ in eng.pending for evs in events.values() if evs])
+        orig()
+    eng.drain = drain
+    try:
+        res, rep = wl_run.run(engine=eng, warmup=False, **run_params)
+    finally:
+        del eng.drain
+    batches = [b for b in batches if b]  # a drain with nothing pending
+    steps = [(s[0][0], s[-1][1]) for b in batches for s in b]
+    if not steps:
+        return {"wall": rep.timings["run"], "steps": 0}
+    inside, between, ends = [], [], np.cumsum([len(b) for b in batches])
+    for i in range(1, len(steps)):
+        (between if i in ends else inside).append(steps[i][0] - steps[i - 1][1])
+    spans = [e - s for s, e in steps]
+    return {"wall": rep.timings["run"], "iterations": res.iterations, "steps": len(steps),
+            "batches": [len(b) for b in batches], "device_span": steps[-1][1] - steps[0][0],
+            "step_spans": float(np.sum(spans)), "useful_step_median": float(np.median(
+                spans[:res.iterations])),
+            "past_convergence_spans": spans[res.iterations:],
+            "gaps_inside_batches": float(np.sum(inside)), "gaps_at_reads": between}
+
+
+def doubling_batches(trace: list, tol: float, left: int) -> int:
+    """The batches before the predicted ones: 1, 2, 4, ... up to ``MAX_BATCH``."""
+    from finepar.apps.pagerank import MAX_BATCH
+    return max(1, min(len(trace) + 1, MAX_BATCH, left))
 
 
 def no_sums_op(op):
@@ -210,6 +252,18 @@ def pagerank_variants(g, pair, args, out, budget, save, spmv_grouping: str) -> N
                 app.start(eng, n)
                 eng.scalars([0.15 / n, 0.85, 0.15 / n, 0.85 / n, 1e-6])
             rec["kernels"] = kernel_loop(eng, op, step_args, args.steps, restart)
+            run_params = app.permute_params(params, perm) if perm is not None else params
+            if eng.device_iterations:
+                rec["timeline"] = timeline(wl_run, eng, run_params)
+            if label == PAGERANK[1][0] and eng.device_iterations:
+                from finepar.apps import pagerank as pr_mod
+                predicted, pr_mod.next_batch = pr_mod.next_batch, doubling_batches
+                try:
+                    rec["doubling_batches"] = app_runs(wl, wl_run, eng, perm, params, ref,
+                                                       args.repeats)
+                    rec["doubling_batches"]["timeline"] = timeline(wl_run, eng, run_params)
+                finally:
+                    pr_mod.next_batch = predicted
             if label == PAGERANK[1][0]:
                 rec["kernels_no_sums"] = kernel_loop(eng, no_sums_op(op), step_args,
                                                      args.steps, restart)

@@ -8,9 +8,10 @@ ignored). Stops when the L1 change of ``pr`` falls below ``tol``.
 No host round trip per iteration on one device: each iteration's L1 change
 and dangling mass are summed on the device, which also computes the next
 iteration's base term and raises a stop flag once the change is below ``tol``;
-the host enqueues iterations in batches (1, 2, 4, ... up to 64) and reads the
-batch's sums once. Iterations enqueued past convergence return at once and
-write nothing. With two devices each iteration's sums are combined on the host
+the host enqueues iterations in batches and reads the batch's sums once: two
+iterations first, then as many as the last ratio of L1 changes predicts to reach
+``tol``, plus one (:func:`next_batch`). Iterations enqueued past convergence return
+at once and write nothing, but each still launches its grid. With two devices each iteration's sums are combined on the host
 (the halo moves anyway).
 
 Where a device's columns are renumbered hottest first (:mod:`finepar.engine.columns`:
@@ -23,6 +24,8 @@ columns from the first megabytes of the vector, and nothing else changes.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..engine import Engine, RowOp
@@ -34,6 +37,40 @@ from .base import (App, AppResult, Param, in_open_unit, iteration_cap, positive,
 _F32 = np.dtype(np.float32)
 #: Largest batch of iterations enqueued between two reads of their sums.
 MAX_BATCH = 64
+
+
+def next_batch(trace: list, tol: float, left: int) -> int:
+    """The iterations to enqueue before the next read of their sums, one device.
+
+    Two at first (a ratio needs two L1 changes); then the count the last ratio
+    ``q = trace[-1] / trace[-2]`` predicts to bring the change below ``tol``,
+    ``ceil(log(tol / trace[-1]) / log(q))``, plus one, at most ``MAX_BATCH`` and
+    ``left``. The change shrinks by at most the damping a step and its ratio grows
+    toward it, so the prediction errs short: the extra one usually ends the run
+    without another read, and few iterations run past convergence (each is a launch
+    of the whole grid that returns at once). Doubling batches (1, 2, 4, ...) took 5 to 7
+    reads and ran up to 62 such launches on the shared graphs (luxembourg).
+
+    Parameters
+    ----------
+    trace : list of float
+        The L1 changes so far.
+    tol : float
+        The stop threshold on the L1 change.
+    left : int
+        Iterations left before ``max_iter``; the result is within [1, left].
+
+    Returns
+    -------
+    int
+    """
+    if len(trace) < 2 or not trace[-2] > 0 or not trace[-1] > 0:
+        return max(1, min(2, left))
+    q = trace[-1] / trace[-2]
+    if not 0.0 < q < 1.0:  # not contracting (float noise near the end): a doubling's guess
+        return max(1, min(len(trace), MAX_BATCH, left))
+    steps = math.ceil(math.log(tol / trace[-1]) / math.log(q)) if trace[-1] > tol else 0
+    return max(1, min(steps + 1, MAX_BATCH, left))
 
 
 #: The sums of a row's terms: Kahan-compensated or plain float32 (``sums``).
@@ -222,10 +259,10 @@ class PageRank(App):
         cl().enqueue_fill_buffer(engine.pair.side(role).queue, engine.stop[role],
                                  np.zeros(1, np.int32), 0, 4)
         op = ops[1]
-        trace, it, batch = [], 0, 1
+        trace, it = [], 0
         args = self._args(personalized, engine)
         while it < max_iter:
-            k = min(batch, max_iter - it)
+            k = next_batch(trace, tol, max_iter - it)
             for j in range(k):
                 engine.rowop(op=op, wait=False, slot=it + j, **args)
                 self._swap(engine)
@@ -240,7 +277,6 @@ class PageRank(App):
                 del engine.records[len(engine.records) - (k - done):]
                 return it + done, trace, True
             it += k
-            batch = min(2 * batch, MAX_BATCH)
         return it, trace, False
 
     def profile_step(self, engine: Engine) -> None:
