@@ -52,7 +52,20 @@ def parse_args(argv=None):
                          "PageRank's L1 error to the float64 reference with each sums and "
                          "columns choice, on the GPU alone and split at T_f = 64 (last)")
     ap.add_argument("--no-cupy", action="store_true")
-    return ap.parse_args(argv)
+    ap.add_argument("--variants", default="all",
+                    help="PageRank variants to run: all, or a comma list of their numbers "
+                         "(1-%d: %s)" % (len(PAGERANK), "; ".join(
+                             f"{i} {v[0]}" for i, v in enumerate(PAGERANK, 1))))
+    args = ap.parse_args(argv)
+    try:
+        picked = (range(1, len(PAGERANK) + 1) if args.variants == "all"
+                  else [int(v) for v in args.variants.split(",")])
+        if not all(1 <= i <= len(PAGERANK) for i in picked):
+            raise ValueError
+    except ValueError:
+        ap.error(f"--variants: 'all' or numbers 1-{len(PAGERANK)}, got {args.variants!r}")
+    args.variants = [PAGERANK[i - 1] for i in picked]
+    return args
 
 
 # ------------------------------------------------------------------------ kernel loop
@@ -232,7 +245,7 @@ def pagerank_variants(g, pair, args, out, budget, save, spmv_grouping: str) -> N
     ref, how = reference(wl.app, g, base, backend=backend)
     out["references"]["pagerank"] = how
     hot = "auto" if args.columns == "auto" else "hot"
-    for label, columns, sums, grouping in PAGERANK:
+    for label, columns, sums, grouping in args.variants:
         if budget.spent():
             out["notes"].append(f"budget spent before pagerank {label!r}")
             break
@@ -340,8 +353,13 @@ def ratios(out: dict) -> dict:
     cupy = out.get("cupy", {}).get("graph")
     cupy_it = (float(np.median(cupy["pagerank_s"])) / cupy["pagerank_iterations"]
                if isinstance(cupy, dict) else None)
-    res = {}
+    res, recs = {}, {}
     for label, rec in out["pagerank"].items():
+        recs[label] = rec
+        if isinstance(rec.get("doubling_batches"), dict):
+            recs[label + ", doubling batches"] = {**rec["doubling_batches"],
+                                                  "kernels": rec.get("kernels", {})}
+    for label, rec in recs.items():
         it, prod = med(rec), med(spmv)
         res[label] = {"iteration_over_product": it / prod if it and prod else None,
                       "step_over_product_step": (step(rec) / step(spmv)
