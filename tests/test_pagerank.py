@@ -116,9 +116,8 @@ def test_next_batch_predicts_from_the_last_ratio():
     from finepar.apps.pagerank import MAX_BATCH, next_batch
     assert next_batch([], 1e-6, 100) == 2 and next_batch([0.5], 1e-6, 100) == 2
     assert next_batch([], 1e-6, 1) == 1
-    # halving from 0.25: 0.25 / 2**18 < 1e-6 <= 0.25 / 2**17, so 18 steps; the batch is
-    # that prediction plus one
-    assert next_batch([0.5, 0.25], 1e-6, 100) == 19
+    # halving from 0.25: 0.25 / 2**18 < 1e-6 <= 0.25 / 2**17, so 18 steps
+    assert next_batch([0.5, 0.25], 1e-6, 100) == 18
     assert next_batch([0.5, 0.25], 1e-6, 3) == 3
     assert next_batch([1.0, 0.99999], 1e-9, 1000) == MAX_BATCH
     assert next_batch([0.1, 0.2, 0.3], 1e-6, 100) == 3  # growing: no prediction
@@ -127,7 +126,7 @@ def test_next_batch_predicts_from_the_last_ratio():
 
 @pytest.mark.parametrize("name", ["luxembourg.mtx", "ca-GrQc.mtx"])
 def test_device_iterations_read_few_times_and_overrun_little(pairs, name, monkeypatch):
-    """One device: the predicted batches read the sums at most four times and enqueue at
+    """One device: the predicted batches read the sums at most five times and enqueue at
     most two iterations past convergence (doubling batches read 7 times and enqueued 62
     past it on luxembourg), with the answer and its trace unchanged."""
     from finepar.engine import core
@@ -142,7 +141,7 @@ def test_device_iterations_read_few_times_and_overrun_little(pairs, name, monkey
     assert res.extra["device_steps"] and res.converged
     l1 = res.extra["l1_change"]
     assert len(l1) == res.iterations and l1[-1] < 1e-6 <= l1[-2]
-    assert 2 <= len(reads) <= 4, reads
+    assert 2 <= len(reads) <= 5, reads
     assert res.iterations <= len(steps) <= res.iterations + 2, (len(steps), res.iterations)
     ref = reference_pagerank(g)
     assert np.abs(res.values.astype(np.float64) - ref).sum() < 1e-4
