@@ -73,6 +73,36 @@
     }
 #define PUSH_NEXT(v) PUSH_GLOBAL(v)
 
+/* Work-group-aggregated appends (Merrill et al., PPoPP'12): in `advance` and the queue
+ * kernels every work-item of a work-group runs the same passes; in a pass each appends at
+ * most one vertex, counted on a local tally (AGG_PUSH: its slot and edge offset within the
+ * work-group's appends), and one work-item adds the pass's total to the list's tally at
+ * once (AGG_END), so a level that appends from a million work-items to one list does not
+ * serialise them on one global atomic (a hub's level, or the list made from a big
+ * bottom-up level's marks). The app's ADVANCE_EDGE appends at most once an edge. */
+#define AGG_DECLS __local ulong agg_tally_, agg_base_;
+#define AGG_START { if (get_local_id(0) == 0) agg_tally_ = 0; barrier(CLK_LOCAL_MEM_FENCE); }
+#define AGG_PASS int agg_v_ = -1; ulong agg_o_ = 0;
+#define AGG_PUSH(v) {                                                               \
+        agg_v_ = (v);                                                               \
+        agg_o_ = atom_add(&agg_tally_, ((ulong)1 << EDGE_BITS)                      \
+                          | (ulong)(indptr[(v) + 1] - indptr[v]));                  \
+    }
+#define AGG_END(tally) {                                                            \
+        barrier(CLK_LOCAL_MEM_FENCE);                                               \
+        if (get_local_id(0) == 0) {                                                 \
+            const ulong s_ = agg_tally_;                                            \
+            agg_base_ = s_ ? atom_add((tally), s_) : 0;                             \
+            agg_tally_ = 0;                                                         \
+        }                                                                           \
+        barrier(CLK_LOCAL_MEM_FENCE);                                               \
+        if (agg_v_ >= 0) {                                                          \
+            const ulong o_ = agg_base_ + agg_o_;                                    \
+            next[(uint)(o_ >> EDGE_BITS)] = agg_v_;                                 \
+            next_offs[(uint)(o_ >> EDGE_BITS)] = (OFFSET_T)(o_ & EDGE_MASK);        \
+        }                                                                           \
+    }
+
 /* The app's limit on level j's list of `edges` out-edges: refused when j >= check_from,
  * edges > min_edges and edges * edge_factor > budget - spent (edge_factor 0: never). */
 int refuses(const int j, const OFFSET_T edges, const float edge_factor, const long budget,
@@ -94,7 +124,10 @@ long found_edges(__global const ulong *tallies, const int j)
                    const long min_edges, const int check_from
 
 #ifdef ADVANCE_EDGE
-/* Level j of a batch (level `it` of the run): list j (front, offs) -> list j + 1 (next). */
+/* Level j of a batch (level `it` of the run): list j (front, offs) -> list j + 1 (next),
+ * its appends aggregated per work-group. */
+#undef PUSH_NEXT
+#define PUSH_NEXT(v) AGG_PUSH(v)
 __kernel void advance(const int j, __global const int *restrict front,
                       __global const OFFSET_T *restrict offs,
                       __global const OFFSET_T *restrict indptr,
@@ -115,19 +148,30 @@ __kernel void advance(const int j, __global const int *restrict front,
         if (get_global_id(0) == 0) *tally = REFUSED;
         return;
     }
+    AGG_DECLS
+    AGG_START
     const OFFSET_T stride = (OFFSET_T)get_global_size(0);
-    for (OFFSET_T e = (OFFSET_T)get_global_id(0); e < total; e += stride) {
-        int lo = 0, hi = nfront - 1;
-        while (lo < hi) {
-            const int mid = (lo + hi + 1) >> 1;
-            if (offs[mid] <= e) lo = mid; else hi = mid - 1;
+    const OFFSET_T lane = (OFFSET_T)get_local_id(0);
+    /* passes uniform over the work-group: edge e0 + lane of each */
+    for (OFFSET_T e0 = (OFFSET_T)(get_global_id(0) - lane); e0 < total; e0 += stride) {
+        const OFFSET_T e = e0 + lane;
+        AGG_PASS
+        if (e < total) {
+            int lo = 0, hi = nfront - 1;
+            while (lo < hi) {
+                const int mid = (lo + hi + 1) >> 1;
+                if (offs[mid] <= e) lo = mid; else hi = mid - 1;
+            }
+            const int u = front[lo];
+            const OFFSET_T k = indptr[u] + (e - offs[lo]);
+            const int v = indices[k];
+            ADVANCE_EDGE(u, k, v)
         }
-        const int u = front[lo];
-        const OFFSET_T k = indptr[u] + (e - offs[lo]);
-        const int v = indices[k];
-        ADVANCE_EDGE(u, k, v)
+        AGG_END(tally)
     }
 }
+#undef PUSH_NEXT
+#define PUSH_NEXT(v) PUSH_GLOBAL(v)
 
 #ifdef LWG
 #ifndef QCAP
@@ -245,13 +289,16 @@ void advance_local(const int max_levels, __global const int *restrict front,
 #endif  /* ADVANCE_EDGE */
 
 /* The current list (tallies[STATE], zeroed before) <- every vertex set in bm (the frontier
- * a bottom-up step found). */
+ * a bottom-up step found); appends aggregated per work-group. */
 __kernel void queue_from_bitmap(const int n, __global const uint *restrict bm,
                                 __global const OFFSET_T *restrict indptr, NEXT_ARGS)
 {
-    __global ulong *tally = tallies + STATE;
+    AGG_DECLS
+    AGG_START
     const int v = (int)get_global_id(0);
-    if (v < n && ((bm[v >> 5] >> (v & 31)) & 1u)) PUSH_GLOBAL(v)
+    AGG_PASS
+    if (v < n && ((bm[v >> 5] >> (v & 31)) & 1u)) AGG_PUSH(v)
+    AGG_END(tallies + STATE)
 }
 
 /* bm <- the vertices of a list (bm zeroed before). */
@@ -262,13 +309,17 @@ __kernel void bitmap_from_queue(const int nq, __global const int *restrict q,
     if (i < nq) atomic_or(&bm[q[i] >> 5], 1u << (q[i] & 31));
 }
 
-/* The current list (tallies[STATE], zeroed before) <- every vertex with stamp[v] == it. */
+/* The current list (tallies[STATE], zeroed before) <- every vertex with stamp[v] == it;
+ * appends aggregated per work-group. */
 __kernel void queue_from_stamp(const int n, __global const int *restrict stamp, const int it,
                                __global const OFFSET_T *restrict indptr, NEXT_ARGS)
 {
-    __global ulong *tally = tallies + STATE;
+    AGG_DECLS
+    AGG_START
     const int v = (int)get_global_id(0);
-    if (v < n && stamp[v] == it) PUSH_GLOBAL(v)
+    AGG_PASS
+    if (v < n && stamp[v] == it) AGG_PUSH(v)
+    AGG_END(tallies + STATE)
 }
 
 /* *total += the vertices v < n with label[v] == v (the roots of a labelling: CC's
