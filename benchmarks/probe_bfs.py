@@ -1,0 +1,169 @@
+"""Where BFS's time goes, level by level and launch by launch (issue 31, item 1).
+
+On one input (default Graph500 scale 24), FinePar's default BFS: a warm-up and ``--repeats``
+timed runs on one engine as a default run prepares it, every answer checked against a host
+BFS's levels; then one more run with every launch's OpenCL profiling event kept (the pull's
+row operation launch by launch, each labelled with its share's mapping; the top-down
+levels' advance and queue kernels by kind), laid out per level beside the level's
+direction, frontier, found vertices and wall time. The bytes a level must move at least
+(its rows' ``indptr`` and levels, its entries' ``indices`` once, the bitmaps) are put
+beside its time at the copy bandwidth measured in the same run. JSON is written as it goes.
+
+    python benchmarks/probe_bfs.py --scale 24 --json $OUT/probe_bfs.json
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from common import Budget, device_line, load, log, main_of, probe_parser, today, write_json
+from probe_sssp import breadth_first, engine_for, timed_runs
+
+
+def parse_args(argv=None):
+    ap = probe_parser(__doc__, "probe_bfs")
+    ap.add_argument("--repeats", type=int, default=5, help="timed runs")
+    ap.add_argument("--root", type=int, default=None, help="the root (default: the app's)")
+    args = ap.parse_args(argv)
+    if args.repeats < 1:
+        ap.error("--repeats must be at least 1")
+    return args
+
+
+class LaunchLog:
+    """Every launch of a run's steps, its label and its profiling event (read after the
+    run): ``engine.launch`` calls by kind, row operations by their launches' labels."""
+
+    def __init__(self, eng):
+        self.eng, self.items, self.level = eng, [], 0
+
+    def __enter__(self):
+        from finepar.engine import core, executors
+        eng, items = self.eng, self.items
+        self._launch, self._step = core.Engine.launch, executors.StaticExecutor.step
+        launch, step = self._launch, self._step
+
+        def logged_launch(me, role, kernel, global_size, args, *, kind="push", wg=64,
+                          wait=True):
+            rec = launch(me, role, kernel, global_size, args, kind=kind, wg=wg, wait=wait)
+            if me is eng:
+                ev = None if wait else me.pending[-1][1][role][0]
+                items.append((kind, ev, rec.kernel.get(role)))
+            return rec
+
+        def logged_step(me, e, op, args, roles, **kw):
+            out = step(me, e, op, args, roles, **kw)
+            if e is eng:
+                for role, evs in (e.last_events or {}).items():
+                    ol = e.stores[role].ops(op, e.fscal[role], e.stop[role])
+                    labels = [f"{op.name} {i}: {L.label}" for i, L in enumerate(ol.launches)]
+                    labels += [f"{op.name} apply"] * (len(evs) - len(labels))
+                    items.extend((lab, ev, None) for lab, ev in zip(labels, evs))
+            return out
+        core.Engine.launch, executors.StaticExecutor.step = logged_launch, logged_step
+        return self
+
+    def __exit__(self, *exc):
+        from finepar.engine import core, executors
+        core.Engine.launch, executors.StaticExecutor.step = self._launch, self._step
+
+    def seconds(self) -> list:
+        """``[(label, seconds, start)]`` in launch order (start in seconds on the device's
+        clock, None for launches waited for when they ran)."""
+        out = []
+        for label, ev, known in self.items:
+            if ev is None:
+                out.append((label, known or 0.0, None))
+            else:
+                out.append((label, (ev.profile.end - ev.profile.start) * 1e-9,
+                            ev.profile.start * 1e-9))
+        return out
+
+
+def launch_table(wl_run, eng, params: dict) -> dict:
+    """One run with every launch logged: the launches in order, and the run's trace."""
+    with LaunchLog(eng) as log_:
+        res, rep = wl_run.run(engine=eng, warmup=False, **params)
+    launches = log_.seconds()
+    starts = [s for _, _, s in launches if s is not None]
+    return {"run": rep.timings["run"],
+            "device_span": (max(s + t for _, t, s in launches if s is not None) - min(starts))
+            if starts else None,
+            "launches": [{"label": lab, "ms": 1e3 * t} for lab, t, _ in launches],
+            "by_label": _by_label(launches),
+            "levels": [{k: s.get(k) for k in ("iteration", "direction", "where", "frontier",
+                                              "frontier_edges", "found", "found_edges",
+                                              "seconds")} for s in res.extra["trace"]]}
+
+
+def _by_label(launches: list) -> dict:
+    out: dict[str, float] = {}
+    for lab, t, _ in launches:
+        out[lab] = out.get(lab, 0.0) + 1e3 * t
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def level_bytes(g, levels: list) -> list:
+    """The least bytes each level moves: a bottom-up level reads every row's level and
+    ``indptr`` entry, the frontier bitmap and writes the next; a top-down level reads its
+    frontier's ``indptr`` entries and out-edges and the levels they reach."""
+    off = g.indptr.dtype.itemsize
+    out = []
+    for lv in levels:
+        if lv["direction"] == "bottom-up":
+            b = g.n * (4 + off) + 2 * (g.n // 8)
+        else:
+            b = (lv["frontier"] or 0) * (8 + off) + 8 * (lv["frontier_edges"] or 0)
+        out.append(int(b))
+    return out
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    from finepar import api
+    from finepar.api import make_pair
+    from floor import copy_bandwidth
+    budget = Budget(args.budget_s)
+    spec = args.graph or f"graph500:{args.scale}"
+    pair = make_pair(memory=args.memory)
+    g, load_s = load(spec)
+    out = {"script": "benchmarks/probe_bfs.py", "date": today(), "device": device_line(pair),
+           "graph": spec, "n": int(g.n), "nnz": int(g.nnz), "load_s": load_s,
+           "args": vars(args), "notes": []}
+    log(f"{spec}: {g.n:,} vertices, {g.nnz:,} entries; {out['device']}")
+    wl = api.Workload("bfs", g)
+    params = wl.app.reference_params(g, wl.app.check_params(g, {"root": args.root}))
+    want = breadth_first(g, params["root"], 1.0)
+
+    def check(res) -> str:
+        got = np.where(res.values >= 0, res.values, np.inf).astype(np.float32)
+        return "" if np.array_equal(got, want) else "levels differ from the host BFS"
+    wl_run, eng = engine_for(wl, pair, args, "auto", params)
+    t0 = time.perf_counter()
+    out["default"] = timed_runs(wl_run, eng, params, check, args.repeats)
+    out["default"]["seconds"] = time.perf_counter() - t0
+    med = out["default"]["run"]["median"]
+    log(f"bfs default: {out['default']['plan']}, {med * 1e3:.3f} ms a run, "
+        f"{out['default']['problem'] or 'answer ok'}")
+    write_json(args.json, out)
+    if budget.spent():
+        return 0
+    table = launch_table(wl_run, eng, params)
+    copy = copy_bandwidth(pair)
+    bw = copy.get("bytes_per_s")
+    for lv, b in zip(table["levels"], level_bytes(g, table["levels"])):
+        lv["bytes_floor"], lv["floor_ms"] = b, 1e3 * b / bw if bw else None
+    out["launches"], out["copy_bandwidth"] = table, copy
+    write_json(args.json, out)
+    for lv in table["levels"]:
+        log(f"level {lv['iteration']} {lv['direction']}: frontier {lv['frontier']:,}, found "
+            f"{lv['found']:,}, {1e3 * lv['seconds']:.3f} ms (floor {lv['floor_ms'] or 0:.3f})")
+    for lab, ms in list(table["by_label"].items())[:14]:
+        log(f"  {ms:8.3f} ms  {lab}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main_of(main))
