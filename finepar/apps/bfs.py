@@ -92,7 +92,8 @@ class BFS(FrontierApp, App):
 
     def early_programs(self, pair, matrix: Graph, params: dict) -> list:
         """The push list's program on the GPU (the usual push role)."""
-        return [("gpu", ("apps/bfs/frontier.cl", "skeleton/frontier.cl"), queue_defines(pair.gpu.info, matrix))]
+        return [("gpu", ("apps/bfs/frontier.cl", "skeleton/frontier.cl"),
+                 queue_defines(pair.gpu.info, matrix, role="gpu"))]
 
     def prepare(self, engine: Engine, graph: Graph) -> dict:
         n = graph.n

@@ -204,7 +204,8 @@ class ConnectedComponents(FrontierApp, App):
         if role is None:
             return []
         info = pair.side(role).info
-        return [(role, (src, "skeleton/frontier.cl"), queue_defines(info, matrix, local=False))
+        return [(role, (src, "skeleton/frontier.cl"),
+                 queue_defines(info, matrix, local=False, role=role))
                 for src in ("apps/cc/afforest.cl", "apps/cc/frontier.cl")]
 
     def algorithm(self, engine: Engine, asked: str, static: bool = False) -> str:

@@ -291,14 +291,18 @@ def local_geometry(info, offset_bytes: int) -> tuple[int, int] | None:
     return (lwg, qcap) if qcap >= 256 else None
 
 
-def queue_defines(info, graph, defines: dict | None = None, local: bool = True) -> dict:
+def queue_defines(info, graph, defines: dict | None = None, local: bool = True, *,
+                  role: str) -> dict:
     """The ``-D`` options of a :class:`FrontierQueue`'s program on the device ``info``
-    describes, for ``graph`` (its first build; a device that cannot run the local advance
-    at that size gets another): known before any engine, so the build can start early
-    (:func:`early_build`)."""
+    describes, in ``role``, for ``graph`` (its first build; a device that cannot run the
+    local advance at that size gets another): known before any engine, so the build can
+    start early (:func:`early_build`). The GPU role's appends are aggregated per work-group
+    (``AGG_APPENDS``: thousands of work-items appending to one list serialise on its tally);
+    the CPU's stay one atomic each (a few cores contend little, and a PoCL build for the CPU
+    aborted on the barriers the aggregation needs)."""
     wide = graph.indptr.dtype == np.int64
     opts = {"OFFSET_T": "long" if wide else "int", "EDGE_BITS": tally_bits(graph.n, graph.nnz),
-            "STATE": STATE, **(defines or {})}
+            "STATE": STATE, **({"AGG_APPENDS": 1} if role == "gpu" else {}), **(defines or {})}
     geo = local_geometry(info, 8 if wide else 4) if local else None
     if geo is not None:
         opts.update(LWG=geo[0], QCAP=geo[1], ELOCAL=16 * geo[0])
@@ -436,7 +440,7 @@ class FrontierQueue:
         self.host = np.zeros(STATE + self.max_levels + 2, np.uint64)
         self.size = self.edges = 0
         self.refill = refill
-        opts = queue_defines(side.info, graph, defines, local)
+        opts = queue_defines(side.info, graph, defines, local, role=role)
         geo = local_geometry(side.info, self.offset_dtype.itemsize) if local else None
         prg, self.local_kernel, geo = queue_program(engine.pair, side, tuple(sources), opts, geo)
         self.program = prg

@@ -73,13 +73,16 @@
     }
 #define PUSH_NEXT(v) PUSH_GLOBAL(v)
 
-/* Work-group-aggregated appends (Merrill et al., PPoPP'12): in `advance` and the queue
- * kernels every work-item of a work-group runs the same passes; in a pass each appends at
- * most one vertex, counted on a local tally (AGG_PUSH: its slot and edge offset within the
- * work-group's appends), and one work-item adds the pass's total to the list's tally at
- * once (AGG_END), so a level that appends from a million work-items to one list does not
- * serialise them on one global atomic (a hub's level, or the list made from a big
- * bottom-up level's marks). The app's ADVANCE_EDGE appends at most once an edge. */
+/* Work-group-aggregated appends (Merrill et al., PPoPP'12; AGG_APPENDS, the GPU role's
+ * programs): in `advance` and the queue kernels every work-item of a work-group runs the
+ * same passes; in a pass each appends at most one vertex, counted on a local tally
+ * (AGG_PUSH: its slot and edge offset within the work-group's appends), and one work-item
+ * adds the pass's total to the list's tally at once (AGG_END), so a level that appends
+ * from a million work-items to one list does not serialise them on one global atomic (a
+ * hub's level, or the list made from a big bottom-up level's marks). The app's
+ * ADVANCE_EDGE appends at most once an edge. Without AGG_APPENDS (a CPU: a few cores
+ * contend little) every append is one global atomic, and the passes have no barriers. */
+#ifdef AGG_APPENDS
 #define AGG_DECLS __local ulong agg_tally_, agg_base_;
 #define AGG_START { if (get_local_id(0) == 0) agg_tally_ = 0; barrier(CLK_LOCAL_MEM_FENCE); }
 #define AGG_PASS int agg_v_ = -1; ulong agg_o_ = 0;
@@ -102,6 +105,13 @@
             next_offs[(uint)(o_ >> EDGE_BITS)] = (OFFSET_T)(o_ & EDGE_MASK);        \
         }                                                                           \
     }
+#else
+#define AGG_DECLS
+#define AGG_START
+#define AGG_PASS
+#define AGG_PUSH(v) PUSH_GLOBAL(v)
+#define AGG_END(tally)
+#endif
 
 /* The app's limit on level j's list of `edges` out-edges: refused when j >= check_from,
  * edges > min_edges and edges * edge_factor > budget - spent (edge_factor 0: never). */
@@ -125,7 +135,7 @@ long found_edges(__global const ulong *tallies, const int j)
 
 #ifdef ADVANCE_EDGE
 /* Level j of a batch (level `it` of the run): list j (front, offs) -> list j + 1 (next),
- * its appends aggregated per work-group. */
+ * its appends aggregated per work-group (AGG_APPENDS). */
 #undef PUSH_NEXT
 #define PUSH_NEXT(v) AGG_PUSH(v)
 __kernel void advance(const int j, __global const int *restrict front,
@@ -134,21 +144,23 @@ __kernel void advance(const int j, __global const int *restrict front,
                       __global const int *restrict indices, NEXT_ARGS, const int it,
                       LIMIT_ARGS, ADVANCE_ARGS)
 {
+    AGG_DECLS
     const ulong t = tallies[STATE + j];
     __global ulong *tally = tallies + STATE + j + 1;
+    /* no return before the passes' barriers: a level with nothing to do runs no pass */
+    int nfront = 0;
+    OFFSET_T total = 0;
     if (IS_MARK(t)) {
         if (get_global_id(0) == 0) *tally = t;
-        return;
+    } else {
+        nfront = TALLY_SIZE(t);
+        total = nfront ? TALLY_EDGES(t) : 0;
+        if (nfront && refuses(j, total, edge_factor, budget,
+                              decay ? found_edges(tallies, j) : 0, min_edges, check_from)) {
+            if (get_global_id(0) == 0) *tally = REFUSED;
+            total = 0;
+        }
     }
-    const int nfront = TALLY_SIZE(t);
-    const OFFSET_T total = TALLY_EDGES(t);
-    if (nfront == 0) return;
-    if (refuses(j, total, edge_factor, budget, decay ? found_edges(tallies, j) : 0, min_edges,
-                check_from)) {
-        if (get_global_id(0) == 0) *tally = REFUSED;
-        return;
-    }
-    AGG_DECLS
     AGG_START
     const OFFSET_T stride = (OFFSET_T)get_global_size(0);
     const OFFSET_T lane = (OFFSET_T)get_local_id(0);
@@ -294,11 +306,12 @@ __kernel void queue_from_bitmap(const int n, __global const uint *restrict bm,
                                 __global const OFFSET_T *restrict indptr, NEXT_ARGS)
 {
     AGG_DECLS
+    __global ulong *tally = tallies + STATE;
     AGG_START
     const int v = (int)get_global_id(0);
     AGG_PASS
     if (v < n && ((bm[v >> 5] >> (v & 31)) & 1u)) AGG_PUSH(v)
-    AGG_END(tallies + STATE)
+    AGG_END(tally)
 }
 
 /* bm <- the vertices of a list (bm zeroed before). */
@@ -315,11 +328,12 @@ __kernel void queue_from_stamp(const int n, __global const int *restrict stamp, 
                                __global const OFFSET_T *restrict indptr, NEXT_ARGS)
 {
     AGG_DECLS
+    __global ulong *tally = tallies + STATE;
     AGG_START
     const int v = (int)get_global_id(0);
     AGG_PASS
     if (v < n && stamp[v] == it) AGG_PUSH(v)
-    AGG_END(tallies + STATE)
+    AGG_END(tally)
 }
 
 /* *total += the vertices v < n with label[v] == v (the roots of a labelling: CC's
