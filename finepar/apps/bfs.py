@@ -53,7 +53,7 @@ class BFS(FrontierApp, App):
         ``(levels, parents, report)`` (int32, -1 unreached)."""
     title = "breadth-first search from one root (direction-optimising)"
     ops = (RowOp("bfs", "apps/bfs/rowop.cl", acc_dtype=np.dtype(np.int32),
-                 part_dtype=np.dtype(np.int64), writes=("y", "s0")),)
+                 part_dtype=np.dtype(np.int64), writes=("y", "s0"), empty_rows_idle=True),)
     params = (
         Param("root", "vertex", None, "source vertex: the input's own id; default the vertex "
                                       "of largest out-degree"),
@@ -205,7 +205,9 @@ class BFS(FrontierApp, App):
 
     def marks_from_queue(self, engine: Engine, st: dict) -> None:
         engine.fill("front", 0)
-        st["queue"].to_bitmap(engine.buffer("front", st["push_role"]))
+        # another device's queue reads the bitmap next only where two share memory
+        st["queue"].to_bitmap(engine.buffer("front", st["push_role"]),
+                              wait=engine.pair.shared and len(engine.roles) == 2)
         if not engine.pair.shared and len(engine.roles) == 2:
             engine.write("front", engine.read("front", role=st["push_role"]),
                          roles=tuple(r for r in engine.roles if r != st["push_role"]))

@@ -508,11 +508,13 @@ class FrontierQueue:
         self._build("queue_from_stamp", (np.int32(self.n), stamp, np.int32(it), self.indptr,
                                          self.front, self.offs, self.tallies), size, edges)
 
-    def to_bitmap(self, bitmap) -> None:
-        """Set the current list's bits in ``bitmap`` (zeroed by the caller)."""
+    def to_bitmap(self, bitmap, wait: bool = True) -> None:
+        """Set the current list's bits in ``bitmap`` (zeroed by the caller); ``wait=False``
+        where only this side's queue reads the bitmap next (in order)."""
         if self.size:
             self.engine.launch(self.role, self.kernels["bitmap_from_queue"], self.size,
-                               (np.int32(self.size), self.front, bitmap), kind="queue", wg=256)
+                               (np.int32(self.size), self.front, bitmap), kind="queue", wg=256,
+                               wait=wait)
 
     def vertices(self) -> np.ndarray:
         """The current list's vertices (int32; one blocking read)."""

@@ -188,6 +188,10 @@ class RowOp:
         Of those, the arguments the fragment writes at each row's column number on a
         device whose columns are renumbered (:mod:`finepar.engine.columns`; PageRank's
         next contribution vector, the ``x`` of the next step).
+    empty_rows_idle : bool
+        A row without entries does nothing (BFS's bottom-up step: no in-neighbour can
+        be on the frontier): a launch whose segments hold no entries is not made, so a
+        graph's isolated vertices (7.9 M of Graph500 scale 24's 16.8 M) cost no launch.
     """
 
     name: str
@@ -199,6 +203,7 @@ class RowOp:
     writes: tuple = ("y",)
     ones_when_pattern: bool = False
     column_writes: tuple = ()
+    empty_rows_idle: bool = False
 
     def options(self) -> dict:
         """The fragment's ``-D`` options as a dict."""

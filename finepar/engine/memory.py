@@ -520,6 +520,9 @@ class SideStore:
         out = OpLaunches(launches=[])
         part = 0
         for k, piece, spec, lo, hi, wg, groups, extra in self._pieces_launches():
+            if op.empty_rows_idle and spec.nnz == 0 and self.low.grouping != "dynamic":
+                continue  # rows without entries, which do nothing in this op (the dynamic
+                # baseline's host hands out chunks by their launch's index: all kept)
             kern = mod.Kernel(self._program(op, spec.mapping, wg, **extra), "rowop")
             L = Launch(ROWOP, kern, groups * wg, wg, label=spec.label, nnz=spec.nnz)
             counter = self.dummy
