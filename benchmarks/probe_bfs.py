@@ -37,21 +37,28 @@ class LaunchLog:
     run): ``engine.launch`` calls by kind, row operations by their launches' labels."""
 
     def __init__(self, eng):
-        self.eng, self.items, self.level = eng, [], 0
+        self.eng, self.items, self.enqueued = eng, [], {}
 
     def __enter__(self):
-        from finepar.engine import core, executors
-        eng, items = self.eng, self.items
+        from finepar.engine import core, executors, launches
+        eng, items, at = self.eng, self.items, self.enqueued
         self._launch, self._step = core.Engine.launch, executors.StaticExecutor.step
-        launch, step = self._launch, self._step
+        self._enqueue = launches.Launch.enqueue
+        launch, step, enqueue = self._launch, self._step, self._enqueue
 
         def logged_launch(me, role, kernel, global_size, args, *, kind="push", wg=64,
                           wait=True):
+            t = time.perf_counter()
             rec = launch(me, role, kernel, global_size, args, kind=kind, wg=wg, wait=wait)
             if me is eng:
                 ev = None if wait else me.pending[-1][1][role][0]
-                items.append((kind, ev, rec.kernel.get(role)))
+                items.append((kind, ev, rec.kernel.get(role), t))
             return rec
+
+        def logged_enqueue(me, queue, wait_for=None):
+            ev = enqueue(me, queue, wait_for=wait_for)
+            at[id(ev)] = time.perf_counter()
+            return ev
 
         def logged_step(me, e, op, args, roles, **kw):
             out = step(me, e, op, args, roles, **kw)
@@ -60,26 +67,46 @@ class LaunchLog:
                     ol = e.stores[role].ops(op, e.fscal[role], e.stop[role])
                     labels = [f"{op.name} {i}: {L.label}" for i, L in enumerate(ol.launches)]
                     labels += [f"{op.name} apply"] * (len(evs) - len(labels))
-                    items.extend((lab, ev, None) for lab, ev in zip(labels, evs))
+                    items.extend((lab, ev, None, at.get(id(ev))) for lab, ev in zip(labels, evs))
             return out
         core.Engine.launch, executors.StaticExecutor.step = logged_launch, logged_step
+        launches.Launch.enqueue = logged_enqueue
         return self
 
     def __exit__(self, *exc):
-        from finepar.engine import core, executors
+        from finepar.engine import core, executors, launches
         core.Engine.launch, executors.StaticExecutor.step = self._launch, self._step
+        launches.Launch.enqueue = self._enqueue
 
     def seconds(self) -> list:
-        """``[(label, seconds, start)]`` in launch order (start in seconds on the device's
-        clock, None for launches waited for when they ran)."""
+        """``[(label, seconds, start, enqueued)]`` in launch order: start on the device's
+        clock (None for launches waited for when they ran), enqueued on the host's
+        (``time.perf_counter``, just before the call for ``engine.launch``)."""
         out = []
-        for label, ev, known in self.items:
+        for label, ev, known, t in self.items:
             if ev is None:
-                out.append((label, known or 0.0, None))
+                out.append((label, known or 0.0, None, t))
             else:
                 out.append((label, (ev.profile.end - ev.profile.start) * 1e-9,
-                            ev.profile.start * 1e-9))
+                            ev.profile.start * 1e-9, t))
         return out
+
+
+def idle_gaps(launches: list) -> dict:
+    """The device's idle time between launches, and the part of it the host caused: the
+    host clock is put on the device's by the launch that started soonest after its
+    enqueue (a lower bound on the offset), and a gap counts as the host's where the next
+    launch was enqueued after the previous one ended (the device had nothing to run)."""
+    timed = [(s, s + d, t) for _, d, s, t in launches if s is not None and t is not None]
+    if len(timed) < 2:
+        return {}
+    offset = min(s - t for s, _, t in timed)
+    idle = host = 0.0
+    for (_, end0, _), (s1, _, t1) in zip(timed, timed[1:]):
+        gap = max(s1 - end0, 0.0)
+        idle += gap
+        host += min(gap, max(t1 + offset - end0, 0.0))
+    return {"idle_ms": 1e3 * idle, "host_bound_ms": 1e3 * host, "launches_timed": len(timed)}
 
 
 def launch_table(wl_run, eng, params: dict) -> dict:
@@ -87,11 +114,13 @@ def launch_table(wl_run, eng, params: dict) -> dict:
     with LaunchLog(eng) as log_:
         res, rep = wl_run.run(engine=eng, warmup=False, **params)
     launches = log_.seconds()
-    starts = [s for _, _, s in launches if s is not None]
+    starts = [s for _, _, s, _ in launches if s is not None]
     return {"run": rep.timings["run"],
-            "device_span": (max(s + t for _, t, s in launches if s is not None) - min(starts))
-            if starts else None,
-            "launches": [{"label": lab, "ms": 1e3 * t} for lab, t, _ in launches],
+            "device_span": (max(s + t for _, t, s, _ in launches if s is not None)
+                            - min(starts)) if starts else None,
+            "kernels_ms": 1e3 * sum(t for _, t, _, _ in launches),
+            "gaps": idle_gaps(launches),
+            "launches": [{"label": lab, "ms": 1e3 * t} for lab, t, _, _ in launches],
             "by_label": _by_label(launches),
             "levels": [{k: s.get(k) for k in ("iteration", "direction", "where", "frontier",
                                               "frontier_edges", "found", "found_edges",
@@ -100,7 +129,7 @@ def launch_table(wl_run, eng, params: dict) -> dict:
 
 def _by_label(launches: list) -> dict:
     out: dict[str, float] = {}
-    for lab, t, _ in launches:
+    for lab, t, _, _ in launches:
         out[lab] = out.get(lab, 0.0) + 1e3 * t
     return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
@@ -160,6 +189,10 @@ def main(argv=None) -> int:
     for lv in table["levels"]:
         log(f"level {lv['iteration']} {lv['direction']}: frontier {lv['frontier']:,}, found "
             f"{lv['found']:,}, {1e3 * lv['seconds']:.3f} ms (floor {lv['floor_ms'] or 0:.3f})")
+    log(f"run {1e3 * table['run']:.3f} ms: kernels {table['kernels_ms']:.3f} ms, device span "
+        f"{1e3 * (table['device_span'] or 0):.3f} ms, idle between launches "
+        f"{table['gaps'].get('idle_ms', 0):.3f} ms ({table['gaps'].get('host_bound_ms', 0):.3f} "
+        f"waiting for the host)")
     for lab, ms in list(table["by_label"].items())[:14]:
         log(f"  {ms:8.3f} ms  {lab}")
     return 0
