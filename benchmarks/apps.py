@@ -155,7 +155,7 @@ def one_graph(spec, names, args, pair, ctx, res, budget) -> None:
     from finepar import apps
     from finepar.api import Workload
     from inputs import load_input, reference, undirected_edges
-    from measure import Config, app_params, finepar_config
+    from measure import Config, app_params_or_fallback, finepar_config
     g, info = load_input(spec)
     for name in names:
         if budget.spent():
@@ -165,7 +165,7 @@ def one_graph(spec, names, args, pair, ctx, res, budget) -> None:
             res.note(f"skip coloring on {g.name}: {g.nnz:,} nnz > --coloring-max-nnz")
             continue
         app = apps.get(name)
-        params = app_params(app, g)
+        params = app_params_or_fallback(app, g, res)
         ref, ref_info = reference(app, g, params, backend=ctx["backend"])
         row = {"graph": g.name, "spec": spec, "n": g.n, "nnz": g.nnz, "app": name,
                "edges": undirected_edges(g), "rate_unit": app.rate_unit, "input": info,

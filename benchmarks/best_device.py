@@ -60,7 +60,7 @@ import numpy as np
 
 from common import (Budget, Results, choices, fmt, graph_specs, log, main_of, ordered, put,
                     render_docs, script_parser, stat_cell, target_lines)
-from measure import stats
+from measure import app_params_or_fallback, stats
 
 #: The apps compared, in the order they run on each graph.
 APPS = ("bfs", "sssp", "cc", "pagerank", "spmv")
@@ -70,10 +70,6 @@ DEVICES = (("finepar default", "auto"), ("finepar cpu", "cpu"), ("finepar gpu", 
 
 #: Below this fraction of the best other system's speed, the default's choice is listed.
 BELOW = 0.95
-
-#: Parameters an app takes on an input it refuses with its defaults: SSSP takes the
-#: magnitudes of a signed matrix's values as its edge lengths (as the tests do).
-FALLBACK_PARAMS = {"sssp": {"weights": "abs"}}
 
 #: ``--quick``: options left at their defaults take these (a run of about a minute here).
 QUICK = {"real": "ca-GrQc,luxembourg", "scales": "10", "repeats": 2}
@@ -184,25 +180,11 @@ def one_graph(spec, args, pair, ctx, res, budget) -> None:
         one_app(apps.get(name), g, spec, info, args, pair, ctx, res)
 
 
-def app_params_for(app, g, res) -> dict:
-    """The app's parameters on ``g`` (:func:`measure.app_params`); where the app refuses
-    the input with its defaults, :data:`FALLBACK_PARAMS` (a note says so)."""
-    from finepar.errors import FineParError
-    from measure import app_params
-    try:
-        return app_params(app, g)
-    except FineParError as exc:
-        if app.name not in FALLBACK_PARAMS:
-            raise
-        over = FALLBACK_PARAMS[app.name]
-        res.note(f"{app.name} on {g.name}: {over} (refused with its defaults: {exc})")
-        return app_params(app, g, over)
-
 
 def one_app(app, g, spec, info, args, pair, ctx, res) -> None:
     """One row: the reference, FinePar's records, the peers', the best of them."""
     from inputs import reference
-    params = app_params_for(app, g, res)
+    params = app_params_or_fallback(app, g, res)
     ref, ref_info = reference(app, g, params, backend=ctx["gpu"])
     row = {"graph": g.name, "spec": spec, "n": g.n, "nnz": g.nnz, "app": app.name,
            "input": info, "reference": ref_info, "systems": {},

@@ -49,6 +49,25 @@ def app_params(app, g, overrides: dict | None = None) -> dict:
     return app.reference_params(g, params)
 
 
+#: Parameters an app takes where its defaults refuse an input (SSSP on signed values: the
+#: magnitudes as lengths).
+FALLBACK_PARAMS = {"sssp": {"weights": "abs"}}
+
+
+def app_params_or_fallback(app, g, res) -> dict:
+    """:func:`app_params`; where the app refuses ``g`` with its defaults,
+    :data:`FALLBACK_PARAMS` (``res.note`` says so). Other refusals are raised."""
+    from finepar.errors import FineParError
+    try:
+        return app_params(app, g)
+    except FineParError as exc:
+        if app.name not in FALLBACK_PARAMS:
+            raise
+        over = FALLBACK_PARAMS[app.name]
+        res.note(f"{app.name} on {g.name}: {over} (refused with its defaults: {exc})")
+        return app_params(app, g, over)
+
+
 def answer_problem(app, g, values, ref, params: dict, extra: dict | None = None,
                    iterations: int = 0) -> str:
     """'' if an answer is right, else the problem (one line).
