@@ -361,8 +361,11 @@ class ShareLowering:
 
 
 def lower_groups(matrix: Graph, role: str, groups: list, *, compact: bool) -> ShareLowering:
-    """Segments and launches of §4.1's length groups (FinePar TKDE §4.1): one launch per
-    group, every row whole, in group order.
+    """Segments and launches of §4.1's length groups (FinePar TKDE §4.1), every row whole,
+    in group order: one launch per run of adjacent groups with the same mapping and lanes
+    (their rows run alike, and each launch costs the host a bind and an enqueue and the
+    device a tail: Graph500 scale 24's eleven groups make five launches), a group without
+    entries on its own (an op may skip it: :attr:`RowOp.empty_rows_idle`).
 
     Parameters
     ----------
@@ -380,11 +383,18 @@ def lower_groups(matrix: Graph, role: str, groups: list, *, compact: bool) -> Sh
     """
     rows = (np.concatenate([np.asarray(g.rows, dtype=np.int32) for g in groups])
             if groups else np.zeros(0, np.int32))
-    launches, lo = [], 0
+    launches, lo, first = [], 0, None
     for g in groups:
-        n = len(g)
-        launches.append(LaunchSpec(g.mapping, lo, lo + n, lanes=g.lanes, nnz=int(g.nnz),
-                                   label=f"{role} {g.mapping} rows, length {g.lo}..{g.hi}"))
+        n, prev = len(g), launches[-1] if launches else None
+        if (prev is not None and prev.mapping == g.mapping and prev.lanes == g.lanes
+                and prev.nnz and g.nnz):
+            launches[-1] = LaunchSpec(g.mapping, prev.lo, lo + n, lanes=g.lanes,
+                                      nnz=prev.nnz + int(g.nnz),
+                                      label=f"{role} {g.mapping} rows, length {first}..{g.hi}")
+        else:
+            first = g.lo
+            launches.append(LaunchSpec(g.mapping, lo, lo + n, lanes=g.lanes, nnz=int(g.nnz),
+                                       label=f"{role} {g.mapping} rows, length {g.lo}..{g.hi}"))
         lo += n
     low = ShareLowering(role=role, rows=rows, compact=compact, seg_row=rows, launches=launches,
                         grouping="pow4" if len(groups) > 1 else "none")
