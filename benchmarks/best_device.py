@@ -191,10 +191,9 @@ def one_app(app, g, spec, info, args, pair, ctx, res) -> None:
            "params": {k: v for k, v in params.items() if np.ndim(v) == 0}}
     res.add(row)
     t0 = time.perf_counter()
-    for label, devices in DEVICES:
-        put(row, "systems", label, finepar_record(label, app, g, pair, devices, params, ref,
-                                                  args))
-        res.save()
+    for label, rec in finepar_records(app, g, pair, params, ref, args).items():
+        put(row, "systems", label, rec)
+    res.save()
     for system, rec in peer_records(app, g, params, ref, args, ctx):
         put(row, "systems", system, rec)
         res.save()
@@ -215,45 +214,59 @@ def finepar_call(app, g, pair, devices: str, params: dict, args):
     return time.perf_counter() - t0, result, report
 
 
-def finepar_record(label: str, app, g, pair, devices: str, params: dict, ref, args) -> dict:
-    """A FinePar device choice: a warm-up call, then ``--repeats`` timed calls, each answer
-    checked (a wrong one ends the record, with no time kept).
+def finepar_records(app, g, pair, params: dict, ref, args) -> dict:
+    """Every FinePar device choice of :data:`DEVICES`: a warm-up call of each, then
+    ``--repeats`` rounds of one timed call of each in turn, each answer checked (a wrong one
+    ends that choice's record, with no time kept). In turn, not one choice's calls after
+    another's: on the H100's host the first choice timed in a process ran 0.4-1 ms slower
+    than the same calls later (luxembourg's BFS 6.19 ms first against 5.42 ms second, the
+    same plan), which a fixed order charged to the default.
 
     Returns
     -------
     dict
-        ``system``, ``config``, ``correct``, ``problem``; ``seconds`` (the reports' run
-        times) and ``call_seconds`` (each call's wall time), :func:`measure.stats` or None
-        when wrong; ``iterations``, ``timings`` (each timed call's report, its numbers),
-        ``warmup`` (the first call's two times), ``choice`` (:func:`choice`, last call).
+        ``{label: record}``; a record has ``system``, ``config``, ``correct``, ``problem``;
+        ``seconds`` (the reports' run times) and ``call_seconds`` (each call's wall time),
+        :func:`measure.stats` or None when wrong; ``iterations``, ``timings`` (each timed
+        call's report, its numbers), ``warmup`` (the first call's two times), ``choice``
+        (:func:`choice`, last call).
     """
+    recs = {label: {"system": label, "config": {"devices": devices}, "correct": False,
+                    "problem": "", "seconds": None, "call_seconds": None, "iterations": [],
+                    "timings": [], "calls": []} for label, devices in DEVICES}
+    for i in range(args.repeats + 1):
+        for label, devices in DEVICES:
+            if not recs[label]["problem"]:
+                finepar_call_checked(recs[label], app, g, pair, devices, params, ref, args, i)
+    for rec in recs.values():
+        calls = rec.pop("calls")
+        rec["correct"] = not rec["problem"]
+        if rec["correct"]:
+            rec.update(seconds=stats([rep.timings["run"] for _, _, rep in calls]),
+                       call_seconds=stats([w for w, _, _ in calls]),
+                       iterations=[it for _, it, _ in calls],
+                       timings=[report_numbers(rep.timings) for _, _, rep in calls])
+    gc.collect()  # the engines' device buffers go before the next app
+    return recs
+
+
+def finepar_call_checked(rec: dict, app, g, pair, devices: str, params: dict, ref, args,
+                         i: int) -> None:
+    """Call ``i`` of one device choice (0: the warm-up) into ``rec``: its answer checked
+    (``rec['problem']`` on a wrong one or an error), its times kept after the warm-up."""
     from measure import answer_problem
-    rec = {"system": label, "config": {"devices": devices}, "correct": False,
-           "problem": "", "seconds": None, "call_seconds": None, "iterations": [],
-           "timings": []}
-    calls, problem, last = [], "", None
     try:
-        for i in range(args.repeats + 1):
-            wall, result, last = finepar_call(app, g, pair, devices, params, args)
-            problem = answer_problem(app, g, result.values, ref, params, result.extra,
-                                     result.iterations)
-            if i == 0:
-                rec["warmup"] = {"call_s": wall, "run_s": last.timings["run"]}
-            if problem:
-                break
-            if i:
-                calls.append((wall, result.iterations, last))
+        wall, result, last = finepar_call(app, g, pair, devices, params, args)
+        problem = answer_problem(app, g, result.values, ref, params, result.extra,
+                                 result.iterations)
+        if i == 0:
+            rec["warmup"] = {"call_s": wall, "run_s": last.timings["run"]}
+        elif not problem:
+            rec["calls"].append((wall, result.iterations, last))
         rec["choice"] = choice(last, result.extra)
     except Exception as exc:  # noqa: BLE001 - a failing choice is reported, not fatal
         problem = f"{type(exc).__name__}: {str(exc)[:400]}"
-    rec.update(correct=not problem, problem=problem)
-    if not problem:
-        rec.update(seconds=stats([rep.timings["run"] for _, _, rep in calls]),
-                   call_seconds=stats([w for w, _, _ in calls]),
-                   iterations=[it for _, it, _ in calls],
-                   timings=[report_numbers(rep.timings) for _, _, rep in calls])
-    gc.collect()  # the engine's device buffers go before the next choice
-    return rec
+    rec["problem"] = problem
 
 
 def report_numbers(timings: dict) -> dict:
