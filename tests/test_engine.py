@@ -186,3 +186,36 @@ def test_likely_programs_are_those_a_pow4_gpu_share_builds():
     likely = {(tuple(src), build_options(d)) for role, src, d in likely_programs(
         SimpleNamespace(emulated=False, gpu=gpu), wl.matrix, wl.app.ops)}
     assert len(built) >= 4 and built <= likely, built - likely
+
+
+@pytest.mark.parametrize("mode", ["shared", "split"])
+def test_groups_of_one_mapping_share_a_launch_and_empty_rows_make_none(pairs, mode):
+    """Adjacent length groups with one mapping and team size are one launch; the group of
+    rows without entries is a launch of its own, which BFS's pull (``empty_rows_idle``) does
+    not make, SpMV's does (its empty rows write y = 0); both answers stay exact."""
+    from finepar.apps.bfs import bfs_levels_fast
+    g = generated_graph(12, 4)
+    wl = api.Workload("bfs", g)
+    lengths = wl.matrix.row_lengths()
+    assert np.count_nonzero(lengths == 0) > 0  # isolated vertices: a group of empty rows
+    plan = single_device(lengths, "gpu", grouping="pow4")
+    groups = plan.shares["gpu"].groups
+    eng = wl.engine(pairs[mode], plan)
+    specs = eng.stores["gpu"].low.launches
+    assert len(specs) < len(groups)  # some groups merged
+    for a, b in zip(specs, specs[1:]):  # a merge everywhere it may be made
+        assert (a.mapping, a.lanes) != (b.mapping, b.lanes) or not a.nnz or not b.nnz
+    assert sum(s.hi - s.lo for s in specs) == sum(len(gr) for gr in groups)
+    empty = [s for s in specs if s.nnz == 0]
+    assert len(empty) == 1
+    op = eng.op("bfs")
+    ol = eng.stores["gpu"].ops(op, eng.fscal["gpu"], eng.stop["gpu"])
+    assert len(ol.launches) == len(specs) - 1
+    root = int(np.argmax(lengths))
+    res, _ = wl.run(pair=pairs[mode], devices="gpu", grouping="pow4", root=root,
+                    direction="bottom-up", warmup=False)
+    np.testing.assert_array_equal(res.values, bfs_levels_fast(g, root))
+    spmv = Engine(pairs[mode], g, plan, SPMV)
+    assert len(spmv.stores["gpu"].ops(spmv.op("spmv"), spmv.fscal["gpu"],
+                                      spmv.stop["gpu"]).launches) == len(specs)
+    spmv_ok(g, spmv, np.random.default_rng(2).uniform(-1, 1, g.n).astype(np.float32))
