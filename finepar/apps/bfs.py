@@ -226,7 +226,8 @@ class BFS(FrontierApp, App):
             iters, trace, where = self.frontier_loop(engine, st, policy=None, max_iter=max_iter)
         # traversed edges from the tallies: every discovered vertex's out-degree was
         # counted when it was found (the root's here)
-        work = int(st["outdeg"][st["root"]]) + sum(s["found_edges"] for s in trace.steps)
+        totals = trace.totals()
+        work = int(st["outdeg"][st["root"]]) + totals["found_edges"]
         if graph.symmetric:
             work //= 2  # an undirected edge counts once (Graph500's TEPS)
         return AppResult(values=None, iterations=iters, converged=True,
@@ -235,8 +236,7 @@ class BFS(FrontierApp, App):
                                 "push_role": st["push_role"], "push_costs": st["push_costs"],
                                 "steps": trace.counts(), "where": where,
                                 "by_device": trace.by_device(), "handovers": trace.handovers,
-                                "reached": 1 + sum(s["found"] for s in trace.steps),
-                                "depth": sum(1 for s in trace.steps if s["found"]),
+                                "reached": 1 + totals["found"], "depth": totals["depth"],
                                 **({"rank_levels": st["rank_levels"]}
                                    if "rank_levels" in st else {})},
                          work_edges=work)

@@ -175,7 +175,7 @@ class ConnectedComponents(FrontierApp, App):
         st = dict(self.prepared(engine, graph))
         st.update(n=sym.n, nnz=sym.nnz)
         iters, trace, _ = self.frontier_loop(engine, st, policy=policy, max_iter=max_iter)
-        work = sum(s["frontier_edges"] for s in trace.steps)
+        work = trace.totals()["frontier_edges"]
         converged = bool(trace.steps) and trace.steps[-1]["found"] == 0
         return AppResult(values=None, iterations=iters, converged=converged,
                          extra={"algorithm": "fastsv", "trace": trace.steps,

@@ -27,6 +27,8 @@ OpenCL source; a :class:`Launch` binds arguments by name.
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,10 +70,16 @@ class Signature:
     args: tuple
 
     def index(self, name: str) -> int:
-        for i, a in enumerate(self.args):
-            if a.name == name:
-                return i
-        raise KeyError(f"kernel {self.kernel} has no argument {name!r}")
+        """The position of argument ``name`` (a dict lookup: binds look it up a few dozen
+        times a step)."""
+        try:
+            return self._positions[name]
+        except KeyError:
+            raise KeyError(f"kernel {self.kernel} has no argument {name!r}") from None
+
+    @functools.cached_property
+    def _positions(self) -> dict:
+        return {a.name: i for i, a in enumerate(self.args)}
 
     def names(self) -> tuple[str, ...]:
         return tuple(a.name for a in self.args)

@@ -28,23 +28,30 @@ class FrontierTrace:
     #: Hand-overs between the CPU's walk and the push side (:mod:`finepar.engine.walk`):
     #: ``to_walk``, ``from_walk`` and their ``seconds``; empty without a walk.
     handovers: dict = field(default_factory=dict)
+    #: Steps by ``direction on where``, kept as launches are added (:meth:`counts`).
+    _counts: dict = field(default_factory=dict, repr=False)
+    #: Sums over the steps kept as launches are added (:meth:`totals`).
+    _totals: dict = field(default_factory=lambda: {"found": 0, "found_edges": 0,
+                                                   "frontier_edges": 0, "depth": 0},
+                          repr=False)
 
     def by_device(self) -> dict:
         """Levels by the device that ran them: ``cpu``, ``gpu``, or ``both`` (a pull over
         the plan); the CPU's walk counts as the CPU."""
         out: dict[str, int] = {}
-        for s in self.steps:
-            k = s["where"].split(" ")[0]
-            out[k] = out.get(k, 0) + 1
+        for k, n in self._counts.items():
+            dev = k.split(" on ", 1)[1].split(" ")[0]
+            out[dev] = out.get(dev, 0) + n
         return out
 
     def counts(self) -> dict:
         """Steps by ``direction on where``, e.g. ``{'pull on both': 3, 'push on gpu': 4}``."""
-        out: dict[str, int] = {}
-        for s in self.steps:
-            k = f"{s['direction']} on {s['where']}"
-            out[k] = out.get(k, 0) + 1
-        return out
+        return dict(self._counts)
+
+    def totals(self) -> dict:
+        """Over every step: vertices ``found``, their out-edges ``found_edges``, the
+        frontiers' ``frontier_edges``, and ``depth`` (the steps that found something)."""
+        return dict(self._totals)
 
     def add(self, mode: str, levels: list, enqueued: int, seconds: float, stop: str = "",
             first: int = 0, direction: str = "push", where: str = "both") -> None:
@@ -60,6 +67,15 @@ class FrontierTrace:
                             "frontier": s, "frontier_edges": e, "found": f, "found_edges": fe,
                             "launch": li, "seconds": each}
                            for i, (s, e, f, fe) in enumerate(levels)])
+        if levels:
+            key = f"{direction} on {where}"
+            self._counts[key] = self._counts.get(key, 0) + len(levels)
+            _, edges, found, found_edges = zip(*levels)
+            t = self._totals
+            t["found"] += sum(found)
+            t["found_edges"] += sum(found_edges)
+            t["frontier_edges"] += sum(edges)
+            t["depth"] += len(found) - found.count(0)
 
     def per_launch(self) -> dict:
         """Levels per launch by mode, and levels per host round trip of the loop."""
