@@ -285,3 +285,31 @@ def test_push_role_is_taken_where_it_pays(mode, pairs, monkeypatch):
             assert want == "cpu"
         assert f"top-down on {want}" in dict(rep.result["summary"])["levels"]
         assert "push role" in dict(rep.result["summary"])
+
+
+def test_trace_counts_and_sums_match_its_steps():
+    """A frontier trace's counts, levels by device and sums, kept as launches are added,
+    equal the same figures taken over its steps."""
+    from finepar.engine.trace import FrontierTrace
+    rng = np.random.default_rng(4)
+    t = FrontierTrace()
+    it = 0
+    for mode, direction, where in (("walk", "top-down", "cpu (walk)"),
+                                   ("pull", "bottom-up", "both"), ("batch", "top-down", "gpu"),
+                                   ("walk", "top-down", "cpu (walk)")):
+        levels = [tuple(int(v) for v in rng.integers(0, 50, 4)) for _ in range(rng.integers(1, 6))]
+        t.add(mode, levels, len(levels), 0.001, "batch", first=it, direction=direction, where=where)
+        it += len(levels)
+    steps = t.steps
+    counts: dict = {}
+    for s in steps:
+        key = f"{s['direction']} on {s['where']}"
+        counts[key] = counts.get(key, 0) + 1
+    assert t.counts() == counts
+    assert t.by_device() == {"cpu": sum(s["where"].startswith("cpu") for s in steps),
+                             "both": sum(s["where"] == "both" for s in steps),
+                             "gpu": sum(s["where"] == "gpu" for s in steps)}
+    assert t.totals() == {"found": sum(s["found"] for s in steps),
+                          "found_edges": sum(s["found_edges"] for s in steps),
+                          "frontier_edges": sum(s["frontier_edges"] for s in steps),
+                          "depth": sum(1 for s in steps if s["found"])}
