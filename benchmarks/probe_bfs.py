@@ -26,7 +26,13 @@ def parse_args(argv=None):
     ap = probe_parser(__doc__, "probe_bfs")
     ap.add_argument("--repeats", type=int, default=5, help="timed runs")
     ap.add_argument("--root", type=int, default=None, help="the root (default: the app's)")
+    ap.add_argument("--groupings", default="",
+                    help="also run the plan grouped each of these ways (a comma list of "
+                         "none, pow4, adaptive), each timed and profiled as the default is")
     args = ap.parse_args(argv)
+    bad = [x for x in args.groupings.split(",") if x and x not in ("none", "pow4", "adaptive")]
+    if bad:
+        ap.error(f"--groupings: none, pow4 or adaptive, got {bad[0]!r}")
     if args.repeats < 1:
         ap.error("--repeats must be at least 1")
     return args
@@ -149,6 +155,34 @@ def level_bytes(g, levels: list) -> list:
     return out
 
 
+def grouped_run(wl, pair, args, grouping: str, params: dict, check, g, copy) -> dict:
+    """Timed runs of BFS with the plan grouped as asked (``auto``: the default's), then one
+    run with every launch logged (:func:`launch_table`), each level beside its floor."""
+    import gc
+    gc.collect()  # the previous grouping's engine goes first
+    wl_run, eng = engine_for(wl, pair, args, grouping, params)
+    t0 = time.perf_counter()
+    rec = timed_runs(wl_run, eng, params, check, args.repeats)
+    rec["seconds"] = time.perf_counter() - t0
+    log(f"bfs grouping {grouping}: {rec['plan']}, {rec['run']['median'] * 1e3:.3f} ms a run, "
+        f"{rec['problem'] or 'answer ok'}")
+    table = launch_table(wl_run, eng, params)
+    bw = copy.get("bytes_per_s")
+    for lv, b in zip(table["levels"], level_bytes(g, table["levels"])):
+        lv["bytes_floor"], lv["floor_ms"] = b, 1e3 * b / bw if bw else None
+    rec["launches"] = table
+    for lv in table["levels"]:
+        log(f"  level {lv['iteration']} {lv['direction']}: frontier {lv['frontier']:,}, found "
+            f"{lv['found']:,}, {1e3 * lv['seconds']:.3f} ms (floor {lv['floor_ms'] or 0:.3f})")
+    log(f"  run {1e3 * table['run']:.3f} ms: kernels {table['kernels_ms']:.3f} ms, device span "
+        f"{1e3 * (table['device_span'] or 0):.3f} ms, idle between launches "
+        f"{table['gaps'].get('idle_ms', 0):.3f} ms ({table['gaps'].get('host_bound_ms', 0):.3f} "
+        f"waiting for the host)")
+    for lab, ms in list(table["by_label"].items())[:10]:
+        log(f"  {ms:8.3f} ms  {lab}")
+    return rec
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     from finepar import api
@@ -169,32 +203,19 @@ def main(argv=None) -> int:
     def check(res) -> str:
         got = np.where(res.values >= 0, res.values, np.inf).astype(np.float32)
         return "" if np.array_equal(got, want) else "levels differ from the host BFS"
-    wl_run, eng = engine_for(wl, pair, args, "auto", params)
-    t0 = time.perf_counter()
-    out["default"] = timed_runs(wl_run, eng, params, check, args.repeats)
-    out["default"]["seconds"] = time.perf_counter() - t0
-    med = out["default"]["run"]["median"]
-    log(f"bfs default: {out['default']['plan']}, {med * 1e3:.3f} ms a run, "
-        f"{out['default']['problem'] or 'answer ok'}")
-    write_json(args.json, out)
-    if budget.spent():
-        return 0
-    table = launch_table(wl_run, eng, params)
     copy = copy_bandwidth(pair)
-    bw = copy.get("bytes_per_s")
-    for lv, b in zip(table["levels"], level_bytes(g, table["levels"])):
-        lv["bytes_floor"], lv["floor_ms"] = b, 1e3 * b / bw if bw else None
-    out["launches"], out["copy_bandwidth"] = table, copy
-    write_json(args.json, out)
-    for lv in table["levels"]:
-        log(f"level {lv['iteration']} {lv['direction']}: frontier {lv['frontier']:,}, found "
-            f"{lv['found']:,}, {1e3 * lv['seconds']:.3f} ms (floor {lv['floor_ms'] or 0:.3f})")
-    log(f"run {1e3 * table['run']:.3f} ms: kernels {table['kernels_ms']:.3f} ms, device span "
-        f"{1e3 * (table['device_span'] or 0):.3f} ms, idle between launches "
-        f"{table['gaps'].get('idle_ms', 0):.3f} ms ({table['gaps'].get('host_bound_ms', 0):.3f} "
-        f"waiting for the host)")
-    for lab, ms in list(table["by_label"].items())[:14]:
-        log(f"  {ms:8.3f} ms  {lab}")
+    out["copy_bandwidth"] = copy
+    for grouping in ["auto"] + [x for x in args.groupings.split(",") if x]:
+        if budget.spent():
+            out["notes"].append(f"budget spent before grouping {grouping}")
+            break
+        key = "default" if grouping == "auto" else f"grouping {grouping}"
+        try:
+            out[key] = grouped_run(wl, pair, args, grouping, params, check, g, copy)
+        except Exception as exc:  # noqa: BLE001 - a probe records every failure
+            out[key] = {"error": f"{type(exc).__name__}: {str(exc)[:400]}"}
+            log(f"bfs {key}: {out[key]['error']}")
+        write_json(args.json, out)
     return 0
 
 
