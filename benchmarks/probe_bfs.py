@@ -15,6 +15,7 @@ beside its time at the copy bandwidth measured in the same run. JSON is written 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -29,7 +30,14 @@ def parse_args(argv=None):
     ap.add_argument("--groupings", default="",
                     help="also run the plan grouped each of these ways (a comma list of "
                          "none, pow4, adaptive), each timed and profiled as the default is")
+    ap.add_argument("--max-lanes", default="",
+                    help="also run the default with BFS's bottom-up teams capped at each of "
+                         "these work-items a row (a comma list; RowOp.max_lanes)")
     args = ap.parse_args(argv)
+    try:
+        args.max_lanes = [int(x) for x in args.max_lanes.split(",") if x]
+    except ValueError:
+        ap.error(f"--max-lanes: a comma list of integers, got {args.max_lanes!r}")
     bad = [x for x in args.groupings.split(",") if x and x not in ("none", "pow4", "adaptive")]
     if bad:
         ap.error(f"--groupings: none, pow4 or adaptive, got {bad[0]!r}")
@@ -164,7 +172,8 @@ def grouped_run(wl, pair, args, grouping: str, params: dict, check, g, copy) -> 
     t0 = time.perf_counter()
     rec = timed_runs(wl_run, eng, params, check, args.repeats)
     rec["seconds"] = time.perf_counter() - t0
-    log(f"bfs grouping {grouping}: {rec['plan']}, {rec['run']['median'] * 1e3:.3f} ms a run, "
+    log(f"bfs grouping {grouping} (teams at most {wl.app.ops[0].max_lanes or 'all'} lanes): "
+        f"{rec['run']['median'] * 1e3:.3f} ms a run, "
         f"{rec['problem'] or 'answer ok'}")
     table = launch_table(wl_run, eng, params)
     bw = copy.get("bytes_per_s")
@@ -215,6 +224,21 @@ def main(argv=None) -> int:
         except Exception as exc:  # noqa: BLE001 - a probe records every failure
             out[key] = {"error": f"{type(exc).__name__}: {str(exc)[:400]}"}
             log(f"bfs {key}: {out[key]['error']}")
+        write_json(args.json, out)
+    base = wl.app.ops
+    for lanes in args.max_lanes:
+        if budget.spent():
+            out["notes"].append(f"budget spent before max_lanes {lanes}")
+            break
+        wl.app.ops = (replace(base[0], max_lanes=lanes), *base[1:])
+        key = f"max_lanes {lanes}"
+        try:
+            out[key] = grouped_run(wl, pair, args, "auto", params, check, g, copy)
+        except Exception as exc:  # noqa: BLE001
+            out[key] = {"error": f"{type(exc).__name__}: {str(exc)[:400]}"}
+            log(f"bfs {key}: {out[key]['error']}")
+        finally:
+            wl.app.ops = base
         write_json(args.json, out)
     return 0
 

@@ -219,3 +219,33 @@ def test_groups_of_one_mapping_share_a_launch_and_empty_rows_make_none(pairs, mo
     assert len(spmv.stores["gpu"].ops(spmv.op("spmv"), spmv.fscal["gpu"],
                                       spmv.stop["gpu"]).launches) == len(specs)
     spmv_ok(g, spmv, np.random.default_rng(2).uniform(-1, 1, g.n).astype(np.float32))
+
+
+@pytest.mark.parametrize("mode", ["shared", "split"])
+def test_an_op_caps_its_teams_lanes(pairs, mode):
+    """``RowOp.max_lanes`` narrows the op's team launches (more rows a work-group), its
+    programs built for those lanes, and the answer stays the same."""
+    from dataclasses import replace
+    from finepar.apps.bfs import bfs_levels_fast
+    from finepar.engine.memory import geometry, lowered_programs
+    g = generated_graph(12, 4)
+    wl = api.Workload("bfs", g)
+    plan = single_device(wl.matrix.row_lengths(), "gpu", grouping="pow4")
+    base = wl.app.ops
+    try:
+        wl.app.ops = (replace(base[0], max_lanes=4), *base[1:])
+        eng = wl.engine(pairs[mode], plan)
+        store, op = eng.stores["gpu"], eng.op("bfs")
+        teams = [s for s in store.low.launches if s.mapping == "team"]
+        assert any(s.lanes > 4 for s in teams)  # the plan's own teams are wider
+        for s in teams:
+            assert geometry(store.side, s, s.hi - s.lo, op.max_lanes)[2]["LANES"] <= 4
+        lanes = {d.get("LANES") for _, d in lowered_programs(store.side, store.low, eng.matrix,
+                                                              op) if "LANES" in d}
+        assert lanes and max(lanes) <= 4
+        root = int(np.argmax(wl.matrix.row_lengths()))
+        res, _ = wl.run(pair=pairs[mode], devices="gpu", grouping="pow4", root=root,
+                        direction="bottom-up", warmup=False)
+        np.testing.assert_array_equal(res.values, bfs_levels_fast(g, root))
+    finally:
+        wl.app.ops = base

@@ -200,6 +200,10 @@ class RowOp:
         A row without entries does nothing (BFS's bottom-up step: no in-neighbour can
         be on the frontier): a launch whose segments hold no entries is not made, so a
         graph's isolated vertices (7.9 M of Graph500 scale 24's 16.8 M) cost no launch.
+    max_lanes : int, optional
+        A team of at most this many work-items a row (default: the share's lanes, up to
+        the device's): for a scan that stops at a row's first hit, where most rows hit
+        within a few entries and wider teams idle.
     """
 
     name: str
@@ -212,6 +216,7 @@ class RowOp:
     ones_when_pattern: bool = False
     column_writes: tuple = ()
     empty_rows_idle: bool = False
+    max_lanes: int | None = None
 
     def options(self) -> dict:
         """The fragment's ``-D`` options as a dict."""

@@ -80,14 +80,15 @@ def offset_type(low: ShareLowering, matrix: Graph, offsets: str = "auto") -> str
     return "long" if wide else "int"
 
 
-def geometry(side: Side, spec, n: int) -> tuple[int, int, dict]:
+def geometry(side: Side, spec, n: int, max_lanes: int | None = None) -> tuple[int, int, dict]:
     """Work-group size, work-groups and extra ``-D`` options of a launch of ``n``
-    segments (or blocks) with ``spec``'s mapping on ``side``."""
+    segments (or blocks) with ``spec``'s mapping on ``side`` (a team at most ``max_lanes``
+    work-items a row: :attr:`RowOp.max_lanes`)."""
     lc = side.launch
     if spec.mapping in ("item", "ell"):
         return lc.wg_item, -(-n // lc.wg_item), {}
     if spec.mapping == "team":
-        lanes = min(spec.lanes or lc.lanes, lc.lanes)
+        lanes = min(spec.lanes or lc.lanes, lc.lanes, max_lanes or lc.lanes)
         return lc.wg_team, -(-n // (lc.wg_team // lanes)), {"LANES": lanes}
     if spec.mapping == "group":
         return lc.wg_group, n, {}
@@ -119,7 +120,7 @@ def _programs(side: Side, specs: list, matrix: Graph, op: RowOp, *, compact: boo
     given kind, with the apply launch (``apply``) and the partial-sum reduction, each once."""
     out = []
     for spec in specs:
-        wg, _, extra = geometry(side, spec, max(spec.hi - spec.lo, 1))
+        wg, _, extra = geometry(side, spec, max(spec.hi - spec.lo, 1), op.max_lanes)
         out.append((spec.mapping, wg, extra))
     if apply:
         out.append(("item", side.launch.wg_item, {}))
@@ -499,12 +500,10 @@ class SideStore:
             hit = self._ops[op.name] = self._build(op, fscal, stop)
         return hit
 
-    def _geometry(self, spec, n: int) -> tuple[int, int, dict]:
-        return geometry(self.side, spec, n)
-
-    def _pieces_launches(self):
+    def _pieces_launches(self, max_lanes: int | None = None):
         """``(k, piece, spec, lo, hi, wg, groups, extra)`` of every launch the store makes
-        for an op: each launch spec over each piece it covers."""
+        for an op (its teams at most ``max_lanes`` a row): each launch spec over each piece
+        it covers."""
         for k, piece in enumerate(self.pieces):
             for spec in self.low.launches:
                 lo, hi = piece.covers(spec)
@@ -512,14 +511,14 @@ class SideStore:
                     continue
                 if spec.mapping == "dynamic":
                     lo, hi = spec.lo, spec.hi
-                wg, groups, extra = self._geometry(spec, hi - lo)
+                wg, groups, extra = geometry(self.side, spec, hi - lo, max_lanes)
                 yield k, piece, spec, lo, hi, wg, max(groups, 1), extra
 
     def _build(self, op: RowOp, fscal, stop) -> OpLaunches:
         mod = cl()
         out = OpLaunches(launches=[])
         part = 0
-        for k, piece, spec, lo, hi, wg, groups, extra in self._pieces_launches():
+        for k, piece, spec, lo, hi, wg, groups, extra in self._pieces_launches(op.max_lanes):
             if op.empty_rows_idle and spec.nnz == 0 and self.low.grouping != "dynamic":
                 continue  # rows without entries, which do nothing in this op (the dynamic
                 # baseline's host hands out chunks by their launch's index: all kept)
