@@ -32,12 +32,16 @@ def parse_args(argv=None):
                          "none, pow4, adaptive), each timed and profiled as the default is")
     ap.add_argument("--max-lanes", default="",
                     help="also run the default with BFS's bottom-up teams capped at each of "
-                         "these work-items a row (a comma list; RowOp.max_lanes)")
+                         "these work-items a row (a comma list of powers of two >= 2; "
+                         "RowOp.max_lanes)")
     args = ap.parse_args(argv)
     try:
-        args.max_lanes = [int(x) for x in args.max_lanes.split(",") if x]
+        lanes = [int(x) for x in args.max_lanes.split(",") if x]
+        if any(v < 2 or v & (v - 1) for v in lanes):
+            raise ValueError
     except ValueError:
-        ap.error(f"--max-lanes: a comma list of integers, got {args.max_lanes!r}")
+        ap.error(f"--max-lanes: a comma list of powers of two >= 2, got {args.max_lanes!r}")
+    args.max_lanes = lanes
     bad = [x for x in args.groupings.split(",") if x and x not in ("none", "pow4", "adaptive")]
     if bad:
         ap.error(f"--groupings: none, pow4 or adaptive, got {bad[0]!r}")

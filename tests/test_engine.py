@@ -249,3 +249,10 @@ def test_an_op_caps_its_teams_lanes(pairs, mode):
         np.testing.assert_array_equal(res.values, bfs_levels_fast(g, root))
     finally:
         wl.app.ops = base
+
+
+def test_max_lanes_is_a_power_of_two():
+    for bad in (0, 1, 3, 12, -4):
+        with pytest.raises(ValueError, match="power of two"):
+            RowOp("bfs", "apps/bfs/rowop.cl", max_lanes=bad)
+    assert RowOp("bfs", "apps/bfs/rowop.cl", max_lanes=8).max_lanes == 8

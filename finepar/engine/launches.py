@@ -201,9 +201,10 @@ class RowOp:
         be on the frontier): a launch whose segments hold no entries is not made, so a
         graph's isolated vertices (7.9 M of Graph500 scale 24's 16.8 M) cost no launch.
     max_lanes : int, optional
-        A team of at most this many work-items a row (default: the share's lanes, up to
-        the device's): for a scan that stops at a row's first hit, where most rows hit
-        within a few entries and wider teams idle.
+        A team of at most this many work-items a row, a power of two >= 2 (default: the
+        share's lanes, up to the device's): for a scan that stops at a row's first hit,
+        where most rows hit within a few entries and wider teams idle. Raises ValueError
+        otherwise.
     """
 
     name: str
@@ -217,6 +218,12 @@ class RowOp:
     column_writes: tuple = ()
     empty_rows_idle: bool = False
     max_lanes: int | None = None
+
+    def __post_init__(self):
+        m = self.max_lanes
+        if m is not None and (m < 2 or m & (m - 1)):  # the team kernel masks lanes by TEAM-1
+            raise ValueError(f"RowOp {self.name}: max_lanes must be a power of two >= 2, "
+                             f"not {m}")
 
     def options(self) -> dict:
         """The fragment's ``-D`` options as a dict."""

@@ -3,10 +3,11 @@
  * step): the frontier is a vertex list on the device, never extracted on the host.
  *
  * A list carries the exclusive prefix sums of its vertices' out-degrees (`offs`), made as
- * it is built: every append is one 64-bit atomic add on the list's tally, whose high bits
- * count the vertices and whose low EDGE_BITS sum their out-degrees. The old tally gives
- * the vertex its slot and its offset at once, so the offsets are in list order, with no
- * scan and no host round trip.
+ * it is built: appends add to the list's 64-bit tally, whose high bits count the vertices
+ * and whose low EDGE_BITS sum their out-degrees (one atomic add an append, or on the GPU
+ * one a work-group pass: AGG_APPENDS below). The old tally gives the vertex its slot and
+ * its offset at once, so the offsets are in list order, with no scan and no host round
+ * trip.
  *
  * Levels run in batches with the stop test on the device. The tallies of a batch's lists
  * sit in one buffer (`tallies[STATE + j]`: list j, the current list at j = 0, after
