@@ -313,3 +313,18 @@ def test_trace_counts_and_sums_match_its_steps():
                           "found_edges": sum(s["found_edges"] for s in steps),
                           "frontier_edges": sum(s["frontier_edges"] for s in steps),
                           "depth": sum(1 for s in steps if s["found"])}
+
+
+def test_appends_aggregate_on_the_gpu_role_where_an_app_appends(pairs):
+    """AGG_APPENDS in the GPU role's queue programs of an app that appends (BFS); not on the
+    CPU role, nor in CC's, whose advance appends nothing (its early builds agree)."""
+    from finepar.engine.frontier import queue_defines
+    g = generated_graph(10, 1)
+    pair = pairs["split"]
+    assert queue_defines(pair.gpu.info, g, role="gpu")["AGG_APPENDS"] == 1
+    assert "AGG_APPENDS" not in queue_defines(pair.cpu.info, g, role="cpu")
+    assert "AGG_APPENDS" not in queue_defines(pair.gpu.info, g, role="gpu", aggregate=False)
+    bfs = apps.get("bfs").early_programs(pair, g, {})
+    assert bfs and all(d.get("AGG_APPENDS") == 1 for _, _, d in bfs)
+    cc = apps.get("cc").early_programs(pair, g.symmetrized(), {})
+    assert cc and all(role == "gpu" and "AGG_APPENDS" not in d for role, _, d in cc)

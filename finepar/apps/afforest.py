@@ -68,7 +68,7 @@ class Afforest:
         self.engine, self.role, self.n = engine, role, sym.n
         self.side = engine.pair.side(role)
         self.queue = FrontierQueue(engine, role, sym, ("apps/cc/afforest.cl", "skeleton/frontier.cl"),
-                                   local=False)
+                                   local=False, aggregate=False)
         n = max(self.n, 1)
         self.comp = filled(self.side, n, np.int32)
         self.mark = filled(self.side, n, np.int32)

@@ -99,7 +99,8 @@ class ConnectedComponents(FrontierApp, App):
         for name in ("f", "f_old", "gf", "mn", "stamp"):
             engine.blank(name, n, np.int32)  # start() sets each on the devices
         push, vrole = engine.push_role(), engine.vertex_role()
-        q = (FrontierQueue(engine, push, sym, ("apps/cc/frontier.cl", "skeleton/frontier.cl"), local=False) if push
+        q = (FrontierQueue(engine, push, sym, ("apps/cc/frontier.cl", "skeleton/frontier.cl"),
+                           local=False, aggregate=False) if push
              else None)
         wide = sym.indptr.dtype == np.int64
         side = engine.pair.side(vrole)
@@ -205,7 +206,7 @@ class ConnectedComponents(FrontierApp, App):
             return []
         info = pair.side(role).info
         return [(role, (src, "skeleton/frontier.cl"),
-                 queue_defines(info, matrix, local=False, role=role))
+                 queue_defines(info, matrix, local=False, role=role, aggregate=False))
                 for src in ("apps/cc/afforest.cl", "apps/cc/frontier.cl")]
 
     def algorithm(self, engine: Engine, asked: str, static: bool = False) -> str:

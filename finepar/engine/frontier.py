@@ -292,17 +292,19 @@ def local_geometry(info, offset_bytes: int) -> tuple[int, int] | None:
 
 
 def queue_defines(info, graph, defines: dict | None = None, local: bool = True, *,
-                  role: str) -> dict:
+                  role: str, aggregate: bool = True) -> dict:
     """The ``-D`` options of a :class:`FrontierQueue`'s program on the device ``info``
     describes, in ``role``, for ``graph`` (its first build; a device that cannot run the
     local advance at that size gets another): known before any engine, so the build can
     start early (:func:`early_build`). The GPU role's appends are aggregated per work-group
     (``AGG_APPENDS``: thousands of work-items appending to one list serialise on its tally);
     the CPU's stay one atomic each (a few cores contend little, and a PoCL build for the CPU
-    aborted on the barriers the aggregation needs)."""
+    aborted on the barriers the aggregation needs), as do those of a queue built without
+    ``aggregate`` (:class:`FrontierQueue`)."""
     wide = graph.indptr.dtype == np.int64
     opts = {"OFFSET_T": "long" if wide else "int", "EDGE_BITS": tally_bits(graph.n, graph.nnz),
-            "STATE": STATE, **({"AGG_APPENDS": 1} if role == "gpu" else {}), **(defines or {})}
+            "STATE": STATE, **({"AGG_APPENDS": 1} if role == "gpu" and aggregate else {}),
+            **(defines or {})}
     geo = local_geometry(info, 8 if wide else 4) if local else None
     if geo is not None:
         opts.update(LWG=geo[0], QCAP=geo[1], ELOCAL=16 * geo[0])
@@ -406,6 +408,10 @@ class FrontierQueue:
     refill : bool
         The fragment refills an empty list itself (``LOCAL_REFILL``; a batch level's
         ``before_level`` kernel): a run may start from an empty list.
+    aggregate : bool
+        On the GPU, aggregate the appends per work-group (``AGG_APPENDS``, default): for
+        lists that take many appends. False for an app whose advance appends nothing and
+        whose lists are short (CC's), which would pay the aggregation's barriers for none.
 
     Attributes
     ----------
@@ -416,7 +422,8 @@ class FrontierQueue:
     """
 
     def __init__(self, engine: Engine, role: str, graph, sources: tuple, defines: dict | None = None,
-                 *, with_data: bool = False, local: bool = True, refill: bool = False):
+                 *, with_data: bool = False, local: bool = True, refill: bool = False,
+                 aggregate: bool = True):
         self.engine, self.role = engine, role
         side = self.side = engine.pair.side(role)
         n = self.n = graph.n
@@ -440,7 +447,7 @@ class FrontierQueue:
         self.host = np.zeros(STATE + self.max_levels + 2, np.uint64)
         self.size = self.edges = 0
         self.refill = refill
-        opts = queue_defines(side.info, graph, defines, local, role=role)
+        opts = queue_defines(side.info, graph, defines, local, role=role, aggregate=aggregate)
         geo = local_geometry(side.info, self.offset_dtype.itemsize) if local else None
         prg, self.local_kernel, geo = queue_program(engine.pair, side, tuple(sources), opts, geo)
         self.program = prg
