@@ -316,6 +316,23 @@ def probe_parser(doc: str, name: str):
     return ap
 
 
+def probe_start(args, script: str):
+    """A probe's opening: its budget, the pair, the graph of ``--graph`` (or
+    ``graph500:--scale``) and its JSON document's head (``script``, ``date``, ``device``,
+    ``graph``, ``n``, ``nnz``, ``load_s``, ``args``, ``notes``), with the line that names
+    them logged. Returns ``(budget, pair, graph, out)``."""
+    from finepar.api import make_pair
+    budget = Budget(args.budget_s)
+    spec = args.graph or f"graph500:{args.scale}"
+    pair = make_pair(memory=args.memory)
+    g, load_s = load(spec)
+    out = {"script": f"benchmarks/{script}.py", "date": today(), "device": device_line(pair),
+           "graph": spec, "n": int(g.n), "nnz": int(g.nnz), "load_s": load_s,
+           "args": vars(args), "notes": []}
+    log(f"{spec}: {g.n:,} vertices, {g.nnz:,} entries; {out['device']}")
+    return budget, pair, g, out
+
+
 def render_docs(args, render, targets=None) -> int:
     """``--render``: merge the runs' documents (:func:`merged_docs`, targets recomputed
     with ``targets``) and write the section with the script's ``render(doc, args)``."""

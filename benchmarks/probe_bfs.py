@@ -19,7 +19,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from common import Budget, device_line, load, log, main_of, probe_parser, today, write_json
+from common import log, main_of, probe_parser, probe_start, write_json
 from probe_sssp import breadth_first, engine_for, timed_runs
 
 
@@ -199,16 +199,8 @@ def grouped_run(wl, pair, args, grouping: str, params: dict, check, g, copy) -> 
 def main(argv=None) -> int:
     args = parse_args(argv)
     from finepar import api
-    from finepar.api import make_pair
     from floor import copy_bandwidth
-    budget = Budget(args.budget_s)
-    spec = args.graph or f"graph500:{args.scale}"
-    pair = make_pair(memory=args.memory)
-    g, load_s = load(spec)
-    out = {"script": "benchmarks/probe_bfs.py", "date": today(), "device": device_line(pair),
-           "graph": spec, "n": int(g.n), "nnz": int(g.nnz), "load_s": load_s,
-           "args": vars(args), "notes": []}
-    log(f"{spec}: {g.n:,} vertices, {g.nnz:,} entries; {out['device']}")
+    budget, pair, g, out = probe_start(args, "probe_bfs")
     wl = api.Workload("bfs", g)
     params = wl.app.reference_params(g, wl.app.check_params(g, {"root": args.root}))
     want = breadth_first(g, params["root"], 1.0)

@@ -26,8 +26,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from common import (Budget, device_line, load, log, main_of, probe_parser, today,
-                    write_json)
+from common import load, log, main_of, probe_parser, probe_start, write_json
 from measure import stats
 
 #: PageRank's variants: label, columns mode (``None``: the probe's ``--columns``), sums,
@@ -370,20 +369,12 @@ def ratios(out: dict) -> dict:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    from finepar.api import make_pair
-    budget = Budget(args.budget_s)
-    spec = args.graph or f"graph500:{args.scale}"
-    pair = make_pair(memory=args.memory)
-    g, load_s = load(spec)
-    out = {"script": "benchmarks/probe_pagerank.py", "date": today(),
-           "device": device_line(pair), "graph": spec, "n": int(g.n), "nnz": int(g.nnz),
-           "load_s": load_s, "args": vars(args), "notes": [], "references": {}, "spmv": {},
-           "pagerank": {}, "errors": {}}
+    budget, pair, g, out = probe_start(args, "probe_pagerank")
+    out.update(references={}, spmv={}, pagerank={}, errors={})
 
     def save():
         out["ratios"] = ratios(out)
         write_json(args.json, out)
-    log(f"{spec}: {g.n:,} vertices, {g.nnz:,} entries; {out['device']}")
     grouping = spmv_variants(g, pair, args, out, budget, save)
     pagerank_variants(g, pair, args, out, budget, save, grouping)
     if not args.no_cupy and not budget.spent():

@@ -29,8 +29,7 @@ import time
 
 import numpy as np
 
-from common import (Budget, device_line, load, log, main_of, probe_parser, today,
-                    write_json)
+from common import log, main_of, probe_parser, probe_start, write_json
 from measure import stats
 
 #: The configurations: label, grouping asked, SSSP's parameters (``old_delta``: cuGraph's
@@ -129,15 +128,8 @@ def say(label: str, rec: dict) -> None:
 def main(argv=None) -> int:
     args = parse_args(argv)
     from finepar import api
-    from finepar.api import make_pair
-    budget = Budget(args.budget_s)
-    spec = args.graph or f"graph500:{args.scale}"
-    pair = make_pair(memory=args.memory)
-    g, load_s = load(spec)
-    out = {"script": "benchmarks/probe_sssp.py", "date": today(), "device": device_line(pair),
-           "graph": spec, "n": int(g.n), "nnz": int(g.nnz), "pattern": bool(g.pattern),
-           "load_s": load_s, "args": vars(args), "notes": [], "sssp": {}, "bfs": {}}
-    log(f"{spec}: {g.n:,} vertices, {g.nnz:,} entries; {out['device']}")
+    budget, pair, g, out = probe_start(args, "probe_sssp")
+    out.update(pattern=bool(g.pattern), sssp={}, bfs={})
     wl = api.Workload("sssp", g)
     base = wl.app.reference_params(g, wl.app.check_params(g, {"weights": args.weights}))
     # cuGraph's seed (32 x the mean length / the mean out-degree), whatever the lengths
