@@ -251,6 +251,36 @@ def test_an_op_caps_its_teams_lanes(pairs, mode):
         wl.app.ops = base
 
 
+@pytest.mark.parametrize("lanes", [None, 4])
+@pytest.mark.parametrize("mode", ["shared", "split"])
+def test_a_team_stops_at_its_rows_first_hit(pairs, mode, lanes):
+    """A bottom-up team stops together at a row's first frontier in-neighbour
+    (skeleton/rowop.cl's TEAM_SCAN): every parent is the smallest in-neighbour one level up,
+    as a sequential scan finds it, in every team size and grouping."""
+    from dataclasses import replace
+    from finepar.apps.bfs import bfs_levels_fast
+    g = generated_graph(12, 4)
+    wl = api.Workload("bfs", g)
+    root = int(np.argmax(wl.matrix.row_lengths()))
+    ref = bfs_levels_fast(g, root)
+    rows = np.repeat(np.arange(g.n), np.diff(g.indptr))  # edge (rows[k], indices[k])
+    tree = ref[g.indices] == ref[rows] + 1
+    want = np.full(g.n, np.iinfo(np.int64).max)
+    np.minimum.at(want, g.indices[tree], rows[tree])
+    want[root] = root
+    want[ref < 0] = -1
+    base = wl.app.ops
+    try:
+        wl.app.ops = (replace(base[0], max_lanes=lanes), *base[1:])
+        for grouping in ("pow4", "none"):
+            res, _ = wl.run(pair=pairs[mode], devices="gpu", grouping=grouping, root=root,
+                            direction="bottom-up", warmup=False)
+            np.testing.assert_array_equal(res.values, ref)
+            np.testing.assert_array_equal(res.extra["parent"], want)
+    finally:
+        wl.app.ops = base
+
+
 def test_max_lanes_is_a_power_of_two():
     for bad in (0, 1, 3, 12, -4):
         with pytest.raises(ValueError, match="power of two"):

@@ -13,7 +13,8 @@
  * and the epilogue:
  *   typedef acc_t, part_t;  X_DECL Y_DECL S0_DECL S1_DECL S2_DECL AUX_DECL (argument types)
  *   IDENTITY, REDUCE(a, b), TERM(k) (contribution of stored entry k), EPILOGUE(r, acc)
- *   optional: ROW_ACTIVE(r) (1), SCAN_DONE(acc) (0: no early exit), NEED_PARTIALS (0),
+ *   optional: ROW_ACTIVE(r) (1), SCAN_DONE(acc) (0: no early exit; defined, a team's
+ *             lanes stop together: TEAM_SCAN), NEED_PARTIALS (0),
  *             COMPENSATED (0: Kahan summation in sequential scans of float sums),
  *             FINISH(out) (work the reduce kernel does with the step's two sums)
  *
@@ -80,6 +81,9 @@
 #endif
 #ifndef SCAN_DONE
 #define SCAN_DONE(acc) 0
+#define EARLY_EXIT 0
+#else
+#define EARLY_EXIT 1
 #endif
 #ifndef NEED_PARTIALS
 #define NEED_PARTIALS 0
@@ -98,6 +102,9 @@
 #endif
 #ifndef DYN_BACK
 #define DYN_BACK 0
+#endif
+#if EARLY_EXIT && COMPENSATED
+#error "a compensated sum has no early exit (SCAN_DONE)"
 #endif
 #if !defined(APP_FRAGMENT)
 #error "an app fragment (opencl/app_*.cl) must come before skeleton/rowop.cl"
@@ -147,6 +154,25 @@
     for (OFFSET_T k = (k0); k < (k1); k += (step)) {                         \
         acc = REDUCE(acc, TERM(k));                                          \
         if (SCAN_DONE(acc)) break;                                           \
+    }
+#endif
+
+/* A team's strided scan of one segment, lanes from k0 + lane by `step`, that stops early
+ * together: a lane whose term is done records its position in the segment in `*hit` (local
+ * memory, atomic min) and every lane stops before a position past the least recorded one.
+ * No lane skips a position before the segment's first done term, so the team's reduction
+ * still sees that term (the sequential scan's stop, whatever the team size: BFS picks the
+ * same parent). No barrier: a lane that reads `*hit` late only scans further. */
+#if EARLY_EXIT
+#define TEAM_SCAN(acc, k0, lane, k1, step, hit)                              \
+    {                                                                        \
+        const OFFSET_T kb_ = (k0);                                           \
+        for (OFFSET_T k = kb_ + (lane); k < (k1); k += (step)) {             \
+            const int pos_ = (int)(k - kb_);                                 \
+            if (pos_ > *(hit)) break;                                        \
+            acc = REDUCE(acc, TERM(k));                                      \
+            if (SCAN_DONE(acc)) { atomic_min((hit), pos_); break; }          \
+        }                                                                    \
     }
 #endif
 
@@ -228,6 +254,11 @@ void rowop(ROWOP_ARGS)
     __local acc_t lacc[WG];
     const int lane = lid & (TEAM - 1);
     const int j = (int)get_group_id(0) * (WG / TEAM) + lid / TEAM;
+#if EARLY_EXIT
+    __local volatile int lhit[WG / TEAM];  /* each team's least done position */
+    if (lane == 0) lhit[lid / TEAM] = INT_MAX;
+    barrier(CLK_LOCAL_MEM_FENCE);
+#endif
     int s = 0, r = 0, active = 0;
     acc_t acc = IDENTITY;
     if (j < nseg) {
@@ -235,7 +266,11 @@ void rowop(ROWOP_ARGS)
         r = seg_row[s];
         const int p = COMPACT ? s : r;
         active = ROW_ACTIVE(r);
+#if EARLY_EXIT
+        if (active) TEAM_SCAN(acc, seg_ptr[p], lane, seg_ptr[p + 1], TEAM, &lhit[lid / TEAM])
+#else
         if (active) SCAN(acc, seg_ptr[p] + lane, seg_ptr[p + 1], TEAM)
+#endif
     }
     lacc[lid] = acc;
     TEAM_REDUCE(lacc, lid, TEAM)
