@@ -226,7 +226,7 @@ def main(argv=None) -> int:
         if budget.spent():
             out["notes"].append(f"budget spent before max_lanes {lanes}")
             break
-        wl.app.ops = (replace(base[0], max_lanes=lanes), *base[1:])
+        wl.app.ops = tuple(replace(op, max_lanes=lanes) for op in base)
         key = f"max_lanes {lanes}"
         try:
             out[key] = grouped_run(wl, pair, args, "auto", params, check, g, copy)

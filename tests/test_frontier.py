@@ -95,6 +95,64 @@ def test_device_stops_a_top_down_batch_at_beamers_switch(mode, pairs, monkeypatc
         assert nxt["direction"] == "bottom-up"
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_one_device_chains_its_bottom_up_steps(mode, pairs, monkeypatch):
+    """On one device the bottom-up steps run in chains read once, the switch back to
+    top-down tested on the device: levels, parents and directions are those of one pull
+    at a time, whatever the chain's length (steps past the stop: none, an odd or an even
+    count), in fewer host syncs."""
+    from finepar.apps import bfs as bfs_app
+    k = generated_graph(12, 3)
+    root, n, tail = root_of(k), k.n, 40  # a path hanging off the root: top-down after the pulls
+    a = sp.csr_array((np.ones(k.nnz), k.indices, k.indptr), shape=k.shape)
+    path = np.arange(n, n + tail)
+    u, v = np.concatenate(([root], path[:-1])), path
+    extra = sp.csr_array((np.ones(2 * tail), (np.concatenate((u, v)), np.concatenate((v, u)))),
+                         shape=(n + tail, n + tail))
+    g = from_scipy(sp.block_diag((a, sp.csr_array((tail, tail)))).tocsr() + extra,
+                   name="kron-tail", pattern=True)
+
+    def run(**kw):
+        res, rep = api.run("bfs", g, pair=pairs[mode], devices="gpu", warmup=False,
+                           options=NO_WALK, root=root, **kw)
+        bfs_ok(g, res, root)
+        return res, rep.timings["host_syncs"]
+
+    chained, syncs = run()
+    chains = [x for x in chained.extra["launches"] if x["mode"] == "chain"]
+    assert chains and chains[0]["levels"] >= 2 and chains[0]["stop"] == "switch", chains
+    assert chained.extra["launches"][-1]["mode"] != "chain"  # the path's levels push
+    with monkeypatch.context() as m:
+        m.setattr(bfs_app.BFS, "pull_levels", frontier.FrontierApp.pull_levels)
+        single, single_syncs = run()
+    assert {x["mode"] for x in single.extra["launches"]} & {"chain"} == set()
+    assert syncs < single_syncs
+    for first in (1, 2, 3, 5):
+        monkeypatch.setattr(bfs_app, "FIRST_CHAIN", first)
+        res, _ = run()
+        assert [s["direction"] for s in res.extra["trace"]] == \
+            [s["direction"] for s in single.extra["trace"]]
+        np.testing.assert_array_equal(res.extra["parent"], single.extra["parent"])
+    res, _ = run(direction="bottom-up")  # no switch: one chain to the empty frontier
+    assert [(x["mode"], x["stop"]) for x in res.extra["launches"]][-1] == ("chain", "empty")
+    res, _ = api.run("bfs", g, pair=pairs[mode], devices="gpu", warmup=False, root=root,
+                     options=NO_WALK, direction="bottom-up", max_iter=2)
+    assert res.iterations == 2 and np.count_nonzero(res.values >= 0) > 1
+
+
+def test_chain_levels_apply_the_devices_test():
+    """The host reads where a chain stopped from its sums, by the device's integer test."""
+    from finepar.apps.bfs import chain_levels
+    sums = np.array([[50, 500], [80, 700], [30, 90], [30, 90]])
+    levels, stop = chain_levels(sums, 10, 100, limit=40)
+    assert stop == "switch" and [lv[2] for lv in levels] == [50, 80, 30]
+    assert levels[1] == (50, 500, 80, 700)
+    assert chain_levels(sums, 10, 100, limit=0) == (chain_levels(sums, 10, 100, 0)[0], "batch")
+    assert chain_levels(np.array([[5, 9], [0, 0]]), 10, 100, 0)[1] == "empty"
+    # fewer than the limit but more than the frontier it read: the chain goes on
+    assert chain_levels(np.array([[20, 9], [0, 0]]), 10, 100, 40)[1] == "empty"
+
+
 def test_frontier_run_parses_marks_and_empty_levels(pairs):
     """A batch on a path graph: the levels that ran, the empty list that ends it, and the
     current list's tally moved to the front for the next run."""

@@ -23,16 +23,21 @@ Graph500 rules).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..engine import Engine, RowOp
 from ..graph import Graph
 from . import bfsranks, register
 from .base import MAX_ITER, App, AppResult, Param, positive, vertex_label
-from ..engine.frontier import FrontierApp, FrontierQueue, queue_defines
+from ..device import cl
+from ..engine.frontier import FrontierApp, FrontierQueue, PushRun, queue_defines
 from ..engine.trace import by_device_line, launch_line, push_line
 
 DIRECTIONS = ("auto", "top-down", "bottom-up")
+#: Bottom-up steps of a first chain on one device (:meth:`BFS.pull_chain`), and at most.
+FIRST_CHAIN, MAX_CHAIN = 4, 16
 
 
 @register
@@ -52,8 +57,11 @@ class BFS(FrontierApp, App):
     api_doc = """BFS from ``root`` (a row; default the vertex of largest out-degree); returns
         ``(levels, parents, report)`` (int32, -1 unreached)."""
     title = "breadth-first search from one root (direction-optimising)"
-    ops = (RowOp("bfs", "apps/bfs/rowop.cl", acc_dtype=np.dtype(np.int32),
-                 part_dtype=np.dtype(np.int64), writes=("y", "s0"), empty_rows_idle=True),)
+    ops = tuple(RowOp(name, "apps/bfs/rowop.cl", acc_dtype=np.dtype(np.int32),
+                      part_dtype=np.dtype(np.int64), writes=("y", "s0"), empty_rows_idle=True,
+                      defines=defines)
+                for name, defines in (("bfs", ()),
+                                      ("bfs-chain", (("CHAIN", 1), ("STOP_FLAG", 1)))))
     params = (
         Param("root", "vertex", None, "source vertex: the input's own id; default the vertex "
                                       "of largest out-degree"),
@@ -79,6 +87,10 @@ class BFS(FrontierApp, App):
 
     def static_params(self) -> dict:
         return {"direction": "bottom-up"}
+
+    def built_ahead(self, roles: tuple) -> tuple:
+        """One device chains its bottom-up steps (the second op); two run the first."""
+        return (self.ops[1].name if len(roles) == 1 else self.ops[0].name,)
 
     matrix_form = "transpose"
 
@@ -186,6 +198,56 @@ class BFS(FrontierApp, App):
         st["unexplored"] -= int(found_edges)
         return int(found), int(found_edges)
 
+    def pull_levels(self, engine: Engine, st: dict, it: int, size: int, edges: int, cap):
+        """Bottom-up steps: chained on the device where one device runs them
+        (:meth:`pull_chain`), else one :meth:`pull`."""
+        if not (engine.device_iterations and "mark_counts" not in st
+                and engine.executor.name == "static"):
+            return super().pull_levels(engine, st, it, size, edges, cap)
+        return self.pull_chain(engine, st, it, size, edges, cap)
+
+    def pull_chain(self, engine: Engine, st: dict, it: int, size: int, edges: int, cap):
+        """Up to ``st['chain']`` bottom-up steps on the one device (4 at first, doubled
+        after a chain that ran whole, at most :data:`MAX_CHAIN`; at most ``cap``), read
+        once. Each step's reduction tests Beamer's switch back to top-down (or an empty
+        frontier) on the device and stops the later steps (opencl/apps/bfs/rowop.cl,
+        ``CHAIN``); the host applies the same integer test to the steps' sums to learn
+        where the chain stopped. The device never waits for the host between the steps.
+
+        Returns
+        -------
+        PushRun
+            Mode ``chain``; ``stop`` is ``empty``, ``switch`` (the test stopped it) or
+            ``batch`` (every step enqueued ran).
+        """
+        role = engine.roles[0]
+        k = max(1, min(st.get("chain", FIRST_CHAIN), MAX_CHAIN if cap is None else cap))
+        limit = math.ceil(st["n"] / st["beta"]) if st["direction"] == "auto" else 0
+        queue = engine.pair.side(role).queue
+        cl().enqueue_fill_buffer(queue, engine.stop[role], np.zeros(1, np.int32), 0, 4)
+        cl().enqueue_copy(queue, engine.fscal[role], np.array([limit, size], np.int32),
+                          is_blocking=False)
+        op = self.ops[1].name
+        for j in range(k):
+            if j:
+                engine.zero_unless_stopped("next", role)
+            engine.rowop(op=op, x="front", y="parent", s0="level", s1="next", aux="outdeg",
+                         ia=it + j, wait=False, slot=it + j)
+            engine.swap("front", "next")
+        sums = engine.sums(role, it, k, op=op)
+        engine.drain()
+        levels, stop = chain_levels(sums, size, edges, limit)
+        if (k - len(levels)) % 2:  # the steps past the stop wrote nothing
+            engine.swap("front", "next")
+        if k > len(levels):
+            del engine.records[len(engine.records) - (k - len(levels)):]
+        engine.fill("next", 0)
+        st["unexplored"] -= sum(lv[3] for lv in levels)
+        st["prev_size"] = levels[-1][0]
+        if stop == "batch":
+            st["chain"] = min(2 * k, MAX_CHAIN)
+        return PushRun("chain", levels, k, False, levels[-1][2], levels[-1][3], stop)
+
     def push_levels(self, engine: Engine, st: dict, it: int, batch: int, cap):
         """Top-down levels in a batch (or one work-group-local launch), stopped on the
         device where Beamer's rule switches to bottom-up (the frontier's edges past the
@@ -282,6 +344,29 @@ class BFS(FrontierApp, App):
                 ("launches", launch_line(ex["per_launch"])),
                 ("by device", by_device_line(ex["by_device"], ex.get("handovers"))),
                 ("push role", push_line(ex["push_role"], ex["push_costs"]))]
+
+
+def chain_levels(sums: np.ndarray, size: int, edges: int, limit: int) -> tuple[list, str]:
+    """The steps a chain of bottom-up steps ran, from their sums (shape (k, 2): vertices
+    found and their out-edges; a step past the stop repeats the last real one's): the
+    device's test (opencl/apps/bfs/rowop.cl, ``CHAIN``) in the same integers. ``size`` and
+    ``edges``: the frontier the first step read; ``limit``: ceil(n / beta), 0 never.
+
+    Returns
+    -------
+    (list, str)
+        ``(frontier, frontier_edges, found, found_edges)`` of each step that ran, and why
+        the chain stopped: ``empty``, ``switch`` or ``batch`` (every step ran).
+    """
+    levels = []
+    for found, found_edges in sums.tolist():
+        levels.append((int(size), int(edges), int(found), int(found_edges)))
+        if found == 0:
+            return levels, "empty"
+        if found < limit and found < size:
+            return levels, "switch"
+        size, edges = found, found_edges
+    return levels, "batch"
 
 
 # ------------------------------------------------- float64 reference (host, scipy)

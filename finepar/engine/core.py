@@ -512,6 +512,19 @@ class Engine:
               *[self.buffer(v, r) for v in inputs], self.buffer(out, r))
             self._shared_barrier(side)
 
+    def zero_unless_stopped(self, name: str, role: str) -> None:
+        """Zero vector ``name`` on ``role`` unless that side's device-side stop flag is
+        raised (enqueued, in order with the steps): the next step of a chain that the
+        device may stop (:attr:`device_iterations`) gets a cleared output only where it
+        runs, and a stopped chain keeps its last output."""
+        from .exchange import _TYPES
+        self._plain(name)
+        side, size = self.pair.side(role), self._vectors[name]["size"]
+        k = self.pair.kernel(side, ("skeleton/vector.cl",), {"T": _TYPES[self._vec_dtype[name]]},
+                             "zero_unless_stopped")
+        k(side.queue, (-(-size // 64) * 64,), None, np.int32(size), self.buffer(name, role),
+          self.stop[role])
+
     def set_entries(self, name: str, index: np.ndarray, values: np.ndarray,
                     roles: tuple | None = None, wait: bool = True) -> None:
         """Write a few entries of vector ``name`` (small host-to-device copies). ``wait=False``

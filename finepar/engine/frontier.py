@@ -358,9 +358,10 @@ class PushRun:
 
     Attributes
     ----------
-    mode : {'local', 'batch', 'step'}
-        One ``advance_local`` launch, a batch of ``advance`` launches, or an app's
-        own one-level step.
+    mode : {'local', 'batch', 'step', 'pull', 'chain'}
+        One ``advance_local`` launch, a batch of ``advance`` launches, an app's
+        own one-level step, a pull step, or pull steps chained on one device
+        (:meth:`~finepar.apps.bfs.BFS.pull_chain`).
     levels : list of tuple
         ``(size, edges, found, found_edges)`` of each level that ran.
     enqueued : int
@@ -372,7 +373,7 @@ class PushRun:
     stop : str
         Why it stopped: ``empty`` (no frontier left), ``refused``, ``paused`` (a local
         launch whose list outgrew local memory or its level cap), ``batch`` (every level
-        enqueued ran).
+        enqueued ran), ``switch`` (a chain of pulls stopped by the app's direction test).
     """
 
     mode: str
@@ -726,6 +727,16 @@ class FrontierApp:
         """Work the device holds beyond an empty frontier (SSSP's far pile; default none)."""
         return False
 
+    def pull_levels(self, engine: Engine, st: dict, it: int, size: int, edges: int,
+                    cap: int | None) -> PushRun:
+        """Pull steps from level ``it`` over a frontier of ``size`` vertices and ``edges``
+        out-edges, at most ``cap``; default: one :meth:`pull` (an app may chain several
+        on the device, BFS's :meth:`~finepar.apps.bfs.BFS.pull_levels`)."""
+        found, found_edges = self.pull(engine, st, it)
+        level = (int(size), int(edges), int(found), int(found_edges))
+        return PushRun("pull", [level], 1, False, int(found), int(found_edges),
+                       "empty" if not found else "batch")
+
     def push_levels(self, engine: Engine, st: dict, it: int, batch: int,
                     cap: int | None) -> PushRun:
         """Push levels from level ``it``: a batch of ``batch`` levels, or as many as a local
@@ -813,11 +824,8 @@ class FrontierApp:
             if where == "queue":
                 self._from_push(engine, st)
                 self.marks_from_queue(engine, st)
-            found, found_edges = self.pull(engine, st, loop["it"])
             loop["batch"] = 1
-            level = (int(size), int(edges), int(found), int(found_edges))
-            return PushRun("pull", [level], 1, False, int(found),
-                           int(found_edges), "empty" if not found else "batch"), "marks", True
+            return self.pull_levels(engine, st, loop["it"], size, edges, cap), "marks", True
         if where == "marks":
             self._to_push(engine, st)
             self.queue_from_marks(engine, st, loop["it"], size, edges)

@@ -19,7 +19,7 @@ class FrontierTrace:
         ``launch`` (index into ``launches``), ``seconds`` (its share of the launch's
         wall time, the direction change included).
     launches : list of dict
-        ``mode`` ('pull', 'local', 'batch' or 'step'), ``levels`` run, ``enqueued`` and
+        ``mode`` ('pull', 'chain', 'local', 'batch' or 'step'), ``levels`` run, ``enqueued`` and
         ``stop`` (:class:`PushRun`): one entry per host round trip of the loop.
     """
 
@@ -81,7 +81,7 @@ class FrontierTrace:
         """Levels per launch by mode, and levels per host round trip of the loop."""
         out = {"round_trips": len(self.launches),
                "levels_per_round_trip": len(self.steps) / max(len(self.launches), 1)}
-        for mode in ("local", "batch", "walk"):
+        for mode in ("local", "batch", "chain", "walk"):
             ls = [x["levels"] for x in self.launches if x["mode"] == mode]
             if ls:
                 out[f"{mode}_launches"] = len(ls)
@@ -104,7 +104,7 @@ def launch_line(per: dict) -> str:
     parts = [f"{per['round_trips']:,} host round trips, "
              f"{per['levels_per_round_trip']:.1f} levels each"]
     for mode, what in (("local", "work-group-local launches"), ("batch", "batches"),
-                       ("walk", "walks on one CPU work-item")):
+                       ("chain", "chains of pull steps"), ("walk", "walks on one CPU work-item")):
         if f"{mode}_launches" in per:
             parts.append(f"{per[f'{mode}_launches']:,} {what} of "
                          f"{per[f'levels_per_{mode}_launch']:.1f} levels")

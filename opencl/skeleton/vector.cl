@@ -38,3 +38,13 @@ __kernel void multiply(const int n, __global const T *restrict a, __global const
     const int i = (int)get_global_id(0);
     if (i < n) out[i] = a[i] * b[i];
 }
+
+/* out[i] = 0 unless stop[0] != 0: a buffer cleared for the next step of a chain stopped on
+ * the device only where that step runs (finepar/apps/bfs.py's chained bottom-up steps) */
+__kernel void zero_unless_stopped(const int n, __global T *restrict out,
+                                  __global const int *restrict stop)
+{
+    if (stop[0] != 0) return;
+    const int i = (int)get_global_id(0);
+    if (i < n) out[i] = (T)0;
+}

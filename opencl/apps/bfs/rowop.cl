@@ -30,3 +30,19 @@ typedef long part_t;
         p0 += 1;                                            \
         p1 += aux[r];                                       \
     }
+/* CHAIN (with STOP_FLAG): bottom-up steps chained on one device (finepar/apps/bfs.py,
+ * BFS.pull_chain). After each step the reduction tests Beamer's switch back to top-down on
+ * the step's sums and stops the chain's later steps (they return at once):
+ *   stop once the new frontier is empty, or holds fewer vertices than fscal[0] (int bits:
+ *   ceil(n / beta); 0 never) and fewer than the frontier the step read (fscal[1], int bits,
+ *   then set to the new frontier's size). Stop is only ever raised: a stopped step's
+ *   reduction (of the last real step's partials again) changes nothing. */
+#ifdef CHAIN
+#define FINISH(out)                                                         \
+    {                                                                       \
+        __global int *chain_ = (__global int *)fscal;                       \
+        const long size_ = (out)[0];                                        \
+        if (size_ == 0 || (size_ < chain_[0] && size_ < chain_[1])) stop[0] = 1; \
+        chain_[1] = (int)size_;                                             \
+    }
+#endif
