@@ -133,6 +133,12 @@ def test_one_device_chains_its_bottom_up_steps(mode, pairs, monkeypatch):
         assert [s["direction"] for s in res.extra["trace"]] == \
             [s["direction"] for s in single.extra["trace"]]
         np.testing.assert_array_equal(res.extra["parent"], single.extra["parent"])
+    with monkeypatch.context() as m:  # the path's levels after the chain: one long batch
+        m.setattr(frontier, "local_geometry", lambda *a: None)
+        runs = run()[0].extra["launches"]
+    after = runs[next(i for i, x in enumerate(runs) if x["mode"] == "chain") + 1]
+    assert after["mode"] == "batch" and after["enqueued"] == bfs_app.BFS.batch_after_pull > 1
+    assert after["levels"] == after["enqueued"], runs
     res, _ = run(direction="bottom-up")  # no switch: one chain to the empty frontier
     assert [(x["mode"], x["stop"]) for x in res.extra["launches"]][-1] == ("chain", "empty")
     res, _ = api.run("bfs", g, pair=pairs[mode], devices="gpu", warmup=False, root=root,

@@ -82,6 +82,9 @@ class BFS(FrontierApp, App):
     #: a bottom-up scan stops at its first frontier in-neighbour: per-row mappings only
     #: (CSR-adaptive blocks and ELL read every entry)
     groupings = ("none", "pow4")
+    #: the device stops a top-down batch where Beamer's rule pulls again, so the batch
+    #: after a pull may be long: the tail's levels in one read, not in batches of 1, 2, ...
+    batch_after_pull = 4
     #: small frontiers run top-down on one CPU work-item (finepar.engine.walk)
     walk_sources = ("apps/bfs/frontier.cl", "skeleton/walk.cl")
 

@@ -663,6 +663,9 @@ class FrontierApp:
     walk_kind = "levels"
     #: The vectors the walk writes, moved on a hand-over; None: :attr:`sync_vectors`.
     walk_vectors: tuple | None = None
+    #: Levels of the first push batch after a pull (doubled after each batch of narrow
+    #: levels): more where the device stops a batch at the app's own switch (BFS).
+    batch_after_pull = 1
 
     def prepare_push(self, engine: Engine, graph=None, roles: tuple | None = None) -> dict:
         """The push role (:func:`choose_push_role`, among ``roles`` where given), its
@@ -824,7 +827,7 @@ class FrontierApp:
             if where == "queue":
                 self._from_push(engine, st)
                 self.marks_from_queue(engine, st)
-            loop["batch"] = 1
+            loop["batch"] = self.batch_after_pull
             return self.pull_levels(engine, st, loop["it"], size, edges, cap), "marks", True
         if where == "marks":
             self._to_push(engine, st)
