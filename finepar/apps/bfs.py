@@ -37,7 +37,13 @@ from ..engine.trace import by_device_line, launch_line, push_line
 
 DIRECTIONS = ("auto", "top-down", "bottom-up")
 #: Bottom-up steps of a first chain on one device (:meth:`BFS.pull_chain`), and at most.
-FIRST_CHAIN, MAX_CHAIN = 4, 16
+#: A step past the stop still launches its whole grid (0.39 ms at Graph500 scale 24 on the
+#: H100): two first, the usual count of bottom-up levels of a Kronecker graph.
+FIRST_CHAIN, MAX_CHAIN = 2, 16
+#: Work-items a bottom-up row at most: a row's scan mostly stops within its first entries,
+#: where a team of 32 reads 32 (H100, scale 24: the 64..1024 rows' launch 0.65 ms at 32 lanes,
+#: 0.20 ms at 8).
+BOTTOM_UP_LANES = 8
 
 
 @register
@@ -59,7 +65,7 @@ class BFS(FrontierApp, App):
     title = "breadth-first search from one root (direction-optimising)"
     ops = tuple(RowOp(name, "apps/bfs/rowop.cl", acc_dtype=np.dtype(np.int32),
                       part_dtype=np.dtype(np.int64), writes=("y", "s0"), empty_rows_idle=True,
-                      defines=defines)
+                      defines=defines, max_lanes=BOTTOM_UP_LANES)
                 for name, defines in (("bfs", ()),
                                       ("bfs-chain", (("CHAIN", 1), ("STOP_FLAG", 1)))))
     params = (
@@ -210,7 +216,7 @@ class BFS(FrontierApp, App):
         return self.pull_chain(engine, st, it, size, edges, cap)
 
     def pull_chain(self, engine: Engine, st: dict, it: int, size: int, edges: int, cap):
-        """Up to ``st['chain']`` bottom-up steps on the one device (4 at first, doubled
+        """Up to ``st['chain']`` bottom-up steps on the one device (2 at first, doubled
         after a chain that ran whole, at most :data:`MAX_CHAIN`; at most ``cap``), read
         once. Each step's reduction tests Beamer's switch back to top-down (or an empty
         frontier) on the device and stops the later steps (opencl/apps/bfs/rowop.cl,
