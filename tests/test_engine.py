@@ -233,16 +233,18 @@ def test_an_op_caps_its_teams_lanes(pairs, mode):
     plan = single_device(wl.matrix.row_lengths(), "gpu", grouping="pow4")
     base = wl.app.ops
     try:
-        wl.app.ops = (replace(base[0], max_lanes=4), *base[1:])
+        wl.app.ops = tuple(replace(o, max_lanes=4) for o in base)
         eng = wl.engine(pairs[mode], plan)
         store, op = eng.stores["gpu"], eng.op("bfs")
         teams = [s for s in store.low.launches if s.mapping == "team"]
         assert any(s.lanes > 4 for s in teams)  # the plan's own teams are wider
         for s in teams:
             assert geometry(store.side, s, s.hi - s.lo, op.max_lanes)[2]["LANES"] <= 4
-        lanes = {d.get("LANES") for _, d in lowered_programs(store.side, store.low, eng.matrix,
-                                                              op) if "LANES" in d}
+        programs = lowered_programs(store.side, store.low, eng.matrix, op)
+        lanes = {d.get("LANES") for _, d in programs if "LANES" in d}
         assert lanes and max(lanes) <= 4
+        assert any(s.mapping == "group" for s in store.low.launches)  # rows a group each,
+        assert all(d["MAPPING"] != 2 for _, d in programs)  # run as narrow teams
         root = int(np.argmax(wl.matrix.row_lengths()))
         res, _ = wl.run(pair=pairs[mode], devices="gpu", grouping="pow4", root=root,
                         direction="bottom-up", warmup=False)
@@ -271,7 +273,7 @@ def test_a_team_stops_at_its_rows_first_hit(pairs, mode, lanes):
     want[ref < 0] = -1
     base = wl.app.ops
     try:
-        wl.app.ops = (replace(base[0], max_lanes=lanes), *base[1:])
+        wl.app.ops = tuple(replace(o, max_lanes=lanes) for o in base)
         for grouping in ("pow4", "none"):
             res, _ = wl.run(pair=pairs[mode], devices="gpu", grouping=grouping, root=root,
                             direction="bottom-up", warmup=False)

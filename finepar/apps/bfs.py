@@ -40,10 +40,10 @@ DIRECTIONS = ("auto", "top-down", "bottom-up")
 #: A step past the stop still launches its whole grid (0.39 ms at Graph500 scale 24 on the
 #: H100): two first, the usual count of bottom-up levels of a Kronecker graph.
 FIRST_CHAIN, MAX_CHAIN = 2, 16
-#: Work-items a bottom-up row at most: a row's scan mostly stops within its first entries,
-#: where a team of 32 reads 32 (H100, scale 24: the 64..1024 rows' launch 0.65 ms at 32 lanes,
-#: 0.20 ms at 8).
-BOTTOM_UP_LANES = 8
+#: Work-items a bottom-up row at most (the longest rows' too): a row's scan mostly stops
+#: within its first entries, where a team of 32 reads 32 (H200, scale 24, both pulls'
+#: team launches: 1.57 ms at 32 lanes, 0.89 at 8, 0.66 at 4, 0.49 at 2).
+BOTTOM_UP_LANES = 4
 
 
 @register

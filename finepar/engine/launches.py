@@ -202,9 +202,9 @@ class RowOp:
         graph's isolated vertices (7.9 M of Graph500 scale 24's 16.8 M) cost no launch.
     max_lanes : int, optional
         A team of at most this many work-items a row, a power of two >= 2 (default: the
-        share's lanes, up to the device's): for a scan that stops at a row's first hit,
-        where most rows hit within a few entries and wider teams idle. Raises ValueError
-        otherwise.
+        share's lanes, up to the device's), rows of a work-group each too: for a scan that
+        stops at a row's first hit, where most rows hit within a few entries and wider
+        teams idle. Raises ValueError otherwise.
     """
 
     name: str

@@ -80,14 +80,22 @@ def offset_type(low: ShareLowering, matrix: Graph, offsets: str = "auto") -> str
     return "long" if wide else "int"
 
 
+def mapping_of(spec, max_lanes: int | None = None) -> str:
+    """The mapping a launch of ``spec`` runs with for an op whose teams are at most
+    ``max_lanes`` work-items a row (:attr:`RowOp.max_lanes`): its own, but a work-group a
+    row becomes a team of ``max_lanes``."""
+    return "team" if spec.mapping == "group" and max_lanes else spec.mapping
+
+
 def geometry(side: Side, spec, n: int, max_lanes: int | None = None) -> tuple[int, int, dict]:
     """Work-group size, work-groups and extra ``-D`` options of a launch of ``n``
     segments (or blocks) with ``spec``'s mapping on ``side`` (a team at most ``max_lanes``
-    work-items a row: :attr:`RowOp.max_lanes`)."""
+    work-items a row, :attr:`RowOp.max_lanes`, the rows of a work-group each too:
+    :func:`mapping_of`)."""
     lc = side.launch
     if spec.mapping in ("item", "ell"):
         return lc.wg_item, -(-n // lc.wg_item), {}
-    if spec.mapping == "team":
+    if mapping_of(spec, max_lanes) == "team":
         lanes = min(spec.lanes or lc.lanes, lc.lanes, max_lanes or lc.lanes)
         return lc.wg_team, -(-n // (lc.wg_team // lanes)), {"LANES": lanes}
     if spec.mapping == "group":
@@ -121,7 +129,7 @@ def _programs(side: Side, specs: list, matrix: Graph, op: RowOp, *, compact: boo
     out = []
     for spec in specs:
         wg, _, extra = geometry(side, spec, max(spec.hi - spec.lo, 1), op.max_lanes)
-        out.append((spec.mapping, wg, extra))
+        out.append((mapping_of(spec, op.max_lanes), wg, extra))
     if apply:
         out.append(("item", side.launch.wg_item, {}))
     if op.part_dtype is not None:
@@ -522,7 +530,8 @@ class SideStore:
             if op.empty_rows_idle and spec.nnz == 0 and self.low.grouping != "dynamic":
                 continue  # rows without entries, which do nothing in this op (the dynamic
                 # baseline's host hands out chunks by their launch's index: all kept)
-            kern = mod.Kernel(self._program(op, spec.mapping, wg, **extra), "rowop")
+            kern = mod.Kernel(self._program(op, mapping_of(spec, op.max_lanes), wg, **extra),
+                              "rowop")
             L = Launch(ROWOP, kern, groups * wg, wg, label=spec.label, nnz=spec.nnz)
             counter = self.dummy
             if spec.mapping == "dynamic":
