@@ -32,8 +32,9 @@ def parse_args(argv=None):
                          "none, pow4, adaptive), each timed and profiled as the default is")
     ap.add_argument("--max-lanes", default="",
                     help="also run the default with BFS's bottom-up teams capped at each of "
-                         "these work-items a row (a comma list of powers of two >= 2; "
-                         "RowOp.max_lanes)")
+                         "these work-items a row in every step (a comma list of powers of two "
+                         ">= 2; RowOp.max_lanes; the default picks a step's from "
+                         "finepar.apps.bfs.BOTTOM_UP_LANES)")
     args = ap.parse_args(argv)
     try:
         lanes = [int(x) for x in args.max_lanes.split(",") if x]
@@ -176,7 +177,10 @@ def grouped_run(wl, pair, args, grouping: str, params: dict, check, g, copy) -> 
     t0 = time.perf_counter()
     rec = timed_runs(wl_run, eng, params, check, args.repeats)
     rec["seconds"] = time.perf_counter() - t0
-    log(f"bfs grouping {grouping} (teams at most {wl.app.ops[0].max_lanes or 'all'} lanes): "
+    caps = {op.max_lanes for op in wl.app.ops}
+    teams = (f"at most {caps.pop() or 'all'} lanes" if len(caps) == 1
+             else "lanes chosen a step")
+    log(f"bfs grouping {grouping} (teams {teams}): "
         f"{rec['run']['median'] * 1e3:.3f} ms a run, "
         f"{rec['problem'] or 'answer ok'}")
     table = launch_table(wl_run, eng, params)

@@ -40,10 +40,20 @@ DIRECTIONS = ("auto", "top-down", "bottom-up")
 #: A step past the stop still launches its whole grid (0.39 ms at Graph500 scale 24 on the
 #: H100): two first, the usual count of bottom-up levels of a Kronecker graph.
 FIRST_CHAIN, MAX_CHAIN = 2, 16
-#: Work-items a bottom-up row at most (the longest rows' too): a row's scan mostly stops
-#: within its first entries, where a team of 32 reads 32 (H200, scale 24, both pulls'
-#: team launches: 1.57 ms at 32 lanes, 0.89 at 8, 0.66 at 4, 0.49 at 2).
-BOTTOM_UP_LANES = 4
+#: Team sizes a bottom-up step picks from, per step (:func:`bottom_up_lanes`): an op whose
+#: teams (the longest rows' too) are at most that many work-items a row, or (None) the plan's
+#: own teams, up to a sub-group (32 work-items on the GPUs measured) and a work-group for a
+#: row of 1,024 entries or more.
+BOTTOM_UP_LANES = (2, 8, None)
+#: The team size :func:`bottom_up_lanes` weighs None as.
+WIDE = 32
+
+
+def op_name(kind: str, lanes: int | None) -> str:
+    """The name of BFS's row operation of ``kind`` (``bfs``: a step read at once;
+    ``bfs-chain``: chained on one device) whose teams are at most ``lanes`` work-items a
+    row (None: the plan's own)."""
+    return kind if lanes is None else f"{kind}-{lanes}"
 
 
 @register
@@ -63,11 +73,13 @@ class BFS(FrontierApp, App):
     api_doc = """BFS from ``root`` (a row; default the vertex of largest out-degree); returns
         ``(levels, parents, report)`` (int32, -1 unreached)."""
     title = "breadth-first search from one root (direction-optimising)"
-    ops = tuple(RowOp(name, "apps/bfs/rowop.cl", acc_dtype=np.dtype(np.int32),
+    #: one op a kind (:func:`op_name`) and team size; the first, with the plan's own teams,
+    #: is the tuner's (a step that scans every entry) and the ranks'
+    ops = tuple(RowOp(op_name(kind, lanes), "apps/bfs/rowop.cl", acc_dtype=np.dtype(np.int32),
                       part_dtype=np.dtype(np.int64), writes=("y", "s0"), empty_rows_idle=True,
-                      defines=defines, max_lanes=BOTTOM_UP_LANES)
-                for name, defines in (("bfs", ()),
-                                      ("bfs-chain", (("CHAIN", 1), ("STOP_FLAG", 1)))))
+                      defines=defines, max_lanes=lanes)
+                for kind, defines in (("bfs", ()), ("bfs-chain", (("CHAIN", 1), ("STOP_FLAG", 1))))
+                for lanes in BOTTOM_UP_LANES[::-1])
     params = (
         Param("root", "vertex", None, "source vertex: the input's own id; default the vertex "
                                       "of largest out-degree"),
@@ -98,8 +110,9 @@ class BFS(FrontierApp, App):
         return {"direction": "bottom-up"}
 
     def built_ahead(self, roles: tuple) -> tuple:
-        """One device chains its bottom-up steps (the second op); two run the first."""
-        return (self.ops[1].name if len(roles) == 1 else self.ops[0].name,)
+        """One device chains its bottom-up steps; two read each at once: every team size."""
+        kind = "bfs-chain" if len(roles) == 1 else "bfs"
+        return tuple(op_name(kind, lanes) for lanes in BOTTOM_UP_LANES)
 
     matrix_form = "transpose"
 
@@ -200,7 +213,7 @@ class BFS(FrontierApp, App):
 
     def pull(self, engine: Engine, st: dict, it: int):
         found, found_edges = engine.rowop(x="front", y="parent", s0="level", s1="next",
-                                          aux="outdeg", ia=it)
+                                          aux="outdeg", ia=it, op=st.get("pull_op"))
         engine.merge_bits("next")  # each side (each rank) set its own rows' bits
         engine.swap("front", "next")
         engine.fill("next", 0)
@@ -210,9 +223,12 @@ class BFS(FrontierApp, App):
     def pull_levels(self, engine: Engine, st: dict, it: int, size: int, edges: int, cap):
         """Bottom-up steps: chained on the device where one device runs them
         (:meth:`pull_chain`), else one :meth:`pull`."""
+        lanes = bottom_up_lanes(st["nnz"], edges)
         if not (engine.device_iterations and "mark_counts" not in st
                 and engine.executor.name == "static"):
+            st["pull_op"] = op_name("bfs", lanes)
             return super().pull_levels(engine, st, it, size, edges, cap)
+        st["pull_op"] = op_name("bfs-chain", lanes)
         return self.pull_chain(engine, st, it, size, edges, cap)
 
     def pull_chain(self, engine: Engine, st: dict, it: int, size: int, edges: int, cap):
@@ -236,7 +252,7 @@ class BFS(FrontierApp, App):
         cl().enqueue_fill_buffer(queue, engine.stop[role], np.zeros(1, np.int32), 0, 4)
         cl().enqueue_copy(queue, engine.fscal[role], np.array([limit, size], np.int32),
                           is_blocking=False)
-        op = self.ops[1].name
+        op = st["pull_op"]
         for j in range(k):
             if j:
                 engine.zero_unless_stopped("next", role)
@@ -353,6 +369,22 @@ class BFS(FrontierApp, App):
                 ("launches", launch_line(ex["per_launch"])),
                 ("by device", by_device_line(ex["by_device"], ex.get("handovers"))),
                 ("push role", push_line(ex["push_role"], ex["push_costs"]))]
+
+
+def bottom_up_lanes(nnz: int, frontier_edges: int) -> int | None:
+    """Work-items a row for a bottom-up step over a frontier with ``frontier_edges``
+    out-edges: of :data:`BOTTOM_UP_LANES` (None weighed as :data:`WIDE`), the nearest in
+    powers of two to the entries a row scans to its first hit if hits were spread evenly,
+    ``nnz / frontier_edges``.
+
+    A row's scan stops at its first frontier in-neighbour, and a team reads its lanes'
+    entries a round: where hits come first, a wide team reads entries no one needed
+    (Graph500 scale 24, whose two pulls expect a hit in 1.6 and 2.7 entries: their team
+    launches 1.57 ms at 32 lanes, 0.49 at 2, on the H200), where they come late, a narrow
+    one scans long rows serially (cnr-2000, 4 to 131 entries: its kernels 3.1 ms at 32
+    lanes, 11.8 at 2, on the H100)."""
+    expected = math.log2(max(nnz / max(frontier_edges, 1), 1.0))
+    return min(BOTTOM_UP_LANES, key=lambda lanes: abs(math.log2(lanes or WIDE) - expected))
 
 
 def chain_levels(sums: np.ndarray, size: int, edges: int, limit: int) -> tuple[list, str]:
