@@ -152,11 +152,11 @@ def test_a_bottom_up_step_picks_its_team_size_by_its_expected_scan():
     from finepar.apps.bfs import BFS, bottom_up_lanes, op_name
     names = {op.name: op.max_lanes for op in BFS.ops}
     assert bottom_up_lanes(520_755_510, 323_787_794) == 2  # Graph500 scale 24's first pull
-    assert bottom_up_lanes(3_216_152, 359_371) == 8  # cnr-2000's first, 8.9 entries
-    assert bottom_up_lanes(3_216_152, 24_556) is None  # its last, 131
+    assert bottom_up_lanes(520_755_510, 195_509_757) == 2  # its second
+    assert bottom_up_lanes(3_216_152, 727_508) is None  # cnr-2000's most, 4.4 entries
     assert bottom_up_lanes(100, 0) is None
     for kind in ("bfs", "bfs-chain"):
-        for lanes in (2, 8, None):
+        for lanes in (2, None):
             assert names[op_name(kind, lanes)] == lanes
     assert BFS.ops[0].max_lanes is None  # the tuner's full scan keeps the plan's teams
 

@@ -40,13 +40,12 @@ DIRECTIONS = ("auto", "top-down", "bottom-up")
 #: A step past the stop still launches its whole grid (0.39 ms at Graph500 scale 24 on the
 #: H100): two first, the usual count of bottom-up levels of a Kronecker graph.
 FIRST_CHAIN, MAX_CHAIN = 2, 16
-#: Team sizes a bottom-up step picks from, per step (:func:`bottom_up_lanes`): an op whose
-#: teams (the longest rows' too) are at most that many work-items a row, or (None) the plan's
-#: own teams, up to a sub-group (32 work-items on the GPUs measured) and a work-group for a
-#: row of 1,024 entries or more.
-BOTTOM_UP_LANES = (2, 8, None)
-#: The team size :func:`bottom_up_lanes` weighs None as.
-WIDE = 32
+#: Team sizes a bottom-up step picks from (:func:`bottom_up_lanes`): 2 work-items a row,
+#: the longest rows' too, or (None) the plan's own teams, up to a sub-group (32 work-items
+#: on the GPUs measured) and a work-group a row of 1,024 entries or more.
+BOTTOM_UP_LANES = (2, None)
+#: A step runs teams of 2 where a row expects its first hit within this many entries.
+NARROW_SCAN = 4.0
 
 
 def op_name(kind: str, lanes: int | None) -> str:
@@ -373,18 +372,18 @@ class BFS(FrontierApp, App):
 
 def bottom_up_lanes(nnz: int, frontier_edges: int) -> int | None:
     """Work-items a row for a bottom-up step over a frontier with ``frontier_edges``
-    out-edges: of :data:`BOTTOM_UP_LANES` (None weighed as :data:`WIDE`), the nearest in
-    powers of two to the entries a row scans to its first hit if hits were spread evenly,
-    ``nnz / frontier_edges``.
+    out-edges: 2 where a row would find its first hit within :data:`NARROW_SCAN` entries if
+    hits were spread evenly (``nnz / frontier_edges``), else None (the plan's own teams).
 
-    A row's scan stops at its first frontier in-neighbour, and a team reads its lanes'
-    entries a round: where hits come first, a wide team reads entries no one needed
-    (Graph500 scale 24, whose two pulls expect a hit in 1.6 and 2.7 entries: their team
-    launches 1.57 ms at 32 lanes, 0.49 at 2, on the H200), where they come late, a narrow
-    one scans long rows serially (cnr-2000, 4 to 131 entries: its kernels 3.1 ms at 32
-    lanes, 11.8 at 2, on the H100)."""
-    expected = math.log2(max(nnz / max(frontier_edges, 1), 1.0))
-    return min(BOTTOM_UP_LANES, key=lambda lanes: abs(math.log2(lanes or WIDE) - expected))
+    A row's scan stops at its first frontier in-neighbour and a team reads its lanes'
+    entries a round, so where hits come first a wide team reads entries no one needed, and
+    where they come late a narrow one scans long rows serially. Measured (probe_bfs): on
+    Graph500 scale 24, whose two pulls expect a hit in 1.6 and 2.7 entries, the pulls' team
+    launches took 1.57 ms with the plan's teams and 0.49 ms with 2 lanes (H200); on cnr-2000
+    (4.4 to 131 entries; its long rows hit later than evenly spread hits would) the kernels
+    took 3.1 ms with the plan's teams, 4.2 with 8 lanes at its steps below 16 entries and
+    11.8 with 2 lanes (H100), nearly all in its rows of 1,024 entries or more."""
+    return 2 if nnz <= NARROW_SCAN * max(frontier_edges, 0) else None
 
 
 def chain_levels(sums: np.ndarray, size: int, edges: int, limit: int) -> tuple[list, str]:
