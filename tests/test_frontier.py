@@ -153,7 +153,10 @@ def test_a_bottom_up_step_picks_its_team_size_by_its_expected_scan():
     names = {op.name: op.max_lanes for op in BFS.ops}
     assert bottom_up_lanes(520_755_510, 323_787_794) == 2  # Graph500 scale 24's first pull
     assert bottom_up_lanes(520_755_510, 195_509_757) == 2  # its second
-    assert bottom_up_lanes(3_216_152, 727_508) is None  # cnr-2000's most, 4.4 entries
+    assert bottom_up_lanes(3_216_152, 727_508, 1_254_299) is None  # cnr-2000's most, 4.4
+    # scale 26's third pull: 444 entries expected, but 0.2% of the edges unexplored
+    assert bottom_up_lanes(2_103_842_600, 4_736_934, 4_838_000) == 2
+    assert bottom_up_lanes(2_103_842_600, 4_736_934) is None
     assert bottom_up_lanes(100, 0) is None
     for kind in ("bfs", "bfs-chain"):
         for lanes in (2, None):

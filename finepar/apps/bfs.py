@@ -44,8 +44,9 @@ FIRST_CHAIN, MAX_CHAIN = 2, 16
 #: the longest rows' too, or (None) the plan's own teams, up to a sub-group (32 work-items
 #: on the GPUs measured) and a work-group a row of 1,024 entries or more.
 BOTTOM_UP_LANES = (2, None)
-#: A step runs teams of 2 where a row expects its first hit within this many entries.
-NARROW_SCAN = 4.0
+#: A step runs teams of 2 where a row expects its first hit within this many entries, or
+#: where the unexplored edges are at most this share of all (nearly every row visited).
+NARROW_SCAN, NARROW_UNEXPLORED = 4.0, 0.01
 
 
 def op_name(kind: str, lanes: int | None) -> str:
@@ -222,7 +223,7 @@ class BFS(FrontierApp, App):
     def pull_levels(self, engine: Engine, st: dict, it: int, size: int, edges: int, cap):
         """Bottom-up steps: chained on the device where one device runs them
         (:meth:`pull_chain`), else one :meth:`pull`."""
-        lanes = bottom_up_lanes(st["nnz"], edges)
+        lanes = bottom_up_lanes(st["nnz"], edges, st["unexplored"])
         if not (engine.device_iterations and "mark_counts" not in st
                 and engine.executor.name == "static"):
             st["pull_op"] = op_name("bfs", lanes)
@@ -370,19 +371,25 @@ class BFS(FrontierApp, App):
                 ("push role", push_line(ex["push_role"], ex["push_costs"]))]
 
 
-def bottom_up_lanes(nnz: int, frontier_edges: int) -> int | None:
+def bottom_up_lanes(nnz: int, frontier_edges: int, unexplored: int | None = None) -> int | None:
     """Work-items a row for a bottom-up step over a frontier with ``frontier_edges``
-    out-edges: 2 where a row would find its first hit within :data:`NARROW_SCAN` entries if
-    hits were spread evenly (``nnz / frontier_edges``), else None (the plan's own teams).
+    out-edges, ``unexplored`` edges left: 2 where a row would find its first hit within
+    :data:`NARROW_SCAN` entries if hits were spread evenly (``nnz / frontier_edges``), or
+    where at most :data:`NARROW_UNEXPLORED` of the edges are unexplored; else None (the
+    plan's own teams).
 
     A row's scan stops at its first frontier in-neighbour and a team reads its lanes'
     entries a round, so where hits come first a wide team reads entries no one needed, and
-    where they come late a narrow one scans long rows serially. Measured (probe_bfs): on
-    Graph500 scale 24, whose two pulls expect a hit in 1.6 and 2.7 entries, the pulls' team
-    launches took 1.57 ms with the plan's teams and 0.49 ms with 2 lanes (H200); on cnr-2000
-    (4.4 to 131 entries; its long rows hit later than evenly spread hits would) the kernels
-    took 3.1 ms with the plan's teams, 4.2 with 8 lanes at its steps below 16 entries and
+    where they come late a narrow one scans long rows serially; where nearly every row is
+    visited, a launch costs its work-items, 16 times fewer in teams of 2. Measured
+    (probe_bfs): Graph500 scale 24's two pulls expect a hit in 1.6 and 2.7 entries, and
+    their team launches took 1.57 ms with the plan's teams, 0.49 ms with 2 lanes (H200);
+    scale 26's third pull (0.2% of the edges unexplored, 444 entries expected) 2.65 ms with
+    the plan's teams, 0.47 ms with 2 lanes (H100); cnr-2000 (4.4 to 131 entries; its long
+    rows hit later than evenly spread hits would) 3.1 ms of kernels with the plan's teams,
     11.8 with 2 lanes (H100), nearly all in its rows of 1,024 entries or more."""
+    if unexplored is not None and unexplored <= NARROW_UNEXPLORED * nnz:
+        return 2
     return 2 if nnz <= NARROW_SCAN * max(frontier_edges, 0) else None
 
 
