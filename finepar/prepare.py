@@ -63,9 +63,11 @@ def prepare(work: Workload, pair: DevicePair, *, throttle: ThrottleOptions,
         early_build(pair, work.app.early_programs(pair, work.matrix, params)
                     + (column_programs(pair, work.app.column_vectors)
                        if opts.columns != "none" and decided != "cpu" else []))
-        if not alone and decided != "cpu":  # one at a time, the row operations' programs
-            for _, sources, defines in likely_programs(pair, work.matrix, work.app.ops,
-                                                       opts.offsets):
+        if not alone and decided != "cpu":  # one at a time, the row operations' programs,
+            # first those the GPU alone builds ahead (BFS's chained steps before its others)
+            ahead = work.app.built_ahead(("gpu",)) or ()
+            ops = sorted(work.app.ops, key=lambda op: op.name not in ahead)
+            for _, sources, defines in likely_programs(pair, work.matrix, ops, opts.offsets):
                 pair.guess_build(pair.program, pair.gpu, sources, defines)
     out = _prepared(work, pair, throttle=throttle, threshold=threshold,
                     devices=alone or devices, grouping=grouping, model=model, step=step,
