@@ -164,6 +164,37 @@ def test_a_bottom_up_step_picks_its_team_size_by_its_expected_scan():
     assert BFS.ops[0].max_lanes is None  # the tuner's full scan keeps the plan's teams
 
 
+def test_a_chains_stopped_steps_keep_their_time_and_launches():
+    """The records of a chain's steps past its stop fold into the last step that ran."""
+    from finepar.apps.bfs import fold_records
+    from finepar.engine.timing import StepRecord
+    recs = [StepRecord("rowop", ("gpu",), wall=1.0, kernel={"gpu": 0.5}, span={"gpu": 0.5},
+                       launches={"gpu": 6}) for _ in range(4)]
+    fold_records(recs, 0)
+    assert len(recs) == 4
+    fold_records(recs, 2)
+    assert len(recs) == 2 and recs[-1].wall == 3.0
+    assert recs[-1].kernel == {"gpu": 1.5} and recs[-1].launches == {"gpu": 18}
+    assert recs[0].kernel == {"gpu": 0.5}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_chain_without_a_push_side_pulls_to_the_end(mode, pairs):
+    """Chunked shares leave no push side: every level pulls, so a chain stops only at an
+    empty frontier, also where n / beta passes an int32 (beta tiny)."""
+    from finepar.engine import EngineOptions
+    g = generated_graph(10, 5)
+    root = root_of(g)
+    res, _ = api.run("bfs", g, pair=pairs[mode], devices="gpu", warmup=False, root=root,
+                     beta=1e-7, options=EngineOptions(walk="none", chunk_bytes=20_000))
+    bfs_ok(g, res, root)
+    assert res.extra["push_role"] is None
+    assert {x["stop"] for x in res.extra["launches"]} <= {"batch", "empty"}
+    res, _ = api.run("bfs", g, pair=pairs[mode], devices="gpu", warmup=False, root=root,
+                     beta=1e-7, direction="bottom-up", options=NO_WALK)
+    bfs_ok(g, res, root)
+
+
 def test_chain_levels_apply_the_devices_test():
     """The host reads where a chain stopped from its sums, by the device's integer test."""
     from finepar.apps.bfs import chain_levels

@@ -79,3 +79,30 @@ def test_small_transfers_take_one_plain_copy(gpu_side):
     transfer.write_staged(gpu_side, buf, np.arange(8, 16, dtype=np.int32))
     np.testing.assert_array_equal(_plain_read(gpu_side, buf, 8, np.int32), np.arange(8, 16))
     assert "_stages" not in gpu_side.__dict__
+
+
+def test_write_async_returns_before_the_queue_drains(pairs):
+    """A non-blocking copy whose event pyopencl drops waits for its queue to drain (the
+    event keeps the host array alive); write_async holds the event instead, so it returns
+    while a long kernel still runs, and the data lands in order after it."""
+    mod = cl()
+    side = pairs["split"].side("gpu")
+    prg = mod.Program(side.context, """
+        __kernel void spin(__global float *a) {
+            float x = a[get_global_id(0)];
+            for (int i = 0; i < 20000000; ++i) x = x * 1.0000001f + 1e-7f;
+            a[get_global_id(0)] = x;
+        }""").build()
+    a = alloc(side, np.zeros(2, np.float32))
+    b = alloc(side, np.zeros(2, np.int32))
+    spin = mod.Kernel(prg, "spin")
+    spin(side.queue, (2,), None, a)
+    transfer.write_async(side.queue, b, np.array([7, 9], np.int32))
+    ev = transfer._HELD[-1]
+    assert ev.command_execution_status != mod.command_execution_status.COMPLETE
+    side.queue.finish()
+    out = np.zeros(2, np.int32)
+    mod.enqueue_copy(side.queue, out, b, is_blocking=True)
+    assert out.tolist() == [7, 9]
+    transfer.write_async(side.queue, b, np.array([1, 2], np.int32))  # drops the done ones
+    assert ev not in transfer._HELD

@@ -31,7 +31,7 @@ from ..engine import Engine, RowOp
 from ..graph import Graph
 from . import bfsranks, register
 from .base import MAX_ITER, App, AppResult, Param, positive, vertex_label
-from ..device import cl
+from ..device import cl, write_async
 from ..engine.frontier import FrontierApp, FrontierQueue, PushRun, queue_defines
 from ..engine.trace import by_device_line, launch_line, push_line
 
@@ -233,8 +233,9 @@ class BFS(FrontierApp, App):
 
     def pull_chain(self, engine: Engine, st: dict, it: int, size: int, edges: int, cap):
         """Up to ``st['chain']`` bottom-up steps on the one device (2 at first, doubled
-        after a chain that ran whole, at most :data:`MAX_CHAIN`; at most ``cap``), read
-        once. Each step's reduction tests Beamer's switch back to top-down (or an empty
+        after a chain that ran whole, at most :data:`MAX_CHAIN`, back to the steps that ran
+        after one that stopped; at most ``cap``), read once, all with ``st['pull_op']``
+        (the team size its first step picked). Each step's reduction tests Beamer's switch back to top-down (or an empty
         frontier) on the device and stops the later steps (opencl/apps/bfs/rowop.cl,
         ``CHAIN``); the host applies the same integer test to the steps' sums to learn
         where the chain stopped. The device never waits for the host between the steps.
@@ -247,11 +248,13 @@ class BFS(FrontierApp, App):
         """
         role = engine.roles[0]
         k = max(1, min(st.get("chain", FIRST_CHAIN), MAX_CHAIN if cap is None else cap))
-        limit = math.ceil(st["n"] / st["beta"]) if st["direction"] == "auto" else 0
+        # no switch where every level pulls (no push side), or at n / beta past an int32
+        # (a size never reaches it)
+        limit = (min(math.ceil(st["n"] / st["beta"]), 2**31 - 1)
+                 if st["direction"] == "auto" and st["push_role"] is not None else 0)
         queue = engine.pair.side(role).queue
         cl().enqueue_fill_buffer(queue, engine.stop[role], np.zeros(1, np.int32), 0, 4)
-        cl().enqueue_copy(queue, engine.fscal[role], np.array([limit, size], np.int32),
-                          is_blocking=False)
+        write_async(queue, engine.fscal[role], np.array([limit, size], np.int32))
         op = st["pull_op"]
         for j in range(k):
             if j:
@@ -264,13 +267,12 @@ class BFS(FrontierApp, App):
         levels, stop = chain_levels(sums, size, edges, limit)
         if (k - len(levels)) % 2:  # the steps past the stop wrote nothing
             engine.swap("front", "next")
-        if k > len(levels):
-            del engine.records[len(engine.records) - (k - len(levels)):]
+        fold_records(engine.records, k - len(levels))
         engine.fill("next", 0)
         st["unexplored"] -= sum(lv[3] for lv in levels)
         st["prev_size"] = levels[-1][0]
-        if stop == "batch":
-            st["chain"] = min(2 * k, MAX_CHAIN)
+        st["chain"] = (min(2 * k, MAX_CHAIN) if stop == "batch"
+                       else max(FIRST_CHAIN, len(levels)))
         return PushRun("chain", levels, k, False, levels[-1][2], levels[-1][3], stop)
 
     def push_levels(self, engine: Engine, st: dict, it: int, batch: int, cap):
@@ -391,6 +393,22 @@ def bottom_up_lanes(nnz: int, frontier_edges: int, unexplored: int | None = None
     if unexplored is not None and unexplored <= NARROW_UNEXPLORED * nnz:
         return 2
     return 2 if nnz <= NARROW_SCAN * max(frontier_edges, 0) else None
+
+
+def fold_records(records: list, skipped: int) -> None:
+    """Fold the step records of a chain's last ``skipped`` steps (stopped on the device:
+    their launches returned at once) into the last step that ran, so the run's device
+    time and launches stay whole, and drop them."""
+    if skipped <= 0:
+        return
+    last, extra = records[-skipped - 1], records[-skipped:]
+    for rec in extra:
+        last.wall += rec.wall
+        for field in ("kernel", "span", "launches"):
+            mine = getattr(last, field)
+            for role, v in getattr(rec, field).items():
+                mine[role] = mine.get(role, 0) + v
+    del records[-skipped:]
 
 
 def chain_levels(sums: np.ndarray, size: int, edges: int, limit: int) -> tuple[list, str]:

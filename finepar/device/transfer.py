@@ -13,10 +13,33 @@ GPU) take one plain copy.
 from __future__ import annotations
 
 import threading
+from collections import deque
 
 import numpy as np
 
 from .handles import Side, cl
+
+
+#: Events of :func:`write_async` copies not yet seen complete (oldest first).
+_HELD: deque = deque()
+#: At most this many held; past it the oldest is waited for.
+MAX_HELD = 4096
+
+
+def write_async(queue, buffer, array: np.ndarray, **kw) -> None:
+    """Enqueue a host-to-device copy of ``array`` into ``buffer`` and return at once.
+
+    pyopencl keeps the host array of a non-blocking copy alive through the copy's event,
+    which waits for the copy when it is dropped: a non-blocking copy whose event is
+    discarded makes the host wait until its queue drains, so the device then idles while
+    the host enqueues what follows. Here the event is held until a later call sees it
+    complete (or :data:`MAX_HELD` are held). ``kw`` as for ``enqueue_copy``
+    (``dst_offset``, ``wait_for``)."""
+    mod = cl()
+    _HELD.append(mod.enqueue_copy(queue, buffer, array, is_blocking=False, **kw))
+    done = mod.command_execution_status.COMPLETE
+    while _HELD and (len(_HELD) > MAX_HELD or _HELD[0].command_execution_status == done):
+        _HELD.popleft()
 
 
 class PinnedHost:

@@ -31,7 +31,7 @@ from ..graph import Graph
 from ..parallel import ascending
 from ..partition import Plan
 from ..device import DevicePair, Side, alloc, cl, filled
-from ..device import read_staged
+from ..device import read_staged, write_async
 from .exchange import Halo
 from .executors import (DeviceCounterExecutor, HostChunkExecutor, ProfilingExecutor,
                         StaticExecutor)
@@ -538,9 +538,12 @@ class Engine:
         block = wait or (self.pair.shared and len(self.roles) == 2)
         for side, buf in self._each_buffer(name, roles):
             for i, v in zip(np.asarray(index).ravel(), vals.ravel()):
-                mod.enqueue_copy(side.queue, buf, np.array([v], dtype=dtype),
-                                 dst_offset=int(i) * dtype.itemsize, is_blocking=block)
-                self.host_syncs += int(block)
+                one, at = np.array([v], dtype=dtype), int(i) * dtype.itemsize
+                if block:
+                    mod.enqueue_copy(side.queue, buf, one, dst_offset=at, is_blocking=True)
+                    self.host_syncs += 1
+                else:
+                    write_async(side.queue, buf, one, dst_offset=at)
 
     def scalars(self, values, roles: tuple | None = None, wait: bool = True) -> None:
         """Write the app's scalars (``fscal[0..]``, float32) to every side.
@@ -557,8 +560,11 @@ class Engine:
             if id(self.fscal[r]) in done:
                 continue
             done.add(id(self.fscal[r]))
-            mod.enqueue_copy(self.pair.side(r).queue, self.fscal[r], v, is_blocking=block)
-            self.host_syncs += int(block)
+            if block:
+                mod.enqueue_copy(self.pair.side(r).queue, self.fscal[r], v, is_blocking=True)
+                self.host_syncs += 1
+            else:
+                write_async(self.pair.side(r).queue, self.fscal[r], v)
 
     def read(self, name: str, role: str | None = None) -> np.ndarray:
         """Vector ``name`` on the host: each entry from the side that owns its row.

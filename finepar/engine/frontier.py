@@ -35,7 +35,7 @@ import numpy as np
 from .core import Engine
 from .trace import FrontierTrace
 from ..errors import DeviceError
-from ..device import cl, filled
+from ..device import cl, filled, write_async
 
 #: Most levels of one batch of ``advance`` launches (one read of their tallies).
 MAX_BATCH = 64
@@ -464,14 +464,13 @@ class FrontierQueue:
     def _set_tally(self, size: int, edges: int) -> None:
         """Write the current list's tally (non-blocking: no host wait)."""
         t = np.array([(int(size) << self.edge_bits) | int(edges)], np.uint64)
-        cl().enqueue_copy(self.side.queue, self.tallies, t, dst_offset=8 * STATE,
-                          is_blocking=False)
+        write_async(self.side.queue, self.tallies, t, dst_offset=8 * STATE)
         self.size, self.edges = int(size), int(edges)
 
     def set_state(self, words) -> None:
         """Write the first app state words (``tallies[0 ..]``; non-blocking)."""
         w = np.array([int(x) for x in words], np.uint64)
-        cl().enqueue_copy(self.side.queue, self.tallies, w, is_blocking=False)
+        write_async(self.side.queue, self.tallies, w)
 
     def _zero_tallies(self, first: int, count: int) -> None:
         """Zero the tallies of lists ``first .. first + count - 1``."""
@@ -490,12 +489,12 @@ class FrontierQueue:
 
     def load(self, vertices: np.ndarray) -> None:
         """Make ``vertices`` (int32) the current list (non-blocking copies)."""
-        v = np.ascontiguousarray(vertices, dtype=np.int32)
+        v = np.array(vertices, dtype=np.int32)  # a copy: the write is not waited for
         deg = self.degrees[v].astype(self.offset_dtype)
         if v.size:
             offs = np.concatenate([[0], np.cumsum(deg[:-1])]).astype(self.offset_dtype)
-            cl().enqueue_copy(self.side.queue, self.front, v, is_blocking=False)
-            cl().enqueue_copy(self.side.queue, self.offs, offs, is_blocking=False)
+            write_async(self.side.queue, self.front, v)
+            write_async(self.side.queue, self.offs, offs)
         self._set_tally(v.size, int(deg.sum()))
 
     def _build(self, kernel: str, args: tuple, size: int, edges: int) -> None:

@@ -34,7 +34,7 @@ import time
 
 import numpy as np
 
-from ..device import alloc, cl
+from ..device import alloc, cl, write_async
 from .walk import (WALK_EDGE_SECONDS, STOPS, CpuWalk, WalkRun, measured_rates, move_entries,
                    next_edges)
 
@@ -123,7 +123,7 @@ class HeapWalk(CpuWalk):
         """Start from ``vertices`` (their distances set on the CPU; non-blocking)."""
         v = np.unique(np.asarray(vertices, dtype=np.int32))
         if v.size:
-            cl().enqueue_copy(self.side.queue, self.touched, v, is_blocking=False)
+            write_async(self.side.queue, self.touched, v)
         self.nfront, self.size, self.edges = int(v.size), int(v.size), int(self.degrees[v].sum())
 
     def queue_for(self, abs_weights: int) -> tuple[str, tuple]:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..device import cl
+from ..device import cl, write_async
 
 #: Most levels one ``walk`` launch runs (a deeper walk launches again).
 MAX_WALK_LEVELS = 4096
@@ -232,9 +232,9 @@ class SerialWalk(CpuWalk):
     # ------------------------------------------------------------------ the walk
     def load(self, vertices: np.ndarray) -> None:
         """Start walking from ``vertices`` (int32, the current level; non-blocking)."""
-        v = np.ascontiguousarray(vertices, dtype=np.int32)
+        v = np.array(vertices, dtype=np.int32)  # a copy: the write is not waited for
         if v.size:
-            cl().enqueue_copy(self.side.queue, self.fifo, v, is_blocking=False)
+            write_async(self.side.queue, self.fifo, v)
         self.head, self.tail, self.edges = 0, int(v.size), int(self.degrees[v].sum())
 
     def run(self, it: int, args: tuple, cap: int | None = None) -> WalkRun:
