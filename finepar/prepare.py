@@ -64,7 +64,8 @@ def prepare(work: Workload, pair: DevicePair, *, throttle: ThrottleOptions,
                     + (column_programs(pair, work.app.column_vectors)
                        if opts.columns != "none" and decided != "cpu" else []))
         if not alone and decided != "cpu":  # one at a time, the row operations' programs,
-            # first those the GPU alone builds ahead (BFS's chained steps before its others)
+            # first those the GPU alone builds ahead (BFS's chained steps before its others):
+            # the usual plan on a GPU machine, even where "both" were decided
             ahead = work.app.built_ahead(("gpu",)) or ()
             ops = sorted(work.app.ops, key=lambda op: op.name not in ahead)
             for _, sources, defines in likely_programs(pair, work.matrix, ops, opts.offsets):
