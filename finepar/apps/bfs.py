@@ -223,13 +223,18 @@ class BFS(FrontierApp, App):
     def pull_levels(self, engine: Engine, st: dict, it: int, size: int, edges: int, cap):
         """Bottom-up steps: chained on the device where one device runs them
         (:meth:`pull_chain`), else one :meth:`pull`."""
-        lanes = bottom_up_lanes(st["nnz"], edges, st["unexplored"])
         if not (engine.device_iterations and "mark_counts" not in st
                 and engine.executor.name == "static"):
-            st["pull_op"] = op_name("bfs", lanes)
+            st["pull_op"] = self.bottom_up_op(st, edges, "bfs")
             return super().pull_levels(engine, st, it, size, edges, cap)
-        st["pull_op"] = op_name("bfs-chain", lanes)
+        st["pull_op"] = self.bottom_up_op(st, edges, "bfs-chain")
         return self.pull_chain(engine, st, it, size, edges, cap)
+
+    def bottom_up_op(self, st: dict, edges: int, kind: str) -> str:
+        """The op of ``kind`` (:func:`op_name`) for a bottom-up step over a frontier with
+        ``edges`` out-edges, its team size by :func:`bottom_up_lanes` from the run's
+        ``nnz`` and unexplored edges (merged over the ranks of a distributed run)."""
+        return op_name(kind, bottom_up_lanes(st["nnz"], edges, st["unexplored"]))
 
     def pull_chain(self, engine: Engine, st: dict, it: int, size: int, edges: int, cap):
         """Up to ``st['chain']`` bottom-up steps on the one device (2 at first, doubled

@@ -408,12 +408,10 @@ def _bottom_up(app, engine: Engine, st: dict, it: int, where: str, size: int, ed
         elif not engine.pair.shared and len(engine.roles) == 2:  # the frontier on push only
             others = tuple(r for r in engine.roles if r != push)
             engine.write("front", engine.read("front", role=push), roles=others)
-    from .bfs import bottom_up_lanes, op_name  # (bfs.py imports this module)
     # the team size as one device picks it, from the merged frontier and the run's
     # unexplored edges: the same on every rank
-    op = op_name("bfs", bottom_up_lanes(st["nnz"], edges, st["unexplored"]))
     engine.rowop_local(x="front", y="parent", s0="level", s1="next", aux="outdeg",
-                       ia=it, wait=False, op=op)
+                       ia=it, wait=False, op=app.bottom_up_op(st, edges, "bfs"))
     Engine.merge_bits(engine, "next")  # this rank's two sides' bits (split memory)
     role = push  # every side's copy holds this rank's bits now
     for r in engine.roles:  # shared memory: the other queue's bits done before own_part reads
