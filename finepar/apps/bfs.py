@@ -31,7 +31,7 @@ from ..engine import Engine, RowOp
 from ..graph import Graph
 from . import bfsranks, register
 from .base import MAX_ITER, App, AppResult, Param, positive, vertex_label
-from ..device import cl, write_async
+from ..device import write_async
 from ..engine.frontier import FrontierApp, FrontierQueue, PushRun, queue_defines
 from ..engine.trace import by_device_line, launch_line, push_line
 
@@ -240,9 +240,9 @@ class BFS(FrontierApp, App):
         """Up to ``st['chain']`` bottom-up steps on the one device (2 at first, doubled
         after a chain that ran whole, at most :data:`MAX_CHAIN`, back to the steps that ran
         after one that stopped; at most ``cap``), read once, all with ``st['pull_op']``
-        (the team size its first step picked). Each step's reduction tests Beamer's switch back to top-down (or an empty
-        frontier) on the device and stops the later steps (opencl/apps/bfs/rowop.cl,
-        ``CHAIN``); the host applies the same integer test to the steps' sums to learn
+        (the team size its first step picked). Each step's reduction tests Beamer's switch
+        back to top-down (or an empty frontier) on the device and stops the later steps
+        (opencl/apps/bfs/rowop.cl, ``CHAIN``); the host applies the same integer test to the steps' sums to learn
         where the chain stopped. The device never waits for the host between the steps.
 
         Returns
@@ -257,9 +257,9 @@ class BFS(FrontierApp, App):
         # (a size never reaches it)
         limit = (min(math.ceil(st["n"] / st["beta"]), 2**31 - 1)
                  if st["direction"] == "auto" and st["push_role"] is not None else 0)
-        queue = engine.pair.side(role).queue
-        cl().enqueue_fill_buffer(queue, engine.stop[role], np.zeros(1, np.int32), 0, 4)
-        write_async(queue, engine.fscal[role], np.array([limit, size], np.int32))
+        engine.clear_stop(role)
+        write_async(engine.pair.side(role).queue, engine.fscal[role],
+                    np.array([limit, size], np.int32))
         op = st["pull_op"]
         for j in range(k):
             if j:

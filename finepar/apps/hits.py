@@ -78,7 +78,6 @@ import numpy as np
 from ..engine import Engine, RowOp
 from ..errors import InputError
 from ..graph import INT32_MAX, Graph, as_indices, as_indptr
-from ..device import cl
 from . import register
 from .base import App, AppResult, Param, iteration_cap, positive, top_vertices, vertex_label
 from .pagerank import MAX_BATCH
@@ -433,8 +432,7 @@ class HITS(App):
         """Up to ``k`` iterations on one device, in batches of at most ``MAX_BATCH`` with the
         stop test (and the Chebyshev steps' scalars) on the device; the hub changes."""
         role = engine.roles[0]
-        queue = engine.pair.side(role).queue
-        cl().enqueue_fill_buffer(queue, engine.stop[role], np.zeros(1, np.int32), 0, 4)
+        engine.clear_stop(role)
         if sigma:
             engine.fill("prev", 0.0)
         engine.scalars(self._scalars(state["w"], stop_below, sigma, beta), wait=False)

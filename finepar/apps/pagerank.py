@@ -256,10 +256,8 @@ class PageRank(App):
     def _device_iterations(self, engine: Engine, scal: list, tol: float, max_iter: int,
                            personalized: bool, ops: tuple):
         """One device: batches of iterations, each testing convergence on the device."""
-        from ..device import cl
         role = engine.roles[0]
-        cl().enqueue_fill_buffer(engine.pair.side(role).queue, engine.stop[role],
-                                 np.zeros(1, np.int32), 0, 4)
+        engine.clear_stop(role)
         op = ops[1]
         trace, it = [], 0
         args = self._args(personalized, engine)

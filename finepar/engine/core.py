@@ -512,6 +512,12 @@ class Engine:
               *[self.buffer(v, r) for v in inputs], self.buffer(out, r))
             self._shared_barrier(side)
 
+    def clear_stop(self, role: str) -> None:
+        """Lower ``role``'s device-side stop flag (enqueued, in order with the steps): the
+        start of a batch of steps that test their own stop on the device."""
+        cl().enqueue_fill_buffer(self.pair.side(role).queue, self.stop[role],
+                                 np.zeros(1, np.int32), 0, 4)
+
     def zero_unless_stopped(self, name: str, role: str) -> None:
         """Zero vector ``name`` on ``role`` unless that side's device-side stop flag is
         raised (enqueued, in order with the steps): the next step of a chain that the
