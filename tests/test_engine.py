@@ -245,6 +245,12 @@ def test_an_op_caps_its_teams_lanes(pairs, mode):
         assert lanes and max(lanes) <= 4
         assert any(s.mapping == "group" for s in store.low.launches)  # rows a group each,
         assert all(d["MAPPING"] != 2 for _, d in programs)  # run as narrow teams
+        # the capped length groups run alike: adjacent ones share one launch
+        ol = store.ops(op, eng.fscal["gpu"], eng.stop["gpu"])
+        runs_as_team = [s for s in store.low.launches if s.nnz and s.mapping != "item"]
+        assert len(runs_as_team) > 1
+        assert sum("team rows" in L.label for L in ol.launches) == 1
+        assert sum(L.nnz for L in ol.launches) == wl.matrix.nnz
         root = int(np.argmax(wl.matrix.row_lengths()))
         res, _ = wl.run(pair=pairs[mode], devices="gpu", grouping="pow4", root=root,
                         direction="bottom-up", warmup=False)

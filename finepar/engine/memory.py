@@ -22,7 +22,7 @@ partial-sum reduction for the whole share.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -522,14 +522,38 @@ class SideStore:
                 wg, groups, extra = geometry(self.side, spec, hi - lo, max_lanes)
                 yield k, piece, spec, lo, hi, wg, max(groups, 1), extra
 
-    def _build(self, op: RowOp, fscal, stop) -> OpLaunches:
-        mod = cl()
-        out = OpLaunches(launches=[])
-        part = 0
+    def _op_launches(self, op: RowOp) -> list:
+        """:meth:`_pieces_launches` for ``op``: its rows without entries left out where
+        they do nothing in it, and adjacent launches that its team cap runs alike (the
+        lowering's own length groups, whose planned team sizes differ, all capped to
+        ``op.max_lanes``) merged into one: each launch costs the host a bind and an
+        enqueue (BFS's bottom-up step at Graph500 scale 24 with teams of 2: five launches
+        become two)."""
+        out = []
         for k, piece, spec, lo, hi, wg, groups, extra in self._pieces_launches(op.max_lanes):
             if op.empty_rows_idle and spec.nnz == 0 and self.low.grouping != "dynamic":
                 continue  # rows without entries, which do nothing in this op (the dynamic
                 # baseline's host hands out chunks by their launch's index: all kept)
+            prev = out[-1] if out else None
+            if (op.max_lanes and prev is not None and prev[0] == k and prev[4] == lo
+                    and mapping_of(spec, op.max_lanes) == "team"
+                    and mapping_of(prev[2], op.max_lanes) == "team"
+                    and (prev[5], prev[7]) == (wg, extra)):
+                first, lo0 = prev[2], prev[3]
+                wg, groups, extra = geometry(self.side, spec, hi - lo0, op.max_lanes)
+                merged = replace(spec, mapping="team", lo=first.lo, nnz=first.nnz + spec.nnz,
+                                 label=f"{first.label.rsplit('..', 1)[0]}.."
+                                       f"{spec.label.rsplit('..', 1)[1]}")
+                out[-1] = (k, piece, merged, lo0, hi, wg, groups, extra)
+            else:
+                out.append((k, piece, spec, lo, hi, wg, groups, extra))
+        return out
+
+    def _build(self, op: RowOp, fscal, stop) -> OpLaunches:
+        mod = cl()
+        out = OpLaunches(launches=[])
+        part = 0
+        for k, piece, spec, lo, hi, wg, groups, extra in self._op_launches(op):
             kern = mod.Kernel(self._program(op, mapping_of(spec, op.max_lanes), wg, **extra),
                               "rowop")
             L = Launch(ROWOP, kern, groups * wg, wg, label=spec.label, nnz=spec.nnz)
