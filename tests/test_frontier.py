@@ -146,6 +146,41 @@ def test_one_device_chains_its_bottom_up_steps(mode, pairs, monkeypatch):
     assert res.iterations == 2 and np.count_nonzero(res.values >= 0) > 1
 
 
+@pytest.mark.parametrize("devices", ["gpu", "auto"])
+@pytest.mark.parametrize("mode", MODES)
+def test_a_bfs_start_is_one_launch_a_device(mode, devices, pairs, monkeypatch):
+    """A run's start sets every level and parent and clears both bitmaps in one launch on
+    each device (opencl/apps/bfs/start.cl), with no fill and no single-entry write of
+    them; a run after another (every buffer dirty) from another root is still right."""
+    import pyopencl as cl
+    from finepar.apps import bfs as bfs_app
+    g = generated_graph(10, 2)
+    calls = {"fills": 0, "starts": 0, "runs": 0}
+    real_fill = cl.enqueue_fill_buffer
+    real_devices, real_start = bfs_app.BFS.start_devices, bfs_app.BFS.start_launch
+
+    def counting_devices(self, engine, st, *a, **k):
+        calls["runs"] += 1
+        with monkeypatch.context() as m:
+            m.setattr(cl, "enqueue_fill_buffer",
+                      lambda *a, **k: (calls.__setitem__("fills", calls["fills"] + 1),
+                                       real_fill(*a, **k))[1])
+            return real_devices(self, engine, st, *a, **k)
+
+    def counting_start(self, *a, **k):
+        calls["starts"] += 1
+        return real_start(self, *a, **k)
+    monkeypatch.setattr(bfs_app.BFS, "start_devices", counting_devices)
+    monkeypatch.setattr(bfs_app.BFS, "start_launch", counting_start)
+    for root in (root_of(g), 3):
+        res, _ = api.run("bfs", g, pair=pairs[mode], devices=devices, threshold=None
+                         if devices == "gpu" else 8, warmup=False, options=NO_WALK, root=root)
+        bfs_ok(g, res, root)
+        np.testing.assert_array_equal(res.extra["parent"] >= 0, res.values >= 0)
+        assert res.extra["parent"][root] == root
+    assert calls["runs"] == calls["starts"] == 2 and calls["fills"] == 0
+
+
 def test_a_bottom_up_step_picks_its_team_size_by_its_expected_scan():
     """Few entries to a row's first hit (a frontier holding most entries' columns): narrow
     teams; many: the plan's own (None); each an op of BFS's."""
@@ -438,6 +473,8 @@ def test_appends_aggregate_on_the_gpu_role_where_an_app_appends(pairs):
     assert "AGG_APPENDS" not in queue_defines(pair.cpu.info, g, role="cpu")
     assert "AGG_APPENDS" not in queue_defines(pair.gpu.info, g, role="gpu", aggregate=False)
     bfs = apps.get("bfs").early_programs(pair, g, {})
-    assert bfs and all(d.get("AGG_APPENDS") == 1 for _, _, d in bfs)
+    assert bfs and all(d.get("AGG_APPENDS") == 1 for _, src, d in bfs
+                       if "skeleton/frontier.cl" in src)
+    assert ("gpu", ("apps/bfs/start.cl",), {}) in bfs  # and the run's start
     cc = apps.get("cc").early_programs(pair, g.symmetrized(), {})
     assert cc and all(role == "gpu" and "AGG_APPENDS" not in d for role, _, d in cc)

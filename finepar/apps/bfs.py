@@ -125,9 +125,10 @@ class BFS(FrontierApp, App):
         return params
 
     def early_programs(self, pair, matrix: Graph, params: dict) -> list:
-        """The push list's program on the GPU (the usual push role)."""
+        """The push list's program on the GPU (the usual push role) and the run's start."""
         return [("gpu", ("apps/bfs/frontier.cl", "skeleton/frontier.cl"),
-                 queue_defines(pair.gpu.info, matrix, role="gpu"))]
+                 queue_defines(pair.gpu.info, matrix, role="gpu")),
+                ("gpu", ("apps/bfs/start.cl",), {})]
 
     def prepare(self, engine: Engine, graph: Graph) -> dict:
         n = graph.n
@@ -162,13 +163,11 @@ class BFS(FrontierApp, App):
     def start_devices(self, engine: Engine, st: dict, roles: tuple | None = None,
                       queue: bool = True) -> None:
         """The run's start on the devices: empty bitmaps everywhere, the start's levels and
-        parents on ``roles`` (default: the plan's; ``()``: none), and with ``queue`` the
-        root in the push side's list (else a bitmap on every side)."""
+        parents on ``roles`` (default: the plan's; ``()``: none), one launch a device
+        (:meth:`start_launch`), and with ``queue`` the root in the push side's list (else
+        a bitmap on every side)."""
         root = st["root"]
-        engine.fill("front", 0)
-        engine.fill("next", 0)
-        if roles is None or roles:
-            self.start_vectors(engine, st, roles)
+        self.start_launch(engine, st, engine.roles if roles is None else roles, bitmaps=True)
         if not queue:
             return
         if st["queue"] is not None:
@@ -179,11 +178,29 @@ class BFS(FrontierApp, App):
     def start_vectors(self, engine: Engine, st: dict, roles: tuple | None = None) -> None:
         """Levels and parents at a run's start on ``roles`` (default: the plan's): -1, the
         root's its own (on the devices: no n-long host arrays, no waits)."""
-        root = st["root"]
-        engine.fill("level", -1, roles)
-        engine.fill("parent", -1, roles)
-        engine.set_entries("level", [root], [0], roles, wait=False)
-        engine.set_entries("parent", [root], [root], roles, wait=False)
+        self.start_launch(engine, st, engine.roles if roles is None else roles, bitmaps=False)
+
+    def start_launch(self, engine: Engine, st: dict, roles: tuple, bitmaps: bool) -> None:
+        """``opencl/apps/bfs/start.cl`` on each device: levels and parents set for the
+        root's start on ``roles``, and with ``bitmaps`` both frontier bitmaps cleared on
+        engine role; once a buffer where the roles share one (shared memory). ``roles``
+        may name a side outside the plan's (the CPU's walk)."""
+        engine._plain("level", "parent", "front", "next")
+        n, words, done = st["n"], st["words"], set()
+        for r in dict.fromkeys((*roles, *engine.roles)):
+            bufs = [engine.buffer(v, r) for v in ("level", "parent", "front", "next")]
+            vectors = r in roles and id(bufs[0]) not in done
+            clear = bitmaps and r in engine.roles and id(bufs[2]) not in done
+            if not (vectors or clear):
+                continue
+            done.update(id(b) for b in bufs[:2] if vectors)
+            done.update(id(b) for b in bufs[2:] if clear)
+            side = engine.pair.side(r)
+            k = engine.pair.kernel(side, ("apps/bfs/start.cl",), {}, "bfs_start")
+            size = max(n if vectors else 0, words if clear else 0)
+            k(side.queue, (-(-size // 256) * 256,), None, np.int32(n), np.int32(words),
+              np.int32(st["root"]), np.int32(vectors), np.int32(clear), *bufs)
+            engine._shared_barrier(side)
 
     def walks(self, st: dict) -> bool:
         """The walk is top-down: not where every level must be bottom-up."""
