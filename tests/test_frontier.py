@@ -150,8 +150,9 @@ def test_one_device_chains_its_bottom_up_steps(mode, pairs, monkeypatch):
 @pytest.mark.parametrize("mode", MODES)
 def test_a_bfs_start_is_one_launch_a_device(mode, devices, pairs, monkeypatch):
     """A run's start sets every level and parent and clears both bitmaps in one launch on
-    each device (opencl/apps/bfs/start.cl), with no fill and no single-entry write of
-    them; a run after another (every buffer dirty) from another root is still right."""
+    each device (opencl/apps/bfs/start.cl) and makes the root the push side's list in one
+    more (``load_one``), with no fill and no write; a run after another (every buffer
+    dirty) from another root is still right."""
     import pyopencl as cl
     from finepar.apps import bfs as bfs_app
     g = generated_graph(10, 2)
@@ -159,12 +160,17 @@ def test_a_bfs_start_is_one_launch_a_device(mode, devices, pairs, monkeypatch):
     real_fill = cl.enqueue_fill_buffer
     real_devices, real_start = bfs_app.BFS.start_devices, bfs_app.BFS.start_launch
 
+    real_copy = cl.enqueue_copy
+
     def counting_devices(self, engine, st, *a, **k):
         calls["runs"] += 1
         with monkeypatch.context() as m:
             m.setattr(cl, "enqueue_fill_buffer",
                       lambda *a, **k: (calls.__setitem__("fills", calls["fills"] + 1),
                                        real_fill(*a, **k))[1])
+            m.setattr(cl, "enqueue_copy",  # the root's list too is one launch (load_one)
+                      lambda *a, **k: (calls.__setitem__("fills", calls["fills"] + 1),
+                                       real_copy(*a, **k))[1])
             return real_devices(self, engine, st, *a, **k)
 
     def counting_start(self, *a, **k):
@@ -179,6 +185,31 @@ def test_a_bfs_start_is_one_launch_a_device(mode, devices, pairs, monkeypatch):
         np.testing.assert_array_equal(res.extra["parent"] >= 0, res.values >= 0)
         assert res.extra["parent"][root] == root
     assert calls["runs"] == calls["starts"] == 2 and calls["fills"] == 0
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_one_vertex_list_is_one_launch_over_dirty_tallies(mode, pairs):
+    """``FrontierQueue.load`` of one vertex (``load_one``) makes it the current list (its
+    offset 0, its tally from the CSR) and zeroes every later list's tally, so the next
+    run's levels skip their fill; a list built from a bitmap zeroes them too."""
+    import pyopencl as cl
+    from finepar.partition import single_device
+    g = generated_graph(9, 2)
+    wl = api.Workload("bfs", g)
+    eng = wl.engine(pairs[mode], single_device(wl.matrix.row_lengths(), "gpu"))
+    q = frontier.FrontierQueue(eng, "gpu", g, ("apps/bfs/frontier.cl", "skeleton/frontier.cl"))
+    size = q.tallies.size // 8
+    cl.enqueue_copy(q.side.queue, q.tallies, np.full(size, 7, np.uint64), is_blocking=True)
+    v = int(np.argmax(np.diff(g.indptr)))
+    q.load(np.array([v], np.int32))
+    assert q.zeroed and (q.size, q.edges) == (1, int(g.indptr[v + 1] - g.indptr[v]))
+    got = np.empty(size, np.uint64)
+    cl.enqueue_copy(q.side.queue, got, q.tallies, is_blocking=True)
+    assert int(got[frontier.STATE]) == (1 << q.edge_bits) | q.edges
+    assert not got[frontier.STATE + 1:].any() and (got[:frontier.STATE] == 7).all()
+    assert q.vertices().tolist() == [v]
+    q.load(np.array([1, 2], np.int32))  # a longer list: written, and the flag dropped
+    assert not q.zeroed
 
 
 def test_a_bottom_up_step_picks_its_team_size_by_its_expected_scan():

@@ -31,7 +31,6 @@ from ..engine import Engine, RowOp
 from ..graph import Graph
 from . import bfsranks, register
 from .base import MAX_ITER, App, AppResult, Param, positive, vertex_label
-from ..device import write_async
 from ..engine.frontier import FrontierApp, FrontierQueue, PushRun, queue_defines
 from ..engine.trace import by_device_line, launch_line, push_line
 
@@ -274,9 +273,10 @@ class BFS(FrontierApp, App):
         # (a size never reaches it)
         limit = (min(math.ceil(st["n"] / st["beta"]), 2**31 - 1)
                  if st["direction"] == "auto" and st["push_role"] is not None else 0)
-        engine.clear_stop(role)
-        write_async(engine.pair.side(role).queue, engine.fscal[role],
-                    np.array([limit, size], np.int32))
+        side = engine.pair.side(role)  # stop lowered, the switch test's scalars: one launch
+        engine.pair.kernel(side, ("apps/bfs/start.cl",), {}, "chain_arm")(
+            side.queue, (64,), None, np.int32(limit), np.int32(size), engine.fscal[role],
+            engine.stop[role])
         op = st["pull_op"]
         for j in range(k):
             if j:

@@ -457,7 +457,11 @@ class FrontierQueue:
         self.elocal = 16 * self.lwg
         self.advance_kernel = mod.Kernel(prg, "advance")
         self.kernels = {k: mod.Kernel(prg, k) for k in
-                        ("queue_from_bitmap", "bitmap_from_queue", "queue_from_stamp")}
+                        ("queue_from_bitmap", "bitmap_from_queue", "queue_from_stamp",
+                         "load_one")}
+        #: every later list's tally is zero already (the current list was just made):
+        #: the next run's levels need no fill
+        self.zeroed = False
         self.grid_cap = max(256, side.info.compute_units * 2048)
 
     # ------------------------------------------------------------- the current list
@@ -465,7 +469,7 @@ class FrontierQueue:
         """Write the current list's tally (non-blocking: no host wait)."""
         t = np.array([(int(size) << self.edge_bits) | int(edges)], np.uint64)
         write_async(self.side.queue, self.tallies, t, dst_offset=8 * STATE)
-        self.size, self.edges = int(size), int(edges)
+        self.size, self.edges, self.zeroed = int(size), int(edges), False
 
     def set_state(self, words) -> None:
         """Write the first app state words (``tallies[0 ..]``; non-blocking)."""
@@ -488,8 +492,16 @@ class FrontierQueue:
         self.engine._shared_barrier(self.side)
 
     def load(self, vertices: np.ndarray) -> None:
-        """Make ``vertices`` (int32) the current list (non-blocking copies)."""
+        """Make ``vertices`` (int32) the current list (non-blocking copies; one vertex: one
+        launch of ``load_one``, which also zeroes every later list's tally)."""
         v = np.array(vertices, dtype=np.int32)  # a copy: the write is not waited for
+        if v.size == 1:
+            self.engine.launch(self.role, self.kernels["load_one"], self.max_levels + 1,
+                               (np.int32(v[0]), np.int32(self.max_levels + 1), self.indptr,
+                                self.front, self.offs, self.tallies), kind="queue", wg=64,
+                               wait=False)
+            self.size, self.edges, self.zeroed = 1, int(self.degrees[v[0]]), True
+            return
         deg = self.degrees[v].astype(self.offset_dtype)
         if v.size:
             offs = np.concatenate([[0], np.cumsum(deg[:-1])]).astype(self.offset_dtype)
@@ -498,7 +510,8 @@ class FrontierQueue:
         self._set_tally(v.size, int(deg.sum()))
 
     def _build(self, kernel: str, args: tuple, size: int, edges: int) -> None:
-        self._zero_tallies(0, 1)
+        self._zero_tallies(0, self.max_levels + 2)  # the list's and every later one's
+        self.zeroed = True
         self.engine.launch(self.role, self.kernels[kernel], self.n, args, kind="queue",
                            wg=256, wait=False)
         self.size, self.edges = int(size), int(edges)
@@ -594,7 +607,9 @@ class FrontierQueue:
         use_local = local and self.local_fits()
         k = MAX_LOCAL_LEVELS if use_local else min(batch, MAX_BATCH)
         k = max(1, min(k, cap if cap is not None else k))
-        self._zero_tallies(1, k + 1)
+        if not self.zeroed:
+            self._zero_tallies(1, k + 1)
+        self.zeroed = False
         if use_local:
             self.engine.launch(self.role, self.local_kernel, self.lwg,
                                (np.int32(k), self.front, self.offs, self.indptr, self.indices,

@@ -315,6 +315,22 @@ __kernel void queue_from_bitmap(const int n, __global const uint *restrict bm,
     AGG_END(tally)
 }
 
+/* The current list <- the one vertex v (its offset 0, its tally from indptr), and the
+ * tallies of the `clear` lists after it zeroed: a run's start in one launch, not three
+ * writes and a fill. */
+__kernel void load_one(const int v, const int clear, __global const OFFSET_T *restrict indptr,
+                       __global int *restrict front, __global OFFSET_T *restrict offs,
+                       __global ulong *restrict tallies)
+{
+    const int i = (int)get_global_id(0);
+    if (i == 0) {
+        front[0] = v;
+        offs[0] = 0;
+        tallies[STATE] = ((ulong)1 << EDGE_BITS) | (ulong)(indptr[v + 1] - indptr[v]);
+    }
+    if (i < clear) tallies[STATE + 1 + i] = 0;
+}
+
 /* bm <- the vertices of a list (bm zeroed before). */
 __kernel void bitmap_from_queue(const int nq, __global const int *restrict q,
                                 __global uint *bm)

@@ -17,3 +17,18 @@ __kernel void bfs_start(const int n, const int words, const int root, const int 
         next[i] = 0u;
     }
 }
+
+/* A chain of bottom-up steps armed in one launch (finepar/apps/bfs.py, BFS.pull_chain):
+ * the stop flag lowered and the chain's switch test given its limit (ceil(n / beta), 0
+ * never) and the size of the frontier its first step reads (int bits in fscal[0..1],
+ * apps/bfs/rowop.cl's CHAIN). */
+__kernel void chain_arm(const int limit, const int size, __global float *restrict fscal,
+                        __global int *restrict stop)
+{
+    if (get_global_id(0) == 0) {
+        __global int *chain = (__global int *)fscal;
+        chain[0] = limit;
+        chain[1] = size;
+        stop[0] = 0;
+    }
+}
