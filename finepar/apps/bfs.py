@@ -167,6 +167,8 @@ class BFS(FrontierApp, App):
         a bitmap on every side)."""
         root = st["root"]
         self.start_launch(engine, st, engine.roles if roles is None else roles, bitmaps=True)
+        # one process: nothing writes the bitmaps before the first list becomes marks
+        st["front_clear"] = "mark_counts" not in st
         if not queue:
             return
         if st["queue"] is not None:
@@ -315,7 +317,8 @@ class BFS(FrontierApp, App):
         st["queue"].from_bitmap(engine.buffer("front", st["push_role"]), size, edges)
 
     def marks_from_queue(self, engine: Engine, st: dict) -> None:
-        engine.fill("front", 0)
+        if not st.pop("front_clear", False):  # the first, right after the start: clear
+            engine.fill("front", 0)
         # another device's queue reads the bitmap next only where two share memory
         st["queue"].to_bitmap(engine.buffer("front", st["push_role"]),
                               wait=engine.pair.shared and len(engine.roles) == 2)
