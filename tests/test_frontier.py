@@ -212,6 +212,92 @@ def test_a_one_vertex_list_is_one_launch_over_dirty_tallies(mode, pairs):
     assert not q.zeroed
 
 
+def _first_read_after(monkeypatch, engine_cls) -> list:
+    """Record the order of row operations and blocking reads of the runs that follow."""
+    events = []
+    real_rowop, real_read = engine_cls.rowop, engine_cls.read_buffer
+
+    def rowop(self, *a, **k):
+        events.append("rowop")
+        return real_rowop(self, *a, **k)
+
+    def read(self, *a, **k):
+        events.append("read")
+        return real_read(self, *a, **k)
+    monkeypatch.setattr(engine_cls, "rowop", rowop)
+    monkeypatch.setattr(engine_cls, "read_buffer", read)
+    return events
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_first_level_enqueues_its_chain_before_the_host_reads_it(mode, pairs, monkeypatch):
+    """Where the root's level likely switches (its neighbours' sampled out-degrees), the
+    chain of bottom-up steps is enqueued behind it, armed by the device's own test, before
+    the host's first read: levels, parents and every level's direction are those of the
+    run that waits for the read."""
+    from finepar.apps import bfs as bfs_app
+    from finepar.engine import Engine
+    g = generated_graph(16, 16)
+    root = root_of(g)
+
+    def run():
+        events = _first_read_after(monkeypatch, Engine)
+        res, rep = api.run("bfs", g, pair=pairs[mode], devices="gpu", warmup=False,
+                           options=NO_WALK, root=root)
+        bfs_ok(g, res, root)
+        monkeypatch.undo()
+        return res, events
+    spec, events = run()
+    assert events.index("rowop") < events.index("read")
+    monkeypatch.setattr(bfs_app, "SPECULATE", False)
+    plain, events = run()
+    assert events.index("read") < events.index("rowop")
+    assert [s["direction"] for s in spec.extra["trace"]] == \
+        [s["direction"] for s in plain.extra["trace"]]
+    assert [(x["mode"], x["levels"]) for x in spec.extra["launches"]] == \
+        [(x["mode"], x["levels"]) for x in plain.extra["launches"]]
+    np.testing.assert_array_equal(spec.extra["parent"], plain.extra["parent"])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_mispredicted_first_chain_is_dropped(mode, pairs, monkeypatch):
+    """A root whose level stays top-down (a star whose leaves lead into a long path), with
+    the prediction forced: the device's test stops the chain, the host drops it, and the
+    run goes on top-down as the run without the chain does, every answer right."""
+    from finepar.apps import bfs as bfs_app
+    leaves, path = 5000, 40000
+    n = 1 + leaves + path
+    u = np.concatenate((np.zeros(leaves, int), [1], np.arange(leaves + 1, n - 1)))
+    v = np.concatenate((np.arange(1, leaves + 1), [leaves + 1], np.arange(leaves + 2, n)))
+    a = sp.csr_array((np.ones(2 * u.size), (np.concatenate((u, v)), np.concatenate((v, u)))),
+                     shape=(n, n))
+    g = from_scipy(a, name="star-path", pattern=True)
+    dropped = []
+    real_drop = bfs_app.BFS.drop_speculation
+    monkeypatch.setattr(bfs_app.BFS, "first_level_edges", lambda self, st: (leaves, 1e15))
+    monkeypatch.setattr(bfs_app.BFS, "drop_speculation",
+                        lambda self, e, st: (dropped.append(st["spec"]["k"]),
+                                             real_drop(self, e, st)))
+
+    def run():
+        res, _ = api.run("bfs", g, pair=pairs[mode], devices="gpu", warmup=False,
+                         options=NO_WALK, root=0)
+        bfs_ok(g, res, 0)
+        return res
+    forced = []
+    for first in (1, 2):  # an odd and an even count of stopped steps to undo
+        monkeypatch.setattr(bfs_app, "FIRST_CHAIN", first)
+        forced.append(run())
+    assert dropped == [1, 2], "the forced chains were not enqueued"
+    monkeypatch.setattr(bfs_app, "SPECULATE", False)
+    plain = run()
+    for res in forced:
+        assert [s["direction"] for s in res.extra["trace"]] == \
+            [s["direction"] for s in plain.extra["trace"]]
+        assert res.extra["trace"][1]["direction"] == "top-down"
+        np.testing.assert_array_equal(res.extra["parent"], plain.extra["parent"])
+
+
 def test_a_bottom_up_step_picks_its_team_size_by_its_expected_scan():
     """Few entries to a row's first hit (a frontier holding most entries' columns): narrow
     teams; many: the plan's own (None); each an op of BFS's."""

@@ -31,7 +31,7 @@ from ..engine import Engine, RowOp
 from ..graph import Graph
 from . import bfsranks, register
 from .base import MAX_ITER, App, AppResult, Param, positive, vertex_label
-from ..engine.frontier import FrontierApp, FrontierQueue, PushRun, queue_defines
+from ..engine.frontier import STATE, FrontierApp, FrontierQueue, PushRun, queue_defines
 from ..engine.trace import by_device_line, launch_line, push_line
 
 DIRECTIONS = ("auto", "top-down", "bottom-up")
@@ -39,6 +39,9 @@ DIRECTIONS = ("auto", "top-down", "bottom-up")
 #: A step past the stop still launches its whole grid (0.39 ms at Graph500 scale 24 on the
 #: H100): two first, the usual count of bottom-up levels of a Kronecker graph.
 FIRST_CHAIN, MAX_CHAIN = 2, 16
+#: The run's first top-down level enqueues a chain behind it where it likely switches
+#: (:meth:`BFS.speculation`), judged from this many of the root's neighbours.
+SPECULATE, SPECULATE_SAMPLE = True, 64
 #: Team sizes a bottom-up step picks from (:func:`bottom_up_lanes`): 2 work-items a row,
 #: the longest rows' too, or (None) the plan's own teams, up to a sub-group (32 work-items
 #: on the GPUs measured) and a work-group a row of 1,024 entries or more.
@@ -143,7 +146,7 @@ class BFS(FrontierApp, App):
         # across ranks each level is merged: no walk of many levels on one rank
         pp = self.prepare_push(engine, None if across else graph, roles=own)
         push = pp["push_role"]
-        out = {"outdeg": outdeg, "words": words, **pp,
+        out = {"outdeg": outdeg, "words": words, **pp, "csr": (graph.indptr, graph.indices),
                "queue": (FrontierQueue(engine, push, graph, ("apps/bfs/frontier.cl", "skeleton/frontier.cl"))
                          if push is not None else None)}
         if across and push is not None:  # levels merged over the ranks (apps/bfsranks.py)
@@ -216,7 +219,9 @@ class BFS(FrontierApp, App):
     def wants_pull(self, st, size, edges, processed, policy, two_roles) -> bool:
         mode = st["direction"]
         refused = st.pop("refused", False)  # the device stopped a top-down batch here
-        if mode != "auto":
+        if "spec" in st:  # the device pulled (Beamer's rule on the first level's tally)
+            pull = True
+        elif mode != "auto":
             pull = mode == "bottom-up"
         elif refused:
             pull = True
@@ -245,7 +250,8 @@ class BFS(FrontierApp, App):
                 and engine.executor.name == "static"):
             st["pull_op"] = self.bottom_up_op(st, edges, "bfs")
             return super().pull_levels(engine, st, it, size, edges, cap)
-        st["pull_op"] = self.bottom_up_op(st, edges, "bfs-chain")
+        st["pull_op"] = (st["spec"]["op"] if "spec" in st
+                         else self.bottom_up_op(st, edges, "bfs-chain"))
         return self.pull_chain(engine, st, it, size, edges, cap)
 
     def bottom_up_op(self, st: dict, edges: int, kind: str) -> str:
@@ -269,23 +275,18 @@ class BFS(FrontierApp, App):
             Mode ``chain``; ``stop`` is ``empty``, ``switch`` (the test stopped it) or
             ``batch`` (every step enqueued ran).
         """
-        role = engine.roles[0]
-        k = max(1, min(st.get("chain", FIRST_CHAIN), MAX_CHAIN if cap is None else cap))
-        # no switch where every level pulls (no push side), or at n / beta past an int32
-        # (a size never reaches it)
-        limit = (min(math.ceil(st["n"] / st["beta"]), 2**31 - 1)
-                 if st["direction"] == "auto" and st["push_role"] is not None else 0)
-        side = engine.pair.side(role)  # stop lowered, the switch test's scalars: one launch
-        engine.pair.kernel(side, ("apps/bfs/start.cl",), {}, "chain_arm")(
-            side.queue, (64,), None, np.int32(limit), np.int32(size), engine.fscal[role],
-            engine.stop[role])
-        op = st["pull_op"]
-        for j in range(k):
-            if j:
-                engine.zero_unless_stopped("next", role)
-            engine.rowop(op=op, x="front", y="parent", s0="level", s1="next", aux="outdeg",
-                         ia=it + j, wait=False, slot=it + j)
-            engine.swap("front", "next")
+        role, op = engine.roles[0], st["pull_op"]
+        spec = st.pop("spec", None)
+        if spec is not None:  # enqueued behind the run's first level (speculate)
+            k, limit = spec["k"], spec["limit"]
+        else:
+            k = max(1, min(st.get("chain", FIRST_CHAIN), MAX_CHAIN if cap is None else cap))
+            limit = self.chain_limit(st)
+            side = engine.pair.side(role)  # stop lowered, the test's scalars: one launch
+            engine.pair.kernel(side, ("apps/bfs/start.cl",), {}, "chain_arm")(
+                side.queue, (64,), None, np.int32(limit), np.int32(size), engine.fscal[role],
+                engine.stop[role])
+            self.chain_steps(engine, it, k, op)
         sums = engine.sums(role, it, k, op=op)
         engine.drain()
         levels, stop = chain_levels(sums, size, edges, limit)
@@ -299,6 +300,87 @@ class BFS(FrontierApp, App):
                        else max(FIRST_CHAIN, len(levels)))
         return PushRun("chain", levels, k, False, levels[-1][2], levels[-1][3], stop)
 
+    def chain_limit(self, st: dict) -> int:
+        """The chain's switch-back limit: ceil(n / beta) as an int32; 0 (never) where every
+        level pulls (no push side, or a forced direction)."""
+        return (min(math.ceil(st["n"] / st["beta"]), 2**31 - 1)
+                if st["direction"] == "auto" and st["push_role"] is not None else 0)
+
+    def chain_steps(self, engine: Engine, it: int, k: int, op: str) -> None:
+        """Enqueue ``k`` chained bottom-up steps with ``op`` from level ``it`` (armed
+        before); the output bitmap of a later step is cleared only where it runs."""
+        role = engine.roles[0]
+        for j in range(k):
+            if j:
+                engine.zero_unless_stopped("next", role)
+            engine.rowop(op=op, x="front", y="parent", s0="level", s1="next", aux="outdeg",
+                         ia=it + j, wait=False, slot=it + j)
+            engine.swap("front", "next")
+
+    def speculation(self, engine: Engine, st: dict, it: int, batch: int, cap):
+        """The run's first top-down level, where it is likely to switch: a chain of
+        bottom-up steps enqueued behind it before the host reads it (``then`` of
+        :meth:`FrontierQueue.run`), armed on the device by Beamer's rule on the level's
+        own tally (``chain_arm_from_tally``), so the device goes from the root's level to
+        the pulls without waiting for the host (one host round trip less). Likely: a
+        sample of the root's neighbours' out-degrees predicts the level's edges at twice
+        both thresholds. Returns the ``then`` callable, or None."""
+        q, role = st["queue"], st["push_role"]
+        if not (SPECULATE and it == 0 and batch == 1 and cap is None
+                and st["direction"] == "auto" and st.get("front_clear")
+                and engine.roles == (role,) and engine.device_iterations
+                and "mark_counts" not in st and engine.executor.name == "static"
+                and not q.local_fits()):
+            return None
+        degree, est = self.first_level_edges(st)
+        if degree == 0:
+            return None
+        unexplored = st["unexplored"]
+        t_alpha = int(unexplored // (st["alpha"] + 1))
+        t_beta = int(st["n"] // st["beta"])
+        if est <= 2 * max(t_alpha, t_beta):
+            return None
+
+        def then(k: int) -> None:
+            side = engine.pair.side(role)
+            state = np.int32(STATE + 1)  # list 1: the root level's, in the queue's `next`
+            bits = np.int32(q.edge_bits)
+            limit = self.chain_limit(st)
+            engine.pair.kernel(side, ("apps/bfs/start.cl",), {}, "chain_arm_from_tally")(
+                side.queue, (64,), None, q.tallies, state, bits, np.int64(t_alpha),
+                np.int64(t_beta), np.int32(limit), engine.fscal[role], engine.stop[role])
+            engine.pair.kernel(side, ("apps/bfs/start.cl",), {}, "bits_from_tally")(
+                side.queue, (-(-degree // 256) * 256,), None, q.tallies, state, bits,
+                q.next, engine.buffer("front", role))
+            st["front_clear"] = False
+            op = op_name("bfs-chain", bottom_up_lanes(st["nnz"], int(est),
+                                                     max(0, unexplored - int(est))))
+            kc = max(1, min(st.get("chain", FIRST_CHAIN), MAX_CHAIN))
+            self.chain_steps(engine, it + k, kc, op)
+            st["spec"] = {"k": kc, "limit": limit, "op": op, "t": (t_alpha, t_beta)}
+        return then
+
+    def first_level_edges(self, st: dict) -> tuple[int, float]:
+        """The root's out-degree and the predicted out-edges of its neighbours (the first
+        level's list at most): :data:`SPECULATE_SAMPLE` of them, evenly spaced, scaled."""
+        indptr, indices = st["csr"]
+        root = st["root"]
+        nbrs = indices[indptr[root]:indptr[root + 1]]
+        if nbrs.size == 0:
+            return 0, 0.0
+        sample = nbrs[::max(1, nbrs.size // SPECULATE_SAMPLE)]
+        return int(nbrs.size), float(st["outdeg"][sample].mean()) * nbrs.size
+
+    def drop_speculation(self, engine: Engine, st: dict) -> None:
+        """The device did not pull after the first level: its chain's steps returned at
+        once; their records fold into the level's, the bitmaps' names are restored and the
+        marked frontier bitmap is cleared at the next switch."""
+        spec = st.pop("spec")
+        engine.drain()
+        fold_records(engine.records, spec["k"])
+        if spec["k"] % 2:
+            engine.swap("front", "next")
+
     def push_levels(self, engine: Engine, st: dict, it: int, batch: int, cap):
         """Top-down levels in a batch (or one work-group-local launch), stopped on the
         device where Beamer's rule switches to bottom-up (the frontier's edges past the
@@ -307,7 +389,12 @@ class BFS(FrontierApp, App):
         limit = ((st["alpha"], st["unexplored"], 1, st["n"] // st["beta"],
                   int(st["after_pull"])) if st["direction"] == "auto" else None)
         run = st["queue"].run(it, (engine.buffer("level", role), engine.buffer("parent", role)),
-                              batch=batch, cap=cap, limit=limit, kind="top-down")
+                              batch=batch, cap=cap, limit=limit, kind="top-down",
+                              then=self.speculation(engine, st, it, batch, cap))
+        if "spec" in st:  # the device's own test on the level's tally, as the host reads it
+            t_alpha, t_beta = st["spec"]["t"]
+            if not (run.levels and run.edges > t_alpha and run.edges > t_beta):
+                self.drop_speculation(engine, st)
         st["unexplored"] -= sum(lv[3] for lv in run.levels)
         if run.levels:
             st["prev_size"] = run.levels[-1][0]
@@ -317,6 +404,8 @@ class BFS(FrontierApp, App):
         st["queue"].from_bitmap(engine.buffer("front", st["push_role"]), size, edges)
 
     def marks_from_queue(self, engine: Engine, st: dict) -> None:
+        if "spec" in st:  # the speculated chain's marks are on the device already
+            return
         if not st.pop("front_clear", False):  # the first, right after the start: clear
             engine.fill("front", 0)
         # another device's queue reads the bitmap next only where two share memory

@@ -578,7 +578,7 @@ class FrontierQueue:
 
     def run(self, it: int, extra_args: tuple, *, batch: int, cap: int | None = None,
             limit: tuple = None, before_level=None, kind: str = "push",
-            local: bool = True) -> PushRun:
+            local: bool = True, then=None) -> PushRun:
         """Run push levels from the current list, starting at level ``it``, with one read at
         the end: one ``advance_local`` launch when the list fits it (up to
         :data:`MAX_LOCAL_LEVELS` levels), else a batch of ``batch`` ``advance`` launches.
@@ -602,6 +602,10 @@ class FrontierQueue:
             ``j`` (SSSP's far-pile refill).
         local : bool
             Allow ``advance_local``.
+        then : callable, optional
+            ``then(k)`` enqueues more work behind the ``k`` levels before the host reads
+            their tallies, so the device keeps busy during the read (BFS's speculative
+            chain).
         """
         limit = limit_args(limit)
         use_local = local and self.local_fits()
@@ -621,6 +625,8 @@ class FrontierQueue:
                 if before_level is not None:
                     before_level(j, it + j)
                 self.enqueue_level(j, it + j, extra_args, limit, grid, kind)
+        if then is not None:
+            then(k)
         self.engine.read_buffer(self.role, self.host, self.tallies, STATE + k + 2)
         return self._parse(k, "local" if use_local else "batch")
 
