@@ -282,6 +282,8 @@ class BFS(FrontierApp, App):
         else:
             k = max(1, min(st.get("chain", FIRST_CHAIN), MAX_CHAIN if cap is None else cap))
             limit = self.chain_limit(st)
+            if st.pop("next_dirty", False):  # the last chain's output, cleared only now
+                engine.fill("next", 0)
             side = engine.pair.side(role)  # stop lowered, the test's scalars: one launch
             engine.pair.kernel(side, ("apps/bfs/start.cl",), {}, "chain_arm")(
                 side.queue, (64,), None, np.int32(limit), np.int32(size), engine.fscal[role],
@@ -293,7 +295,8 @@ class BFS(FrontierApp, App):
         if (k - len(levels)) % 2:  # the steps past the stop wrote nothing
             engine.swap("front", "next")
         fold_records(engine.records, k - len(levels))
-        engine.fill("next", 0)
+        st["next_dirty"] = True  # cleared before the next chain, if one comes (a run's
+        # start clears it too): no fill between the read and the top-down levels after
         st["unexplored"] -= sum(lv[3] for lv in levels)
         st["prev_size"] = levels[-1][0]
         st["chain"] = (min(2 * k, MAX_CHAIN) if stop == "batch"
