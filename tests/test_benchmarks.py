@@ -433,6 +433,7 @@ def test_previous_finepar_runs_through_its_cli(cache, tmp_path):
     ("peers", ["--real", "not-a-graph"], "--real: no input 'not-a-graph'"),
     ("pipeline", ["--resident", "2"], "--resident 2.0 is out of range"),
     ("pipeline", ["--large-scales", "26,x"], "--large-scales: 'x'"),
+    ("probe_host", ["--app", "nope"], "--app: 'nope'"),
 ])
 def test_bad_options_are_one_line_before_any_work(module, argv, words, tmp_path, capsys,
                                                   monkeypatch):
@@ -564,3 +565,19 @@ def test_e2e_reports_the_results_rate_and_its_target(cache, tmp_path):
         got = {t["target"]: t for t in e2e.targets({**doc, "rows": [row]})}
         t = next(v for k, v in got.items() if k.startswith("results to the host"))
         assert t["met"] is met and f"{rate:.2f} GB/s" in t["detail"]
+
+
+def test_probe_host_counts_a_bfs_runs_commands(tmp_path):
+    """benchmarks/probe_host.py: every OpenCL command of a BFS run on the GPU alone counted
+    and stamped. Graph500 scale 14 on the emulated pair takes 22 (the start one launch a
+    device, the root's list one, the chain armed in one; 40 before those), the same count
+    every run, and the timeline names the FinePar function behind each call."""
+    import probe_host
+    out = tmp_path / "host.json"
+    assert probe_host.main(["--scale", "14", "--repeats", "2", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert [r["commands"] for r in doc["runs"]] == [22, 22]
+    assert doc["runs"][0]["calls"] == doc["runs"][1]["calls"]
+    assert len(doc["timeline"]) == 22
+    assert doc["timeline"][0]["from"].startswith("start_launch")
+    assert all(c["at_ms"] >= 0 and c["took_ms"] >= 0 for c in doc["timeline"])
