@@ -43,6 +43,18 @@ __device__ __forceinline__ float red(float s) {
     for (int o = LANES / 2; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o, LANES);
     return s;
 }
+/* y[r] <- the sum of every work-item's s over the block (a block a row). */
+__device__ __forceinline__ void block_store(float s, float* y, int r) {
+    __shared__ float part[32];
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+    if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = s;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        s = threadIdx.x < blockDim.x / 32 ? part[threadIdx.x] : 0.f;
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+        if (threadIdx.x == 0) y[r] = s;
+    }
+}
 #define ROW_LOOP(LOAD)                                                          \
     int lane = threadIdx.x % LANES;                                              \
     int team = (blockIdx.x * blockDim.x + threadIdx.x) / LANES;                   \
@@ -99,7 +111,6 @@ __global__ void unrolled(const int* __restrict__ rows, int nrows, const int* __r
 }
 __global__ void longrows_u(const int* __restrict__ rows, const int* __restrict__ indptr,
                            const int* __restrict__ indices, const float* __restrict__ x, float* y) {
-    __shared__ float part[32];
     int r = rows[blockIdx.x];
     float s = 0.f;
     int k = indptr[r] + threadIdx.x, e = indptr[r + 1];
@@ -114,29 +125,14 @@ __global__ void longrows_u(const int* __restrict__ rows, const int* __restrict__
         for (int u = 0; u < UNROLL; ++u) s += v[u];
     }
     for (; k < e; k += blockDim.x) s += x[indices[k]];
-    for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-    if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = s;
-    __syncthreads();
-    if (threadIdx.x < 32) {
-        s = threadIdx.x < blockDim.x / 32 ? part[threadIdx.x] : 0.f;
-        for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-        if (threadIdx.x == 0) y[r] = s;
-    }
+    block_store(s, y, r);
 }
 __global__ void longrows(const int* __restrict__ rows, const int* __restrict__ indptr,
                          const int* __restrict__ indices, const float* __restrict__ x, float* y) {
-    __shared__ float part[32];
     int r = rows[blockIdx.x];
     float s = 0.f;
     for (int k = indptr[r] + threadIdx.x; k < indptr[r + 1]; k += blockDim.x) s += x[indices[k]];
-    for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-    if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = s;
-    __syncthreads();
-    if (threadIdx.x < 32) {
-        s = threadIdx.x < blockDim.x / 32 ? part[threadIdx.x] : 0.f;
-        for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
-        if (threadIdx.x == 0) y[r] = s;
-    }
+    block_store(s, y, r);
 }
 }
 """

@@ -51,6 +51,15 @@ BOTTOM_UP_LANES = (2, None)
 NARROW_SCAN, NARROW_UNEXPLORED = 4.0, 0.01
 
 
+#: The program of a run's start and a chain's arming (opencl/apps/bfs/start.cl).
+START_SOURCES = ("apps/bfs/start.cl",)
+
+
+def start_kernel(engine: Engine, side, name: str):
+    """Kernel ``name`` of :data:`START_SOURCES` on ``side`` (built once a context)."""
+    return engine.pair.kernel(side, START_SOURCES, {}, name)
+
+
 def op_name(kind: str, lanes: int | None) -> str:
     """The name of BFS's row operation of ``kind`` (``bfs``: a step read at once;
     ``bfs-chain``: chained on one device) whose teams are at most ``lanes`` work-items a
@@ -130,7 +139,7 @@ class BFS(FrontierApp, App):
         """The push list's program on the GPU (the usual push role) and the run's start."""
         return [("gpu", ("apps/bfs/frontier.cl", "skeleton/frontier.cl"),
                  queue_defines(pair.gpu.info, matrix, role="gpu")),
-                ("gpu", ("apps/bfs/start.cl",), {})]
+                ("gpu", START_SOURCES, {})]
 
     def prepare(self, engine: Engine, graph: Graph) -> dict:
         n = graph.n
@@ -200,7 +209,7 @@ class BFS(FrontierApp, App):
             done.update(id(b) for b in bufs[:2] if vectors)
             done.update(id(b) for b in bufs[2:] if clear)
             side = engine.pair.side(r)
-            k = engine.pair.kernel(side, ("apps/bfs/start.cl",), {}, "bfs_start")
+            k = start_kernel(engine, side, "bfs_start")
             size = max(n if vectors else 0, words if clear else 0)
             k(side.queue, (-(-size // 256) * 256,), None, np.int32(n), np.int32(words),
               np.int32(st["root"]), np.int32(vectors), np.int32(clear), *bufs)
@@ -285,7 +294,7 @@ class BFS(FrontierApp, App):
             if st.pop("next_dirty", False):  # the last chain's output, cleared only now
                 engine.fill("next", 0)
             side = engine.pair.side(role)  # stop lowered, the test's scalars: one launch
-            engine.pair.kernel(side, ("apps/bfs/start.cl",), {}, "chain_arm")(
+            start_kernel(engine, side, "chain_arm")(
                 side.queue, (64,), None, np.int32(limit), np.int32(size), engine.fscal[role],
                 engine.stop[role])
             self.chain_steps(engine, it, k, op)
@@ -349,10 +358,10 @@ class BFS(FrontierApp, App):
             state = np.int32(STATE + 1)  # list 1: the root level's, in the queue's `next`
             bits = np.int32(q.edge_bits)
             limit = self.chain_limit(st)
-            engine.pair.kernel(side, ("apps/bfs/start.cl",), {}, "chain_arm_from_tally")(
+            start_kernel(engine, side, "chain_arm_from_tally")(
                 side.queue, (64,), None, q.tallies, state, bits, np.int64(t_alpha),
                 np.int64(t_beta), np.int32(limit), engine.fscal[role], engine.stop[role])
-            engine.pair.kernel(side, ("apps/bfs/start.cl",), {}, "bits_from_tally")(
+            start_kernel(engine, side, "bits_from_tally")(
                 side.queue, (-(-degree // 256) * 256,), None, q.tallies, state, bits,
                 q.next, engine.buffer("front", role))
             st["front_clear"] = False
