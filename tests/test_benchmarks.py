@@ -434,6 +434,7 @@ def test_previous_finepar_runs_through_its_cli(cache, tmp_path):
     ("pipeline", ["--resident", "2"], "--resident 2.0 is out of range"),
     ("pipeline", ["--large-scales", "26,x"], "--large-scales: 'x'"),
     ("probe_host", ["--app", "nope"], "--app: 'nope'"),
+    ("probe_pinned", ["--sizes-mb", "4,x"], "--sizes-mb: '4,x'"),
 ])
 def test_bad_options_are_one_line_before_any_work(module, argv, words, tmp_path, capsys,
                                                   monkeypatch):
@@ -565,6 +566,25 @@ def test_e2e_reports_the_results_rate_and_its_target(cache, tmp_path):
         got = {t["target"]: t for t in e2e.targets({**doc, "rows": [row]})}
         t = next(v for k, v in got.items() if k.startswith("results to the host"))
         assert t["met"] is met and f"{rate:.2f} GB/s" in t["detail"]
+
+
+def test_probe_pinned_times_every_host_memory(tmp_path):
+    """benchmarks/probe_pinned.py: each size's copies both ways for every host memory, a
+    rate per case, and the page-locking through the CUDA driver reported as skipped where
+    there is no driver (PoCL here), never timed as if it had happened."""
+    import probe_pinned
+    out = tmp_path / "pinned.json"
+    assert probe_pinned.main(["--sizes-mb", "0.5", "--repeats", "2", "--json", str(out)]) == 0
+    cases = {c["memory"]: c for c in json.loads(out.read_text())["cases"]}
+    assert set(cases) == {"pageable", "pinned", "shared", "shared+registered",
+                          "host copy (copy_spans)"}
+    for name in ("pageable", "pinned", "shared"):
+        for way in ("d2h", "h2d"):
+            r = cases[name][way]
+            assert 0 < r["gbps_min"] <= r["gbps_median"] <= r["gbps_max"]
+    reg = cases["shared+registered"]
+    assert ("skipped" in reg) != ("d2h" in reg)
+    assert cases["host copy (copy_spans)"]["copy"]["gbps_median"] > 0
 
 
 def test_probe_host_counts_a_bfs_runs_commands(tmp_path):
