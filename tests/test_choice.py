@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from conftest import generated_graph
+from conftest import generated_graph, shared_graph
 from finepar.split import answer
 from finepar.split.answer import HostCosts, Inputs, LevelProfile, weigh
 
@@ -151,11 +151,13 @@ def test_a_default_bfs_runs_the_measured_winner_and_answers_right(real_pair):
     assert app.check(g, res, app.reference(g, params), params) == ""
 
 
-def test_a_default_pagerank_with_a_costly_split_runs_one_device(real_pair):
+def test_a_default_pagerank_with_a_costly_split_runs_one_device(real_pair, monkeypatch):
     """An iterative app whose split is given a second of fixed cost a run runs one device
-    alone; its scores match the reference."""
+    alone (predicted: no measured runs here); its scores match the reference."""
     import finepar
     from finepar import apps
+    from finepar.apps.pagerank import PageRank
+    monkeypatch.setattr(PageRank, "trial_nnz", 0)
     real_pair.answer_costs = _costs(both=1.0)
     try:
         g = generated_graph(10, 1)
@@ -166,6 +168,27 @@ def test_a_default_pagerank_with_a_costly_split_runs_one_device(real_pair):
     assert ch["winner"] in ("cpu", "gpu") or ch["candidates"]["split"]["roles"] != [
         "cpu", "gpu"]
     assert rep.plan["method"] in ("single", "fine")
+    app = apps.get("pagerank")
+    params = app.check_params(g, {})
+    assert app.check(g, res, app.reference(g, params), params) == ""
+
+
+def test_a_small_default_pagerank_is_decided_by_measured_runs(real_pair):
+    """PageRank on an input of at most its ``trial_nnz`` entries: every candidate's run
+    measured (a device alone runs its iterations in one work-group's launch, which the
+    per-step model does not see), the measured winner's plan run, and the scores right."""
+    import finepar
+    from finepar import apps
+    g = shared_graph("USPowerGrid.mtx")
+    res, rep = finepar.run("pagerank", g, pair=real_pair, cache=False, calibrate=False)
+    ch = rep.tuning["choice"]
+    assert ch["by"] == "measured" and "split" in ch["candidates"]
+    assert len(ch["candidates"]) >= 2
+    meas = {n: c["measured"] for n, c in ch["candidates"].items()}
+    alone = min((meas[n], n) for n in meas if n != "split")
+    want = ("split" if meas["split"] * (1 + answer.CORUN_MARGIN) < alone[0] else alone[1])
+    assert ch["winner"] == want
+    assert (res.extra["ops"] == "pagerank-group-loop") == (want != "split")
     app = apps.get("pagerank")
     params = app.check_params(g, {})
     assert app.check(g, res, app.reference(g, params), params) == ""

@@ -495,12 +495,15 @@ def predicted_batches(trace: list, tol: float) -> int:
 def test_power_iterations_read_once_per_batch(app_name, mode, pairs):
     """On one device PageRank, RWR and HITS read back once per batch of iterations and
     nothing else (their scalars go out without waiting); on two devices once per
-    iteration and its halo."""
+    iteration and its halo (the work-group loop of a small input: one read, in
+    test_pagerank.py)."""
     g = generated_graph(11, 2)
     app = apps.get(app_name)
     params = app.reference_params(g, app.check_params(g, {}))
     ref = app.reference(g, params)
-    res, rep = api.run(app_name, g, pair=pairs[mode], devices="gpu", warmup=True)
+    batched = EngineOptions(group_loop="none")  # the batches, not one work-group's loop
+    res, rep = api.run(app_name, g, pair=pairs[mode], devices="gpu", warmup=True,
+                       options=batched)
     assert not app.check(g, res, ref, params)
     expected = (batches(res.iterations) if app_name == "hits" else
                 predicted_batches(res.extra["l1_change"], params.get("tol") or 1e-6))
@@ -520,7 +523,7 @@ def test_batch_kernel_times_read_two_events(pairs):
     for profile in ("batch", "launch"):
         wl = api.Workload("pagerank", g)
         eng = wl.engine(pairs["split"], single_device(wl.matrix.row_lengths(), "gpu"),
-                        EngineOptions(profile=profile))
+                        EngineOptions(profile=profile, group_loop="none"))
         res, rep = wl.run(engine=eng, warmup=False)
         assert rep.timings["kernel"]["gpu"] > 0 and rep.timings["steps"] >= res.iterations
 

@@ -22,9 +22,11 @@ SPLITS = [pytest.param({"devices": "gpu", "grouping": "adaptive"}, id="gpu-adapt
           pytest.param({"threshold": 300, "grouping": "none"}, id="split300-none")]
 
 
-def _run(app, g, pair, columns, sums, **kw):
+def _run(app, g, pair, columns, sums, group_loop="none", **kw):
+    """A run of the row operations (``group_loop='none'``), or as ``group_loop`` says."""
     return api.run(app, g, pair=pair, cache=False, warmup=False,
-                   options=EngineOptions(columns=columns), sums=sums, **kw)
+                   options=EngineOptions(columns=columns, group_loop=group_loop), sums=sums,
+                   **kw)
 
 
 @pytest.mark.parametrize("memory", ["split", "shared"])
@@ -145,3 +147,70 @@ def test_device_iterations_read_few_times_and_overrun_little(pairs, name, monkey
     assert res.iterations <= len(steps) <= res.iterations + 2, (len(steps), res.iterations)
     ref = reference_pagerank(g)
     assert np.abs(res.values.astype(np.float64) - ref).sum() < 1e-4
+
+
+# ------------------------------------------------- every iteration in one work-group
+
+
+SMALL = ["USPowerGrid.mtx", "adder_dcop_05.mtx", "ca-GrQc.mtx", "rajat01.mtx"]
+
+
+@pytest.mark.parametrize("memory", ["split", "shared"])
+@pytest.mark.parametrize("role", ["cpu", "gpu"])
+@pytest.mark.parametrize("name", SMALL)
+def test_group_loop_runs_every_iteration_in_one_launch(pairs, memory, role, name):
+    """A small input on one device: one launch and one read, the scores within the float64
+    reference's tolerance, a change recorded for every iteration and the last below tol,
+    on a CPU (one work-item) and a GPU role (a work-group of up to 1024)."""
+    from finepar.apps.powerloop import GROUP_LOOP_NNZ
+    g = shared_graph(name)
+    assert g.nnz <= GROUP_LOOP_NNZ
+    res, rep = _run("pagerank", g, pairs[memory], "auto", "compensated", group_loop="auto",
+                    devices=role)
+    assert res.extra["ops"] == "pagerank-group-loop"
+    assert rep.timings["launches"][role] == 1 and rep.timings["host_syncs"] == 1
+    l1 = res.extra["l1_change"]
+    assert res.converged and len(l1) == res.iterations and l1[-1] < 1e-6 <= l1[-2]
+    assert np.abs(res.values.astype(np.float64) - reference_pagerank(g)).sum() < 1e-4
+
+
+@pytest.mark.parametrize("role", ["cpu", "gpu"])
+@pytest.mark.parametrize("max_iter", [5, 6])
+@pytest.mark.parametrize("sums", ["compensated", "plain"])
+def test_group_loop_is_the_row_operations_iteration(pairs, role, max_iter, sums):
+    """Capped at an odd and an even count, the loop leaves the same scores as the row
+    operations' run of as many iterations (its own buffers' parity undone), with the same
+    changes, in both sums."""
+    g = shared_graph("ca-GrQc.mtx")
+    kw = dict(devices=role, max_iter=max_iter)
+    loop, _ = _run("pagerank", g, pairs["split"], "none", sums, group_loop="always", **kw)
+    ops, _ = _run("pagerank", g, pairs["split"], "none", sums, **kw)
+    assert loop.extra["ops"] == "pagerank-group-loop" != ops.extra["ops"]
+    assert loop.iterations == ops.iterations == max_iter and not loop.converged
+    np.testing.assert_allclose(loop.values, ops.values, rtol=1e-5, atol=1e-9)
+    np.testing.assert_allclose(loop.extra["l1_change"], ops.extra["l1_change"], rtol=1e-3)
+
+
+def test_group_loop_rwr_and_where_it_does_not_apply(pairs):
+    """RWR's restart vector in the loop (against its reference); the loop is not used on a
+    split, above GROUP_LOOP_NNZ under ``auto`` (but is under ``always``), or under
+    ``none``."""
+    from finepar.apps.powerloop import GROUP_LOOP_NNZ
+    g = shared_graph("USPowerGrid.mtx")
+    p = np.random.default_rng(3).uniform(0, 1, g.n)
+    res, _ = _run("rwr", g, pairs["shared"], "none", "compensated", group_loop="auto",
+                  devices="gpu", restart=p)
+    assert res.extra["ops"] == "rwr-group-loop"
+    ref = reference_rwr(g, (p / p.sum()).astype(np.float32))
+    assert np.abs(res.values.astype(np.float64) - ref).sum() < 1e-4
+    split, _ = _run("pagerank", g, pairs["split"], "none", "compensated", group_loop="always",
+                    threshold=4, grouping="pow4")
+    assert split.extra["ops"] != "pagerank-group-loop"
+    big = generated_graph(12)
+    assert big.nnz > GROUP_LOOP_NNZ
+    for mode, want in (("auto", False), ("always", True), ("none", False)):
+        r, _ = _run("pagerank", big, pairs["split"], "none", "plain", group_loop=mode,
+                    devices="gpu")
+        assert (r.extra["ops"] == "pagerank-group-loop") is want, mode
+    r, _ = _run("pagerank", g, pairs["split"], "none", "plain", devices="gpu")
+    assert r.extra["ops"] != "pagerank-group-loop"  # group_loop='none'

@@ -119,6 +119,13 @@ class Afforest:
         read_staged(self.side, out, self.comp)
         return out
 
+    def labels_and_hooked(self) -> tuple[np.ndarray, int]:
+        """:meth:`labels` and :meth:`hooked` in one host wait (a small input's labels:
+        a plain copy)."""
+        out = np.empty(self.n, np.int32)
+        hooked = self.queue.read_tally(then_read=((out, self.comp),))[0]
+        return out, hooked
+
     def hooked(self) -> int:
         """Vertices the final hooking visited (outside the giant component; with
         ``sampled_off_list``, those of them with more than ``rounds`` edges)."""

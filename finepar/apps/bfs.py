@@ -32,6 +32,7 @@ from ..graph import Graph
 from . import bfsranks, register
 from .base import MAX_ITER, App, AppResult, Param, positive, vertex_label
 from ..engine.frontier import STATE, FrontierApp, FrontierQueue, PushRun, queue_defines
+from ..engine.reads import read_many
 from ..engine.trace import by_device_line, launch_line, push_line
 
 DIRECTIONS = ("auto", "top-down", "bottom-up")
@@ -459,8 +460,7 @@ class BFS(FrontierApp, App):
     def collect(self, engine: Engine, graph: Graph, result: AppResult) -> AppResult:
         st = engine.state[self.name]
         role = {"queue": st["push_role"], "walk": "cpu"}.get(result.extra["where"])
-        result.values = engine.read("level", role=role)
-        result.extra["parent"] = engine.read("parent", role=role)
+        result.values, result.extra["parent"] = read_many(engine, ("level", "parent"), role)
         return result
 
     def profile_step(self, engine: Engine) -> None:

@@ -40,7 +40,7 @@ import numpy as np
 from ..engine import Engine, RowOp
 from ..graph import Graph
 from . import register
-from ..device import cl
+from ..device import cl, staged
 from .afforest import ROUNDS, Afforest
 from .ccranks import PHASES, RankComponents, across_ranks
 from .base import MAX_ITER, App, AppResult, Param, component_sizes, in_unit
@@ -51,6 +51,9 @@ from ..engine.frontier import (FrontierApp, FrontierQueue, choose_push_role, cou
 from ..engine.trace import push_line
 
 ALGORITHMS = ("auto", "afforest", "fastsv")
+#: Labellings of at most this many vertices have their roots counted on the host, from
+#: the labels read anyway (tens of microseconds), instead of a kernel and a read more.
+HOST_COUNT_N = 1 << 16
 
 
 @register
@@ -258,9 +261,16 @@ class ConnectedComponents(FrontierApp, App):
             result.extra["ranks"] = dict(rc.finished())
         elif result.extra["algorithm"] == "afforest":
             aff = st["afforest"]
-            result.extra["components"] = count_roots(aff.side, aff.queue.program, aff.comp, n)
-            result.values = aff.labels()
-            result.extra["hooked"] = aff.hooked()
+            if n <= HOST_COUNT_N and not staged(aff.side, np.empty(n, np.int32)):
+                # one wait for the labels and the tally; the roots counted here
+                result.values, result.extra["hooked"] = aff.labels_and_hooked()
+                result.extra["components"] = int(np.count_nonzero(
+                    result.values == np.arange(n, dtype=np.int32)))
+            else:
+                result.extra["components"] = count_roots(aff.side, aff.queue.program,
+                                                         aff.comp, n)
+                result.values = aff.labels()
+                result.extra["hooked"] = aff.hooked()
         else:
             role = st["vertex_role"]
             result.extra["components"] = count_roots(

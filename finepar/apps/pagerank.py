@@ -30,7 +30,7 @@ import numpy as np
 
 from ..engine import Engine, RowOp
 from ..graph import Graph
-from . import register
+from . import powerloop, register
 from .base import (App, AppResult, Param, in_open_unit, iteration_cap, positive,
                    top_vertices, vertex_label)
 
@@ -163,6 +163,9 @@ class PageRank(App):
     #: the contributions ``pr / outdeg``: read by column (a renumbered device keeps them in
     #: its numbering; the row operation writes them there)
     column_vectors = ("contrib", "contrib_next")
+    #: inputs of at most this many entries are decided by measured runs of each candidate
+    #: (:func:`finepar.split.answer.whole_run`): a device alone runs them in one launch
+    trial_nnz = powerloop.GROUP_LOOP_NNZ
 
     matrix_form = "transpose"
 
@@ -182,7 +185,10 @@ class PageRank(App):
         if renumbered(engine):
             pack_aux(engine, n)
         engine.prepare_exchange()
-        return {"inv": inv, "dangling": ~nz, "n_dangling": int(n - np.count_nonzero(nz))}
+        loop = (powerloop.prepare(engine) if powerloop.applies(engine, graph, renumbered(engine))
+                else None)
+        return {"inv": inv, "dangling": ~nz, "n_dangling": int(n - np.count_nonzero(nz)),
+                "loop": loop}
 
     def run(self, engine: Engine, graph: Graph, *, damping: float = 0.85, tol: float = 1e-6,
             max_iter: int | None = None, sums: str = "compensated", **extra) -> AppResult:
@@ -197,14 +203,29 @@ class PageRank(App):
         self.start(engine, n)
         scal = [(1 - d) * w + d * w * dangling, d, (1 - d) * w, d * w, p["tol"]]
         engine.scalars(scal, wait=False)
-        device = engine.device_iterations
-        run = self._device_iterations if device else self._host_iterations
         ops = self.step_ops(engine, p.get("sums", "compensated"))
+        run, op = self.iteration_loop(engine, st, ops)
         it, trace, converged = run(engine, scal, p["tol"], max_iter, False, ops)
         return AppResult(values=None, iterations=it, converged=converged,
                          extra={"l1_change": trace, "damping": d, "tol": p["tol"],
-                                "device_steps": device, "ops": ops[device]},
+                                "device_steps": engine.device_iterations, "ops": op},
                          work_edges=graph.nnz * it)
+
+    def iteration_loop(self, engine: Engine, st: dict, ops: tuple):
+        """``(iterate, name)``: how a run on ``engine`` iterates, and what the report
+        names it: every iteration in one work-group's launch where :mod:`powerloop`
+        applies (``st['loop']``), else batches tested on the one device, else steps whose
+        sums the host combines (two devices)."""
+        if st.get("loop") is not None:
+            return self._group_loop_iterations, f"{self.name}-group-loop"
+        device = engine.device_iterations
+        return (self._device_iterations if device else self._host_iterations), ops[device]
+
+    def _group_loop_iterations(self, engine: Engine, scal: list, tol: float, max_iter: int,
+                               personalized: bool, ops: tuple):
+        """One device, a small input: every iteration in one launch (:mod:`powerloop`)."""
+        return powerloop.run(engine, engine.state[self.name]["loop"], engine.matrix.n,
+                             max_iter, personalized=personalized, plain="-plain" in ops[1])
 
     def start(self, engine: Engine, n: int) -> None:
         """``contrib = pr / outdeg`` on the devices, in each device's column numbering."""

@@ -135,15 +135,14 @@ class RandomWalkWithRestart(PageRank):
         self.start(engine, graph.n)
         scal = [c + d * dangling, d, c, d, p["tol"]]  # PageRank's fscal with w = 1
         engine.scalars(scal, wait=False)
-        device = engine.device_iterations
-        iterate = self._device_iterations if device else self._host_iterations
         ops = self.step_ops(engine, p.get("sums", "compensated"))
+        iterate, op = self.iteration_loop(engine, st, ops)
         it, trace, converged = iterate(engine, scal, p["tol"], p.get("max_iter") or 100, True,
                                        ops)
         return AppResult(values=None, iterations=it, converged=converged,
                          extra={"l1_change": trace, "restart_prob": c, "tol": p["tol"],
-                                "seed": p.get("seed"), "device_steps": device,
-                                "ops": ops[device]},
+                                "seed": p.get("seed"),
+                                "device_steps": engine.device_iterations, "ops": op},
                          work_edges=graph.nnz * it)
 
     def profile_step(self, engine: Engine) -> None:

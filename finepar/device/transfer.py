@@ -81,7 +81,9 @@ _PIECE = 4 << 20
 _LOCK = threading.Lock()
 
 
-def _staged(side: Side, array: np.ndarray) -> bool:
+def staged(side: Side, array: np.ndarray) -> bool:
+    """Whether a copy of ``array`` to or from ``side`` goes through page-locked staging
+    (:func:`read_staged`, :func:`write_staged`) rather than one plain copy."""
     return (array.nbytes >= STAGED_BYTES and not side.host_memory
             and array.flags.c_contiguous)
 
@@ -119,7 +121,7 @@ def read_staged(side: Side, out: np.ndarray, buffer, src_offset: int = 0) -> np.
         ``out``.
     """
     mod = cl()
-    if not _staged(side, out):
+    if not staged(side, out):
         mod.enqueue_copy(side.queue, out, buffer, src_offset=src_offset, is_blocking=True)
         return out
     from ..parallel import copy_spans
@@ -165,7 +167,7 @@ def write_staged(side: Side, buffer, array: np.ndarray, dst_offset: int = 0) -> 
         Bytes.
     """
     mod = cl()
-    if not _staged(side, array):
+    if not staged(side, array):
         mod.enqueue_copy(side.queue, buffer, array, dst_offset=dst_offset, is_blocking=True)
         return
     from ..parallel import copy_spans

@@ -543,9 +543,20 @@ class FrontierQueue:
             self.engine.read_buffer(self.role, out, self.front, out.size)
         return out
 
-    def read_tally(self) -> tuple[int, int]:
-        """The current list's size and edges, read from the device (one blocking read)."""
-        self.engine.read_buffer(self.role, self.host, self.tallies, STATE + 1)
+    def read_tally(self, then_read: tuple = ()) -> tuple[int, int]:
+        """The current list's size and edges, read from the device (one blocking read).
+
+        ``then_read``: ``(host array, buffer)`` pairs on this queue's device copied in the
+        same wait (each array filled whole: small ones, a plain copy each)."""
+        if not then_read:
+            self.engine.read_buffer(self.role, self.host, self.tallies, STATE + 1)
+        else:
+            mod, queue = cl(), self.side.queue
+            mod.enqueue_copy(queue, self.host[:STATE + 1], self.tallies, is_blocking=False)
+            evs = [mod.enqueue_copy(queue, out, buf, is_blocking=False)
+                   for out, buf in then_read]
+            evs[-1].wait()
+            self.engine.host_syncs += 1
         t = int(self.host[STATE])
         self.size, self.edges = t >> self.edge_bits, t & ((1 << self.edge_bits) - 1)
         return self.size, self.edges

@@ -61,6 +61,7 @@ class EngineOptions:
     prebuild: bool = True
     columns: str = "auto"
     walk: str | int = "auto"
+    group_loop: str = "auto"
 
     def limit(self, role: str, side: Side) -> int:
         """The bytes FinePar may use on ``role``'s device: the budget given, else 90% of

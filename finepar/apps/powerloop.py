@@ -1,0 +1,113 @@
+"""PageRank's and RWR's power iteration in one work-group's launch, for small inputs
+(issue 29: never slower than the best single device).
+
+On a small graph a step of the power iteration is a few microseconds of work, while a
+launch costs the host 20-75 us on the H100 machine's driver and each length group of
+the plan is a launch of its own: PageRank on USPowerGrid (13,188 entries) ran 59
+iterations as 177 launches, 6-10 ms on any plan, where scipy's loop took 2.4 ms. Here
+one work-group runs every iteration itself (``pagerank_group_loop`` in
+``opencl/apps/pagerank/grouploop.cl``): its work-items share the rows, sum the L1
+change and the dangling mass in local memory, and test the stop condition, so a run is
+one launch and one read whatever its iterations. On a GPU the work-group is as wide as
+the device allows (at most :data:`GPU_GROUP`); on a CPU it is one work-item, a plain
+loop (PoCL's barriers cost microseconds each).
+
+It runs where the plan leaves one device and the input has at most :data:`GROUP_LOOP_NNZ`
+entries (``EngineOptions.group_loop='auto'``), or on any one-device plan
+(``'always'``); the whole-run choice measures it against the split on such inputs
+(:func:`finepar.split.answer.whole_run`). The matrix is uploaded once more as a plain
+CSR (at most a few hundred kilobytes) and the vectors stay in the input's numbering.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..device import cl
+
+#: Inputs of at most this many entries run the power iteration in one work-group
+#: (``group_loop='auto'``): one SM of a GPU, or one CPU core, sums a few tens of
+#: thousands of terms in about the time the host spends enqueueing one launch.
+GROUP_LOOP_NNZ = 1 << 16
+#: The widest work-group used on a GPU.
+GPU_GROUP = 1024
+PROGRAM = ("apps/pagerank/grouploop.cl",)
+
+
+def applies(engine, graph, renumbered: bool) -> bool:
+    """Whether ``engine`` runs the power iteration of ``graph`` in one work-group: one
+    device, one process, the contributions in the input's numbering (not
+    ``renumbered``), and the input small enough (or ``group_loop='always'``)."""
+    mode = getattr(engine.options, "group_loop", "auto")
+    if (mode == "none" or len(engine.roles) != 1 or getattr(engine, "comm", None) is not None
+            or renumbered):
+        return False
+    return mode == "always" or int(graph.nnz) <= GROUP_LOOP_NNZ
+
+
+def group_size(side, role: str) -> int:
+    """The work-group's size on ``side``: one work-item on a CPU, else the largest power
+    of two the device allows, at most :data:`GPU_GROUP`."""
+    if role == "cpu":
+        return 1
+    return 1 << (min(GPU_GROUP, int(side.info.max_work_group_size)).bit_length() - 1)
+
+
+def prepare(engine, max_iter: int = 1) -> dict:
+    """Upload the engine's matrix (A^T) as a plain CSR on its one device, and an output
+    buffer for ``max_iter`` iterations' changes (grown by :func:`run` when needed)."""
+    role = engine.roles[0]
+    m = engine.matrix
+    return {"role": role,
+            "indptr": engine.scratch(role, np.ascontiguousarray(m.indptr, dtype=np.int32)),
+            "indices": engine.scratch(role, np.ascontiguousarray(m.indices, dtype=np.int32)),
+            "out": engine.scratch(role, np.zeros(2 + max(int(max_iter), 1), np.uint32)),
+            "slots": max(int(max_iter), 1)}
+
+
+def run(engine, loop: dict, n: int, max_iter: int, *, personalized: bool, plain: bool):
+    """Every iteration in one launch, then one read of its counts and changes.
+
+    Parameters
+    ----------
+    engine : Engine
+        One device; ``pr`` and ``contrib`` (float32, shape (n,)) hold the start and
+        ``fscal`` the first iteration's scalars, as for the row-operation iterations.
+    loop : dict
+        :func:`prepare`'s buffers.
+    n, max_iter : int
+    personalized : bool
+        The restart vector is ``restart`` (RWR), not uniform.
+    plain : bool
+        Plain float32 sums of a row's terms (else Kahan-compensated).
+
+    Returns
+    -------
+    (int, list of float, bool)
+        Iterations run, each one's L1 change, whether the last was below ``tol``; the
+        scores are left in ``pr`` (the buffers' names swapped where the iterations were odd).
+    """
+    role = loop["role"]
+    side = engine.pair.side(role)
+    if loop["slots"] < max_iter:
+        loop["out"] = engine.scratch(role, np.zeros(2 + max_iter, np.uint32))
+        loop["slots"] = max_iter
+    defines = {**({"PERSONALIZED": True} if personalized else {}),
+               **({"PLAIN_SUMS": True} if plain else {})}
+    kernel = engine.pair.kernel(side, PROGRAM, defines, "pagerank_group_loop")
+    wg = group_size(side, role)
+    buf = engine.buffer
+    engine.launch(role, kernel, wg, (
+        np.int32(n), np.int32(max_iter), loop["indptr"], loop["indices"],
+        buf("inv_outdeg", role), buf("restart", role) if personalized else engine.dummy(role),
+        buf("pr", role), buf("pr_next", role), buf("contrib", role), buf("contrib_next", role),
+        engine.fscal[role], loop["out"], cl().LocalMemory(8 * wg)),
+        kind="group loop", wg=wg, wait=False)
+    host = np.empty(2 + max_iter, np.uint32)
+    engine.read_buffer(role, host, loop["out"])
+    it, converged = int(host[0]), bool(host[1])
+    trace = [float(v) for v in host[2:2 + it].view(np.float32)]
+    if it % 2:
+        engine.swap("pr", "pr_next")
+        engine.swap("contrib", "contrib_next")
+    return it, trace, converged
