@@ -49,6 +49,21 @@ def test_run_pagerank_on_cnr_matches_reference(capsys, tmp_path):
     assert "top vertices" in out and "EMULATED" in out
 
 
+@pytest.mark.parametrize("flag, launches", [("auto", 1), ("none", None)])
+def test_group_loop_flag(capsys, tmp_path, flag, launches):
+    """``--group-loop``: a small PageRank on one device runs every iteration in one launch
+    by default, and a launch or more an iteration with ``none``; both answers right."""
+    g = shared_graph("USPowerGrid.mtx")
+    out_npy, out_json = tmp_path / "pr.npy", tmp_path / "pr.json"
+    rc, _, err = run_cli(capsys, "run", "pagerank", data_file("USPowerGrid.mtx"), "--devices",
+                         "gpu", "--group-loop", flag, "--output", out_npy, "--json", out_json)
+    assert rc == 0, err
+    rep = json.loads(out_json.read_text())
+    iters, got = rep["result"]["iterations"], rep["timings"]["launches"]["gpu"]
+    assert got == launches if launches else got >= iters
+    assert np.abs(np.load(out_npy) - reference_pagerank(g)).sum() < 1e-4
+
+
 def test_run_bfs_cc_spmv_outputs(capsys, tmp_path):
     g = shared_graph("wiki-Vote.txt")
     src = data_file("wiki-Vote.txt")

@@ -140,6 +140,10 @@ def add_plan_options(p: argparse.ArgumentParser) -> None:
                         "auto (default) while a frontier's out-edges cost the walk less than a "
                         "level costs the push device (both measured), none never, or a fixed "
                         "number of out-edges")
+    w.add_argument("--group-loop", choices=("auto", "always", "none"), default="auto",
+                   help="PageRank's and RWR's iterations in one work-group's launch on one "
+                        "device: auto (default) on inputs of at most 65,536 entries, always "
+                        "on any, none never")
     t.add_argument("--cache-bytes", type=byte_size, default=None, metavar="SIZE",
                    help="the cache partitions must fit, e.g. 24MB or 50MiB (default: the GPU's "
                         "L2, from known sizes where the driver misreports it)")
@@ -265,7 +269,7 @@ def engine_options(app, n: int, args, config: dict):
     budget = config.get("budget") or {}
     return EngineOptions(
         offsets=getattr(args, "offsets", "auto"), columns=getattr(args, "columns", "auto"),
-        walk=getattr(args, "walk", "auto"),
+        walk=getattr(args, "walk", "auto"), group_loop=getattr(args, "group_loop", "auto"),
         gpu_memory=args.gpu_memory if args.gpu_memory is not None else budget.get("gpu_memory"),
         cpu_memory=args.cpu_memory if args.cpu_memory is not None else budget.get("cpu_memory"),
         reserve_bytes=app.state_bytes(n))
