@@ -236,17 +236,23 @@ class InputDigest:
         return self._value
 
 
+#: The modules whose output a cache entry holds (the plan, the tuner's and the whole-run
+#: choice's figures, the partitions): a change to any of them makes every key new.
+CODE_FILES = ("partition.py", "split/tuner.py", "split/perfmodel.py", "features.py",
+              "split/choose.py", "split/answer.py", "apps/powerloop.py", "prepare.py",
+              "workload.py", "engine/launches.py", "throttle/dbwp.py", "throttle/kdtile.py",
+              "throttle/spac.py", "throttle/plan.py", "throttle/remap.py",
+              "throttle/schedule.py", "prepcache.py")
+
+
 def code_digest() -> str:
-    """FinePar's version and the source of the modules whose output an entry holds."""
+    """FinePar's version and the source of :data:`CODE_FILES`."""
     global _CODE
     if _CODE is None:
         from . import __version__
         here = Path(__file__).resolve().parent
         h = hashlib.blake2b(__version__.encode(), digest_size=16)
-        for rel in ("partition.py", "split/tuner.py", "split/perfmodel.py", "features.py",
-                    "split/choose.py", "prepare.py", "workload.py", "engine/launches.py", "throttle/dbwp.py", "throttle/kdtile.py",
-                    "throttle/spac.py", "throttle/plan.py", "throttle/remap.py",
-                    "throttle/schedule.py", "prepcache.py"):
+        for rel in CODE_FILES:
             h.update((here / rel).read_bytes())
         _CODE = h.hexdigest()
     return _CODE

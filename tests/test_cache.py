@@ -292,3 +292,21 @@ def test_program_binaries_kept_for_drivers_without_a_build_cache(tmp_path, monke
     other = dict(defines, T="int")  # other options: another binary
     pairs["split"].program(side, ("skeleton/vector.cl",), other)
     assert len(list((tmp_path / "programs").iterdir())) == 2
+
+
+def test_the_key_covers_every_module_whose_choice_an_entry_keeps():
+    """An entry keeps the tuner's figures and the whole-run choice, measured runs included:
+    the modules that decide them (and the work-group loop that the measured runs of a
+    small PageRank time) are in the code digest, so a change to them makes new keys (a
+    cache filled by older code once fed a new run the old choice)."""
+    import inspect
+    from pathlib import Path
+    import finepar
+    from finepar import prepcache
+    from finepar.apps import powerloop
+    from finepar.split import answer, choose, tuner
+    root = Path(finepar.__file__).resolve().parent
+    for mod in (answer, choose, tuner, powerloop):
+        rel = Path(inspect.getfile(mod)).resolve().relative_to(root).as_posix()
+        assert rel in prepcache.CODE_FILES, rel
+    assert all((root / rel).is_file() for rel in prepcache.CODE_FILES)

@@ -9,14 +9,15 @@ one work-group runs every iteration itself (``pagerank_group_loop`` in
 ``opencl/apps/pagerank/grouploop.cl``): its work-items share the rows, sum the L1
 change and the dangling mass in local memory, and test the stop condition, so a run is
 one launch and one read whatever its iterations. On a GPU the work-group is as wide as
-the device allows (at most :data:`GPU_GROUP`); on a CPU it is one work-item, a plain
-loop (PoCL's barriers cost microseconds each).
+the device allows (at most :data:`GPU_GROUP`) and a long row is cut into segments that
+several work-items sum (:func:`segments`); on a CPU it is one work-item, a plain loop
+(PoCL's barriers cost microseconds each).
 
 It runs where the plan leaves one device and the input has at most :data:`GROUP_LOOP_NNZ`
 entries (``EngineOptions.group_loop='auto'``), or on any one-device plan
 (``'always'``); the whole-run choice measures it against the split on such inputs
-(:func:`finepar.split.answer.whole_run`). The matrix is uploaded once more as a plain
-CSR (at most a few hundred kilobytes) and the vectors stay in the input's numbering.
+(:func:`finepar.split.answer.whole_run`). The matrix is uploaded once more, as segments
+(at most a few hundred kilobytes), and the vectors stay in the input's numbering.
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ from ..device import cl
 GROUP_LOOP_NNZ = 1 << 16
 #: The widest work-group used on a GPU.
 GPU_GROUP = 1024
+#: Most entries of a row one GPU work-item sums in an iteration: a longer row is cut into
+#: segments of this many, summed by as many work-items, then added up by its own (rajat01's
+#: longest rows, over a thousand entries, took 117 us an iteration on one work-item).
+SEGMENT = 32
 PROGRAM = ("apps/pagerank/grouploop.cl",)
 
 
@@ -53,14 +58,45 @@ def group_size(side, role: str) -> int:
     return 1 << (min(GPU_GROUP, int(side.info.max_work_group_size)).bit_length() - 1)
 
 
+def segments(indptr: np.ndarray, length: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's entries cut into segments of at most ``length`` (None: one a row).
+
+    Parameters
+    ----------
+    indptr : ndarray of int, shape (n + 1,)
+    length : int or None
+
+    Returns
+    -------
+    (seg_ptr, row_seg) : ndarrays of int32
+        Segment ``s`` holds entries ``seg_ptr[s] .. seg_ptr[s + 1] - 1``; row ``r``'s
+        segments are ``row_seg[r] .. row_seg[r + 1] - 1`` (none for an empty row).
+    """
+    indptr = np.asarray(indptr, dtype=np.int64)
+    lengths = np.diff(indptr)
+    per_row = (lengths > 0).astype(np.int64) if length is None else -(-lengths // length)
+    row_seg = np.zeros(lengths.size + 1, np.int64)
+    np.cumsum(per_row, out=row_seg[1:])
+    seg_row = np.repeat(np.arange(lengths.size), per_row)
+    step = 0 if length is None else length
+    starts = indptr[seg_row] + (np.arange(seg_row.size) - row_seg[seg_row]) * step
+    seg_ptr = np.concatenate((starts, indptr[-1:]))
+    return seg_ptr.astype(np.int32), row_seg.astype(np.int32)
+
+
 def prepare(engine, max_iter: int = 1) -> dict:
-    """Upload the engine's matrix (A^T) as a plain CSR on its one device, and an output
-    buffer for ``max_iter`` iterations' changes (grown by :func:`run` when needed)."""
+    """Upload the engine's matrix (A^T) on its one device as segments (:func:`segments`:
+    at most :data:`SEGMENT` entries on a GPU, one a row on a CPU) with a scratch vector of
+    their sums, and an output buffer for ``max_iter`` iterations' changes (grown by
+    :func:`run` when needed)."""
     role = engine.roles[0]
     m = engine.matrix
-    return {"role": role,
-            "indptr": engine.scratch(role, np.ascontiguousarray(m.indptr, dtype=np.int32)),
+    seg_ptr, row_seg = segments(m.indptr, None if role == "cpu" else SEGMENT)
+    n_seg = max(int(seg_ptr.size) - 1, 0)
+    return {"role": role, "n_seg": n_seg,
+            "seg_ptr": engine.scratch(role, seg_ptr), "row_seg": engine.scratch(role, row_seg),
             "indices": engine.scratch(role, np.ascontiguousarray(m.indices, dtype=np.int32)),
+            "part": engine.scratch(role, np.zeros(max(n_seg, 1), np.float32)),
             "out": engine.scratch(role, np.zeros(2 + max(int(max_iter), 1), np.uint32)),
             "slots": max(int(max_iter), 1)}
 
@@ -98,7 +134,8 @@ def run(engine, loop: dict, n: int, max_iter: int, *, personalized: bool, plain:
     wg = group_size(side, role)
     buf = engine.buffer
     engine.launch(role, kernel, wg, (
-        np.int32(n), np.int32(max_iter), loop["indptr"], loop["indices"],
+        np.int32(n), np.int32(max_iter), np.int32(loop["n_seg"]), loop["seg_ptr"],
+        loop["row_seg"], loop["indices"], loop["part"],
         buf("inv_outdeg", role), buf("restart", role) if personalized else engine.dummy(role),
         buf("pr", role), buf("pr_next", role), buf("contrib", role), buf("contrib_next", role),
         engine.fscal[role], loop["out"], cl().LocalMemory(8 * wg)),

@@ -2,21 +2,36 @@
  * (finepar/apps/powerloop.py; issue 29): for an input so small that a launch and a host
  * round trip a step cost more than the step itself.
  *
- * The same iteration as rowop.cl's, pull form on A^T (indptr / indices: its CSR, in the
- * input's numbering):
+ * The same iteration as rowop.cl's, pull form on A^T (its CSR in the input's numbering):
  *   pr'[r] = a * p[r] + d * sum_{u -> r} contrib[u],   contrib'[r] = pr'[r] / outdeg[r]
  * with fscal[0] = a (this iteration's base term), fscal[1] = d, fscal[2] = (1 - d) * w,
  * fscal[3] = d * w, fscal[4] = tol, as rowop.cl reads them; the next base term is
- * fscal[2] + fscal[3] * (the dangling mass of pr'). Work-item lid takes rows lid,
- * lid + size, ...; a row's terms are summed with Kahan's compensation (PLAIN_SUMS:
- * plainly). Each iteration's L1 change and dangling mass are summed by a tree in local
- * memory (the work-group size a power of two), and the loop stops once the change is
- * below tol or after max_iter iterations.
+ * fscal[2] + fscal[3] * (the dangling mass of pr').
+ *
+ * Each row's entries are cut into segments of at most a fixed length (seg_ptr: segment s
+ * holds entries seg_ptr[s] .. seg_ptr[s + 1] - 1; row_seg: row r's segments are
+ * row_seg[r] .. row_seg[r + 1] - 1), so a long row spreads over many work-items instead
+ * of stalling one. An iteration has two phases: the work-items share the segments, each
+ * segment's sum going to part[s]; then they share the rows, each row adding its
+ * segments' sums. Sums are Kahan-compensated (PLAIN_SUMS: plain). Each iteration's L1
+ * change and dangling mass are summed by a tree in local memory (the work-group's size a
+ * power of two), and the loop stops once the change is below tol or after max_iter.
  *
  * out (uint): [0] iterations run, [1] 1 where converged, [2 + i] iteration i's L1 change
  * (float bits). Iteration i reads pr / contrib when i is even, pr_next / contrib_next
  * when odd, and writes the other pair: after k iterations the scores are in pr_next when
  * k is odd. */
+
+#ifdef PLAIN_SUMS
+#define ADD(acc, comp, x) { acc += (x); }
+#else
+#define ADD(acc, comp, x) {                                   \
+        const float y_ = (x) - comp;                          \
+        const float t_ = acc + y_;                            \
+        comp = (t_ - acc) - y_;                               \
+        acc = t_;                                             \
+    }
+#endif
 
 #ifdef PERSONALIZED
 #define RESTART(r) (restart[r])
@@ -24,9 +39,11 @@
 #define RESTART(r) 1.0f
 #endif
 
-__kernel void pagerank_group_loop(const int n, const int max_iter,
-                                  __global const int *restrict indptr,
+__kernel void pagerank_group_loop(const int n, const int max_iter, const int n_seg,
+                                  __global const int *restrict seg_ptr,
+                                  __global const int *restrict row_seg,
                                   __global const int *restrict indices,
+                                  __global float *restrict part,
                                   __global const float *restrict inv_outdeg,
                                   __global const float *restrict restart,
                                   __global float *pr, __global float *pr_next,
@@ -40,23 +57,20 @@ __kernel void pagerank_group_loop(const int n, const int max_iter,
     __global float *cur = pr, *nxt = pr_next, *c_cur = contrib, *c_nxt = contrib_next;
     int it = 0, converged = 0;
     while (it < max_iter) {
+        for (int g = lid; g < n_seg; g += size) {
+            float acc = 0.0f, comp = 0.0f;
+            const int end = seg_ptr[g + 1];
+            for (int k = seg_ptr[g]; k < end; ++k)
+                ADD(acc, comp, c_cur[indices[k]])
+            part[g] = acc - comp;
+        }
+        barrier(CLK_GLOBAL_MEM_FENCE);
         float change = 0.0f, mass = 0.0f;
         for (int r = lid; r < n; r += size) {
-            float acc = 0.0f;
-#ifndef PLAIN_SUMS
-            float comp = 0.0f;
-#endif
-            const int end = indptr[r + 1];
-            for (int k = indptr[r]; k < end; ++k) {
-#ifdef PLAIN_SUMS
-                acc += c_cur[indices[k]];
-#else
-                const float term = c_cur[indices[k]] - comp;
-                const float t = acc + term;
-                comp = (t - acc) - term;
-                acc = t;
-#endif
-            }
+            float acc = 0.0f, comp = 0.0f;
+            const int end = row_seg[r + 1];
+            for (int g = row_seg[r]; g < end; ++g)
+                ADD(acc, comp, part[g])
             const float v = a * RESTART(r) + d * acc;
             const float io = inv_outdeg[r];
             change += fabs(v - cur[r]);
