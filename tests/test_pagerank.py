@@ -216,13 +216,19 @@ def test_group_loop_rwr_and_where_it_does_not_apply(pairs):
     assert r.extra["ops"] != "pagerank-group-loop"  # group_loop='none'
 
 
-def test_segments_cut_long_rows_and_keep_empty_ones_empty():
-    """A row of 70 entries in segments of 32 is three (32, 32, 6); an empty row has none;
-    one segment a row without a length; every entry in exactly one segment, in order."""
-    from finepar.apps.powerloop import segments
+def test_segments_cut_long_rows_and_give_empty_ones_one():
+    """A row of 70 entries in segments of 32 is three (32, 32, 6); an empty row has one
+    empty segment; one segment a row without a length; every entry in exactly one
+    segment, in order. The kernel's layout finishes single-segment rows in place and
+    lists the long ones with their segments."""
+    from finepar.apps.powerloop import layout, segments
     indptr = np.array([0, 3, 3, 73, 74])
     seg_ptr, row_seg = segments(indptr, 32)
-    assert row_seg.tolist() == [0, 1, 1, 4, 5]
-    assert seg_ptr.tolist() == [0, 3, 35, 67, 73, 74]
+    assert row_seg.tolist() == [0, 1, 2, 5, 6]
+    assert seg_ptr.tolist() == [0, 3, 3, 35, 67, 73, 74]
     seg_ptr, row_seg = segments(indptr, None)
-    assert row_seg.tolist() == [0, 1, 1, 2, 3] and seg_ptr.tolist() == [0, 3, 73, 74]
+    assert row_seg.tolist() == [0, 1, 2, 3, 4] and seg_ptr.tolist() == [0, 3, 3, 73, 74]
+    lay = layout(indptr, 32)
+    assert lay["seg_row"].tolist() == [0, 1, -1, -1, -1, 3]
+    assert lay["long_rows"].tolist() == [2] and lay["long_seg"].tolist() == [2, 5]
+    assert layout(indptr, None)["long_rows"].size == 0

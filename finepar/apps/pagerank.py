@@ -224,8 +224,8 @@ class PageRank(App):
     def _group_loop_iterations(self, engine: Engine, scal: list, tol: float, max_iter: int,
                                personalized: bool, ops: tuple):
         """One device, a small input: every iteration in one launch (:mod:`powerloop`)."""
-        return powerloop.run(engine, engine.state[self.name]["loop"], engine.matrix.n,
-                             max_iter, personalized=personalized, plain="-plain" in ops[1])
+        return powerloop.run(engine, engine.state[self.name]["loop"], max_iter,
+                             personalized=personalized, plain="-plain" in ops[1])
 
     def start(self, engine: Engine, n: int) -> None:
         """``contrib = pr / outdeg`` on the devices, in each device's column numbering."""

@@ -17,7 +17,10 @@ It runs where the plan leaves one device and the input has at most :data:`GROUP_
 entries (``EngineOptions.group_loop='auto'``), or on any one-device plan
 (``'always'``); the whole-run choice measures it against the split on such inputs
 (:func:`finepar.split.answer.whole_run`). The matrix is uploaded once more, as segments
-(at most a few hundred kilobytes), and the vectors stay in the input's numbering.
+(at most a few hundred kilobytes), and the vectors stay in the input's numbering. A
+row that is one segment is finished by the work-item that sums it; only where some row
+is longer does an iteration pay a second phase (a barrier, then those rows adding their
+segments' sums).
 """
 
 from __future__ import annotations
@@ -59,7 +62,8 @@ def group_size(side, role: str) -> int:
 
 
 def segments(indptr: np.ndarray, length: int | None) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's entries cut into segments of at most ``length`` (None: one a row).
+    """Each row's entries cut into segments of at most ``length`` (None: one a row); an
+    empty row has one empty segment.
 
     Parameters
     ----------
@@ -69,12 +73,13 @@ def segments(indptr: np.ndarray, length: int | None) -> tuple[np.ndarray, np.nda
     Returns
     -------
     (seg_ptr, row_seg) : ndarrays of int32
-        Segment ``s`` holds entries ``seg_ptr[s] .. seg_ptr[s + 1] - 1``; row ``r``'s
-        segments are ``row_seg[r] .. row_seg[r + 1] - 1`` (none for an empty row).
+        Segment ``g`` holds entries ``seg_ptr[g] .. seg_ptr[g + 1] - 1``; row ``r``'s
+        segments are ``row_seg[r] .. row_seg[r + 1] - 1`` (at least one).
     """
     indptr = np.asarray(indptr, dtype=np.int64)
     lengths = np.diff(indptr)
-    per_row = (lengths > 0).astype(np.int64) if length is None else -(-lengths // length)
+    per_row = (np.ones_like(lengths) if length is None
+               else np.maximum(-(-lengths // length), 1))
     row_seg = np.zeros(lengths.size + 1, np.int64)
     np.cumsum(per_row, out=row_seg[1:])
     seg_row = np.repeat(np.arange(lengths.size), per_row)
@@ -84,34 +89,51 @@ def segments(indptr: np.ndarray, length: int | None) -> tuple[np.ndarray, np.nda
     return seg_ptr.astype(np.int32), row_seg.astype(np.int32)
 
 
+def layout(indptr: np.ndarray, length: int | None) -> dict:
+    """The kernel's view of :func:`segments`: ``seg_ptr``; ``seg_row`` (int32, one a
+    segment: its row where that is the row's only segment, else -1); ``long_rows`` (the
+    rows of several segments) and ``long_seg`` (int32, their first and past-the-last
+    segments, in pairs)."""
+    seg_ptr, row_seg = segments(indptr, length)
+    per_row = np.diff(row_seg)
+    seg_row = np.full(seg_ptr.size - 1, -1, np.int32)
+    single = per_row == 1
+    seg_row[row_seg[:-1][single]] = np.flatnonzero(single)
+    long_rows = np.flatnonzero(~single).astype(np.int32)
+    long_seg = np.stack((row_seg[:-1][~single], row_seg[1:][~single]), axis=1)
+    return {"seg_ptr": seg_ptr, "seg_row": seg_row, "long_rows": long_rows,
+            "long_seg": np.ascontiguousarray(long_seg, dtype=np.int32).reshape(-1)}
+
+
 def prepare(engine, max_iter: int = 1) -> dict:
-    """Upload the engine's matrix (A^T) on its one device as segments (:func:`segments`:
+    """Upload the engine's matrix (A^T) on its one device as segments (:func:`layout`:
     at most :data:`SEGMENT` entries on a GPU, one a row on a CPU) with a scratch vector of
-    their sums, and an output buffer for ``max_iter`` iterations' changes (grown by
-    :func:`run` when needed)."""
+    the long rows' segments' sums, and an output buffer for ``max_iter`` iterations'
+    changes (grown by :func:`run` when needed)."""
     role = engine.roles[0]
     m = engine.matrix
-    seg_ptr, row_seg = segments(m.indptr, None if role == "cpu" else SEGMENT)
-    n_seg = max(int(seg_ptr.size) - 1, 0)
-    return {"role": role, "n_seg": n_seg,
-            "seg_ptr": engine.scratch(role, seg_ptr), "row_seg": engine.scratch(role, row_seg),
-            "indices": engine.scratch(role, np.ascontiguousarray(m.indices, dtype=np.int32)),
-            "part": engine.scratch(role, np.zeros(max(n_seg, 1), np.float32)),
-            "out": engine.scratch(role, np.zeros(2 + max(int(max_iter), 1), np.uint32)),
-            "slots": max(int(max_iter), 1)}
+    lay = layout(m.indptr, None if role == "cpu" else SEGMENT)
+    out = {"role": role, "n_seg": int(lay["seg_ptr"].size) - 1,
+           "n_long": int(lay["long_rows"].size), "slots": max(int(max_iter), 1)}
+    for name, arr in (*lay.items(),
+                      ("indices", np.ascontiguousarray(m.indices, dtype=np.int32)),
+                      ("part", np.zeros(max(out["n_seg"], 1), np.float32)),
+                      ("out", np.zeros(2 + out["slots"], np.uint32))):
+        out[name] = engine.scratch(role, arr if arr.size else np.zeros(1, arr.dtype))
+    return out
 
 
-def run(engine, loop: dict, n: int, max_iter: int, *, personalized: bool, plain: bool):
+def run(engine, loop: dict, max_iter: int, *, personalized: bool, plain: bool):
     """Every iteration in one launch, then one read of its counts and changes.
 
     Parameters
     ----------
     engine : Engine
-        One device; ``pr`` and ``contrib`` (float32, shape (n,)) hold the start and
+        One device; ``pr`` and ``contrib`` (float32, one a vertex) hold the start and
         ``fscal`` the first iteration's scalars, as for the row-operation iterations.
     loop : dict
         :func:`prepare`'s buffers.
-    n, max_iter : int
+    max_iter : int
     personalized : bool
         The restart vector is ``restart`` (RWR), not uniform.
     plain : bool
@@ -134,8 +156,9 @@ def run(engine, loop: dict, n: int, max_iter: int, *, personalized: bool, plain:
     wg = group_size(side, role)
     buf = engine.buffer
     engine.launch(role, kernel, wg, (
-        np.int32(n), np.int32(max_iter), np.int32(loop["n_seg"]), loop["seg_ptr"],
-        loop["row_seg"], loop["indices"], loop["part"],
+        np.int32(loop["n_seg"]), np.int32(max_iter), np.int32(loop["n_long"]),
+        loop["seg_ptr"], loop["seg_row"], loop["long_rows"], loop["long_seg"],
+        loop["indices"], loop["part"],
         buf("inv_outdeg", role), buf("restart", role) if personalized else engine.dummy(role),
         buf("pr", role), buf("pr_next", role), buf("contrib", role), buf("contrib_next", role),
         engine.fscal[role], loop["out"], cl().LocalMemory(8 * wg)),

@@ -8,14 +8,16 @@
  * fscal[3] = d * w, fscal[4] = tol, as rowop.cl reads them; the next base term is
  * fscal[2] + fscal[3] * (the dangling mass of pr').
  *
- * Each row's entries are cut into segments of at most a fixed length (seg_ptr: segment s
- * holds entries seg_ptr[s] .. seg_ptr[s + 1] - 1; row_seg: row r's segments are
- * row_seg[r] .. row_seg[r + 1] - 1), so a long row spreads over many work-items instead
- * of stalling one. An iteration has two phases: the work-items share the segments, each
- * segment's sum going to part[s]; then they share the rows, each row adding its
- * segments' sums. Sums are Kahan-compensated (PLAIN_SUMS: plain). Each iteration's L1
- * change and dangling mass are summed by a tree in local memory (the work-group's size a
- * power of two), and the loop stops once the change is below tol or after max_iter.
+ * Each row's entries are cut into segments of at most a fixed length (seg_ptr: segment g
+ * holds entries seg_ptr[g] .. seg_ptr[g + 1] - 1 of row seg_row[g]; an empty row has one
+ * empty segment), so a long row spreads over many work-items instead of stalling one.
+ * The work-items share the segments: one that is its row's only segment finishes the row;
+ * the others leave their sums in part[g]. Where some row has several (n_long of them,
+ * long_rows; long_seg[2i] .. long_seg[2i + 1] - 1 their segments), a barrier, then the
+ * work-items share those rows, adding their segments' sums. Sums are Kahan-compensated
+ * (PLAIN_SUMS: plain). Each iteration's L1 change and dangling mass are summed by a tree
+ * in local memory (the work-group's size a power of two), and the loop stops once the
+ * change is below tol or after max_iter.
  *
  * out (uint): [0] iterations run, [1] 1 where converged, [2 + i] iteration i's L1 change
  * (float bits). Iteration i reads pr / contrib when i is even, pr_next / contrib_next
@@ -39,9 +41,21 @@
 #define RESTART(r) 1.0f
 #endif
 
-__kernel void pagerank_group_loop(const int n, const int max_iter, const int n_seg,
+/* Row r's new score from the sum of its terms: the outputs, and the iteration's sums. */
+#define FINISH_ROW(r, sum) {                                  \
+        const float v_ = a * RESTART(r) + d * (sum);          \
+        const float io_ = inv_outdeg[r];                      \
+        change += fabs(v_ - cur[r]);                          \
+        mass += (io_ == 0.0f) ? v_ : 0.0f;                    \
+        nxt[r] = v_;                                          \
+        c_nxt[r] = v_ * io_;                                  \
+    }
+
+__kernel void pagerank_group_loop(const int n_seg, const int max_iter, const int n_long,
                                   __global const int *restrict seg_ptr,
-                                  __global const int *restrict row_seg,
+                                  __global const int *restrict seg_row,
+                                  __global const int *restrict long_rows,
+                                  __global const int *restrict long_seg,
                                   __global const int *restrict indices,
                                   __global float *restrict part,
                                   __global const float *restrict inv_outdeg,
@@ -57,26 +71,27 @@ __kernel void pagerank_group_loop(const int n, const int max_iter, const int n_s
     __global float *cur = pr, *nxt = pr_next, *c_cur = contrib, *c_nxt = contrib_next;
     int it = 0, converged = 0;
     while (it < max_iter) {
+        float change = 0.0f, mass = 0.0f;
         for (int g = lid; g < n_seg; g += size) {
             float acc = 0.0f, comp = 0.0f;
             const int end = seg_ptr[g + 1];
             for (int k = seg_ptr[g]; k < end; ++k)
                 ADD(acc, comp, c_cur[indices[k]])
-            part[g] = acc - comp;
+            const int r = seg_row[g];
+            if (r >= 0)
+                FINISH_ROW(r, acc - comp)
+            else
+                part[g] = acc - comp;
         }
-        barrier(CLK_GLOBAL_MEM_FENCE);
-        float change = 0.0f, mass = 0.0f;
-        for (int r = lid; r < n; r += size) {
-            float acc = 0.0f, comp = 0.0f;
-            const int end = row_seg[r + 1];
-            for (int g = row_seg[r]; g < end; ++g)
-                ADD(acc, comp, part[g])
-            const float v = a * RESTART(r) + d * acc;
-            const float io = inv_outdeg[r];
-            change += fabs(v - cur[r]);
-            mass += (io == 0.0f) ? v : 0.0f;
-            nxt[r] = v;
-            c_nxt[r] = v * io;
+        if (n_long) {
+            barrier(CLK_GLOBAL_MEM_FENCE);
+            for (int i = lid; i < n_long; i += size) {
+                float acc = 0.0f, comp = 0.0f;
+                const int end = long_seg[2 * i + 1];
+                for (int g = long_seg[2 * i]; g < end; ++g)
+                    ADD(acc, comp, part[g])
+                FINISH_ROW(long_rows[i], acc - comp)
+            }
         }
         red[lid] = change;
         red[size + lid] = mass;
