@@ -435,6 +435,7 @@ def test_previous_finepar_runs_through_its_cli(cache, tmp_path):
     ("pipeline", ["--large-scales", "26,x"], "--large-scales: 'x'"),
     ("probe_host", ["--app", "nope"], "--app: 'nope'"),
     ("probe_pinned", ["--sizes-mb", "4,x"], "--sizes-mb: '4,x'"),
+    ("probe_p2p", ["--repeats", "0"], "--repeats must be at least 1"),
 ])
 def test_bad_options_are_one_line_before_any_work(module, argv, words, tmp_path, capsys,
                                                   monkeypatch):
@@ -585,6 +586,21 @@ def test_probe_pinned_times_every_host_memory(tmp_path):
     reg = cases["shared+registered"]
     assert ("skipped" in reg) != ("d2h" in reg)
     assert cases["host copy (copy_spans)"]["copy"]["gbps_median"] > 0
+
+
+def test_probe_p2p_moves_and_checks_every_way(tmp_path):
+    """benchmarks/probe_p2p.py: each way of moving a buffer from one queue's device to the
+    other's (a copy, a kernel's read, through pinned host memory) timed and checked word by
+    word; on PoCL's one device both queues share it, and the document says so."""
+    import probe_p2p
+    out = tmp_path / "p2p.json"
+    assert probe_p2p.main(["--sizes-mb", "0.5", "--repeats", "2", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["two_devices"] is False and "one device" in doc["devices"]
+    (case,) = doc["cases"]
+    for way in probe_p2p.WAYS:
+        assert case[way]["right"] is True
+        assert 0 < case[way]["gbps_min"] <= case[way]["gbps_median"] <= case[way]["gbps_max"]
 
 
 def test_probe_host_counts_a_bfs_runs_commands(tmp_path):
