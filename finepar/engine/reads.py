@@ -16,8 +16,9 @@ def read_many(engine, names: tuple, role: str | None = None) -> list:
     """Vectors ``names`` on the host, each as :meth:`Engine.read` gives it.
 
     Where every one is a single plain copy of one side's buffer (small, in the input's
-    numbering, one side holding it whole), the copies are enqueued together and waited
-    for once: one host synchronisation, not one a vector.
+    numbering, one side holding it whole, one process: a distributed run's read gathers
+    every rank's rows), the copies are enqueued together and waited for once: one host
+    synchronisation, not one a vector.
 
     Parameters
     ----------
@@ -35,8 +36,9 @@ def read_many(engine, names: tuple, role: str | None = None) -> list:
     r = role or engine.roles[0]
     side = engine.pair.side(r)
     outs = [np.empty(engine._vectors[n]["size"], dtype=engine._vec_dtype[n]) for n in names]
-    one_copy = (engine.pair.shared or role is not None or len(engine.roles) == 1
-                or engine.plan.method == "dynamic")
+    one_copy = ((engine.pair.shared or role is not None or len(engine.roles) == 1
+                 or engine.plan.method == "dynamic")
+                and getattr(engine, "comm", None) is None)  # a rank's read gathers
     if not one_copy or any(engine._by_column(n) or staged(side, o)
                            for n, o in zip(names, outs)):
         return [engine.read(n, role) for n in names]
