@@ -22,11 +22,10 @@ import numpy as np
 
 def main(out: str, cases_file: str) -> int:
     from finepar import mpi
-    from finepar.mpi import halo, window
+    from finepar.mpi import window
     from finepar.mpi.comm import Communicator, RankFailure
     comm = Communicator()
-    min_bytes, piece_bytes, copy_entries = (window.MIN_BYTES, window.STREAM_PIECE_BYTES,
-                                            halo.COPY_ENTRIES)
+    min_bytes = window.MIN_BYTES
     out_dir = Path(out)
     cases = json.loads(Path(cases_file).read_text())
     for case in cases:
@@ -38,12 +37,8 @@ def main(out: str, cases_file: str) -> int:
             from finepar.io import load
             graph = load(graph)
         # "window": every collective through the shared window, however small (else the
-        # small test graphs' messages go through MPI's own collectives), and every halo
-        # streamed in as many pieces as it may be cut into, over device copies of 16 entries
-        small = bool(case.get("window"))
-        window.MIN_BYTES = 0 if small else min_bytes
-        window.STREAM_PIECE_BYTES = 64 if small else piece_bytes
-        halo.COPY_ENTRIES = 16 if small else copy_entries
+        # small test graphs' messages go through MPI's own collectives)
+        window.MIN_BYTES = 0 if case.get("window") else min_bytes
         try:
             result, report = mpi.run(case["app"], graph, comm=comm,
                                       memory=case["memory"], gpu="emulate", threshold=64,

@@ -283,19 +283,6 @@ def test_distributed_flag_runs_one_rank_without_mpiexec(tmp_path):
 # ------------------------------------------------------------ parts without MPI
 
 
-@pytest.mark.parametrize("size", [0, 1, 64, 1000, 54 << 20])
-@pytest.mark.parametrize("pieces", [1, 3, 8])
-def test_stream_pieces_cover_a_buffer_once_on_64_byte_cuts(size, pieces):
-    """A streamed exchange's pieces of one rank's send bytes: disjoint, in order, covering
-    every byte once, every inner cut on a 64-byte boundary."""
-    from finepar.mpi.window import piece_bounds, pieces_for
-    spans = [piece_bounds(size, pieces, k) for k in range(pieces)]
-    assert spans[0][0] == 0 and spans[-1][1] == size
-    assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
-    assert all(lo <= hi and lo % 64 == 0 for lo, hi in spans)
-    assert pieces_for(0) == 1 and pieces_for(54 << 20) == 6 and pieces_for(1 << 40) == 8
-
-
 def test_nnz_bounds_balance_entries_and_give_every_rank_a_row():
     from finepar.mpi.partition import by_nnz
     lengths = np.array([1000, 1, 1, 1, 1, 1, 1, 1, 1, 1])

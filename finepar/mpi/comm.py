@@ -226,17 +226,10 @@ class Communicator:
         return recv
 
     def alltoallv(self, send: np.ndarray, send_counts, recv_counts,
-                  out: np.ndarray | None = None, stream=None) -> np.ndarray:
+                  out: np.ndarray | None = None) -> np.ndarray:
         """``MPI_Alltoallv``: ``send`` holds the entries for rank 0, then rank 1, ...
         (``send_counts`` each); returns (or fills ``out`` with) what the ranks sent here,
-        in rank order (``recv_counts`` each).
-
-        ``stream``: ``(ready, landed)`` callbacks for an exchange whose bytes come from and
-        go to devices: ``ready(lo, hi)`` returns once bytes ``[lo, hi)`` of ``send`` are on
-        the host, ``landed(lo, hi)`` is told that bytes ``[lo, hi)`` of ``out`` arrived.
-        Through the window the exchange is then streamed in pieces
-        (:meth:`NodeWindow.alltoallv_streamed`); otherwise ``ready`` covers all of
-        ``send`` before and ``landed`` all of ``out`` after."""
+        in rank order (``recv_counts`` each)."""
         sc = np.asarray(send_counts, dtype=np.int64)
         rc = np.asarray(recv_counts, dtype=np.int64)
         if out is None:
@@ -248,21 +241,12 @@ class Communicator:
             meta = np.empty((self.size, self.size + 1), dtype=np.int64)
             mine = np.concatenate((sd * send.itemsize, [int(sc.sum()) * send.itemsize]))
             self._timed(self.comm.Allgather, mine, meta)
-            largest = int(meta[:, -1].max())
-            if largest >= window.MIN_BYTES:
-                if stream is not None:
-                    self._timed(self.window.alltoallv_streamed, send, meta, out, rc, rd,
-                                window.pieces_for(largest), *stream)
-                else:
-                    self._timed(self.window.alltoallv, send, meta, out, rc, rd)
+            if int(meta[:, -1].max()) >= window.MIN_BYTES:
+                self._timed(self.window.alltoallv, send, meta, out, rc, rd)
                 self.window_moves += 1
                 return out
-        if stream is not None:
-            stream[0](0, send.nbytes)
         typ = _mpi_type(self.MPI, send.dtype)
         self._timed(self.comm.Alltoallv, [send, sc, sd, typ], [out, rc, rd, typ])
-        if stream is not None:
-            stream[1](0, out.nbytes)
         return out
 
     def route(self, owners: np.ndarray, *arrays: np.ndarray) -> tuple:

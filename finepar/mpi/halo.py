@@ -8,13 +8,9 @@ the entries, and tells the askers that order. Each exchange then:
 
 1. packs the asked entries on the side that wrote them (``gather`` of
    ``opencl/skeleton/vector.cl``) and copies them into page-locked host memory (a mapped
-   ``ALLOC_HOST_PTR`` buffer: the device-to-host DMA of NVIDIA's driver), in copies of
-   at most :data:`COPY_ENTRIES`;
-2. moves them with one ``MPI_Alltoallv`` from pinned memory to pinned memory, streamed
-   in pieces through the shared window where the ranks share a host: a piece leaves as
-   soon as the copies under it are done, and goes on to the devices as soon as it is in;
-3. copies what arrived to every side of the rank (piece by piece) and unpacks it
-   (``scatter``).
+   ``ALLOC_HOST_PTR`` buffer: the device-to-host DMA of NVIDIA's driver);
+2. moves them with one ``MPI_Alltoallv`` from pinned memory to pinned memory;
+3. copies what arrived to every side of the rank and unpacks it (``scatter``).
 
 Entries are moved as 32-bit words whatever the vector's type. Where a device keeps the
 vector in its renumbered columns (:mod:`finepar.engine.columns`: PageRank's contributions
@@ -35,11 +31,6 @@ from ..device import alloc, cl
 from ..parallel import chunked
 from .comm import Communicator
 from .partition import RowPartition
-
-
-#: Entries of the packed halo one device-to-host copy moves at most (4 MB): a piece of a
-#: streamed exchange waits only for the copies under it.
-COPY_ENTRIES = 1 << 20
 
 
 def _round_up(x: int, m: int = 64) -> int:
@@ -161,48 +152,28 @@ class RankHalo:
 
     def exchange(self, name: str) -> float:
         """Move vector ``name``'s halo between the ranks now (collective). Returns the
-        exchange's wall seconds.
-
-        Streamed (:meth:`Communicator.alltoallv`'s ``stream``): the packed entries leave
-        each device in copies of at most :data:`COPY_ENTRIES`, and a piece of the exchange
-        waits only for the copies under it; what arrives goes back to the devices piece by
-        piece, then is unpacked."""
+        exchange's wall seconds."""
         eng, mod = self.engine, cl()
         t0 = time.perf_counter()
-        out_copies = []  # (first byte, past-the-last byte, event) in send_host
+        copies = []
         for snd in self.senders:
             s = snd["side"]
             gather = eng.pair.kernel(s, ("skeleton/vector.cl",), {"T": "uint"}, "gather")
             gather(s.queue, (_round_up(snd["count"]),), None, np.int32(snd["count"]),
                    self._index(snd, name), eng.buffer(name, snd["role"]), snd["out"])
             for src, dst, k in snd["runs"]:
-                for a in range(0, k, COPY_ENTRIES):
-                    b = min(k, a + COPY_ENTRIES)
-                    ev = mod.enqueue_copy(s.queue, self.send_host[dst + a:dst + b], snd["out"],
-                                          src_offset=4 * (src + a), is_blocking=False)
-                    out_copies.append((4 * (dst + a), 4 * (dst + b), ev))
-            s.queue.flush()
-        receivers = list(self.receivers.values())
-
-        def ready(lo: int, hi: int) -> None:
-            for a, b, ev in out_copies:
-                if a < hi and lo < b:
-                    ev.wait()
-
-        def landed(lo: int, hi: int) -> None:
-            for rcv in receivers:
-                q = rcv["side"].queue
-                mod.enqueue_copy(q, rcv["in"], self.recv_host[lo // 4:hi // 4],
-                                 dst_offset=lo, is_blocking=False)
-                q.flush()
-
-        m0 = self.comm.mpi_seconds
+                copies.append(mod.enqueue_copy(s.queue, self.send_host[dst:dst + k], snd["out"],
+                                               src_offset=4 * src, is_blocking=False))
+        for ev in copies:
+            ev.wait()
+        t1 = time.perf_counter()
         self.comm.alltoallv(self.send_host, self.send_counts, self.recv_counts,
-                            out=self.recv_host, stream=(ready, landed))
-        mpi = self.comm.mpi_seconds - m0
+                            out=self.recv_host)
+        t2 = time.perf_counter()
         done = []
-        for rcv in receivers:
+        for rcv in self.receivers.values():
             s, count = rcv["side"], int(self.recv_idx.size)
+            mod.enqueue_copy(s.queue, rcv["in"], self.recv_host[:count], is_blocking=False)
             scatter = eng.pair.kernel(s, ("skeleton/vector.cl",), {"T": "uint"}, "scatter")
             done.append(scatter(s.queue, (_round_up(count),), None, np.int32(count),
                                 self._index(rcv, name), rcv["in"],
@@ -213,7 +184,7 @@ class RankHalo:
         st = self.stats
         st["exchanges"] += 1
         st["seconds"] += seconds
-        st["mpi_seconds"] += mpi
+        st["mpi_seconds"] += t2 - t1
         st["bytes_sent"] += 4 * int(self.send_counts.sum())
         st["bytes_received"] += 4 * int(self.recv_counts.sum())
         return seconds

@@ -10,13 +10,6 @@ writes what it sends into its own slot of the window, the ranks synchronise, and
 copies what it receives out of its peers' slots with the host's threads, then the ranks
 synchronise again before a slot is reused. MPI still allocates the memory and orders the
 ranks; no transport of our own.
-
-A large exchange whose bytes come from a device and go to one (a halo) is streamed
-(:meth:`NodeWindow.alltoallv_streamed`): cut into pieces, each copied into the window as
-soon as its device-to-host copy is done and handed to the host-to-device copies as soon as
-it is out, so the DMA of one piece runs while the host copies the next (NVIDIA's OpenCL
-reaches the pinned rate only from its own pinned buffers, never from the window:
-``benchmarks/probe_pinned.py``).
 """
 
 from __future__ import annotations
@@ -28,25 +21,6 @@ from ..parallel import copy_spans
 #: Messages (bytes one rank sends in one collective) below this go through MPI's own
 #: collectives: for them the two synchronisations cost more than a copy saves.
 MIN_BYTES = 1 << 20
-#: Bytes a piece of a streamed exchange holds at least (:meth:`NodeWindow.alltoallv_streamed`).
-STREAM_PIECE_BYTES = 8 << 20
-#: Most pieces of a streamed exchange (each costs the ranks one synchronisation).
-MAX_PIECES = 8
-#: Bytes one thread copies at a time within a piece (several threads a piece).
-PIECE_COPY_BYTES = 1 << 20
-
-
-def pieces_for(nbytes: int) -> int:
-    """How many pieces a streamed exchange of at most ``nbytes`` a rank is cut into."""
-    return int(min(MAX_PIECES, max(1, int(nbytes) // STREAM_PIECE_BYTES)))
-
-
-def piece_bounds(size: int, pieces: int, k: int) -> tuple[int, int]:
-    """Bytes ``[lo, hi)`` of piece ``k`` of ``pieces`` of a ``size``-byte buffer: equal cuts
-    on 64-byte boundaries, the last to the end."""
-    lo = (size * k // pieces) // 64 * 64
-    hi = size if k == pieces - 1 else (size * (k + 1) // pieces) // 64 * 64
-    return lo, max(lo, hi)
 
 
 def as_bytes(a: np.ndarray) -> np.ndarray:
@@ -127,41 +101,6 @@ class NodeWindow:
         wanted = [(ob[int(recv_displs[r]) * item:int(recv_displs[r] + recv_counts[r]) * item],
                    r, int(meta[r, self.rank])) for r in range(self.size) if recv_counts[r]]
         self._move(send, int(meta[:, -1].max()), wanted)
-
-    def alltoallv_streamed(self, send: np.ndarray, meta: np.ndarray, out: np.ndarray,
-                           recv_counts: np.ndarray, recv_displs: np.ndarray, pieces: int,
-                           ready, landed) -> None:
-        """:meth:`alltoallv` in ``pieces`` rounds, so that a device's copies overlap the
-        host's (collective; every rank passes the same ``pieces``).
-
-        Round ``k`` moves piece ``k`` of every rank's send bytes (:func:`piece_bounds` of
-        its size): this rank calls ``ready(lo, hi)`` (bytes ``[lo, hi)`` of ``send`` must be
-        on the host when it returns), copies them into its slot, synchronises, copies out
-        of each peer's slot what it wants of that peer's piece ``k``, and calls
-        ``landed(lo, hi)`` for each byte range of ``out`` that arrived. Pieces are
-        disjoint, so one synchronisation a round and one at the end suffice.
-        """
-        slots = self.ensure(int(meta[:, -1].max()))
-        item, ob, mb = out.dtype.itemsize, as_bytes(out), as_bytes(send)
-        sizes = meta[:, -1]
-        wants = [(r, int(meta[r, self.rank]), int(recv_counts[r]) * item,
-                  int(recv_displs[r]) * item) for r in range(self.size) if recv_counts[r]]
-        for k in range(pieces):
-            lo, hi = piece_bounds(int(sizes[self.rank]), pieces, k)
-            ready(lo, hi)
-            copy_spans([(slots[self.rank][lo:hi], mb[lo:hi])], PIECE_COPY_BYTES)
-            self.fence()
-            got = []
-            for r, seg, nbytes, at in wants:
-                plo, phi = piece_bounds(int(sizes[r]), pieces, k)
-                a, b = max(plo, seg), min(phi, seg + nbytes)
-                if a < b:
-                    got.append((at + a - seg, at + b - seg, r, a))
-            copy_spans([(ob[x:y], slots[r][a:a + y - x]) for x, y, r, a in got],
-                       PIECE_COPY_BYTES)
-            for x, y, _, _ in got:
-                landed(x, y)
-        self.fence()
 
     def allgatherv(self, mine: np.ndarray, out: np.ndarray, counts: np.ndarray,
                    displs: np.ndarray) -> None:
