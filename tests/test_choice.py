@@ -186,9 +186,11 @@ def test_a_small_default_pagerank_is_decided_by_measured_runs(real_pair):
     assert len(ch["candidates"]) >= 2
     meas = {n: c["measured"] for n, c in ch["candidates"].items()}
     alone = min((meas[n], n) for n in meas if n != "split")
-    want = ("split" if meas["split"] * (1 + answer.CORUN_MARGIN) < alone[0] else alone[1])
+    one = len(ch["candidates"]["split"]["roles"]) == 1  # the tuner's end: a device alone
+    margin = 0.0 if one else answer.CORUN_MARGIN
+    want = ("split" if meas["split"] * (1 + margin) < alone[0] else alone[1])
     assert ch["winner"] == want
-    assert (res.extra["ops"] == "pagerank-group-loop") == (want != "split")
+    assert (res.extra["ops"] == "pagerank-group-loop") == (want != "split" or one)
     app = apps.get("pagerank")
     params = app.check_params(g, {})
     assert app.check(g, res, app.reference(g, params), params) == ""

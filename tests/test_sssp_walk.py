@@ -181,3 +181,31 @@ def test_hub_source_is_declined_without_counting_its_neighbours(monkeypatch):
     assert calls == []
     assert small.starts(10, np.array([3], np.int32))
     assert calls == [3]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_push_levels_after_a_hand_over_set_the_next_runs_switch(mode, pairs):
+    """With no hand-back, a hand-over gives the push side every level left: the steps after
+    it are measured (wall time a level, pulls included) and become the pair's cost of a push
+    level, so the next run's switch point follows them (never below an empty level's round
+    trip). A run that hands over (at a fixed switch point) records it; with a measured level
+    of a second, the next run walks the whole graph on the CPU; both answers are the no-walk
+    run's."""
+    from finepar.engine import heapwalk, walk
+    g = shared_graph("ca-GrQc.mtx")
+    pair = pairs[mode]
+    params = {"root": 4233}
+    ref, _ = api.run("sssp", g, pair=pair, devices="cpu", warmup=False, options=NO_WALK,
+                     **params)
+    rates = walk.measured_rates(pair)
+    rates.pop(heapwalk.PUSH_LEVEL, None)
+    res, _ = api.run("sssp", g, pair=pair, devices="cpu", warmup=False,
+                     options=EngineOptions(walk=100), **params)  # the root: 81 out-edges
+    assert res.extra["handovers"]["from_walk"] == 1
+    assert rates.get(heapwalk.PUSH_LEVEL, 0.0) > 0.0
+    assert np.array_equal(res.values, ref.values)
+    rates[heapwalk.PUSH_LEVEL] = 1.0  # a push level of a second: walk everything
+    res, _ = api.run("sssp", g, pair=pair, devices="cpu", warmup=False, **params)
+    assert res.extra["where"] == "walk"
+    assert res.extra["handovers"]["from_walk"] == 0
+    assert np.array_equal(res.values, ref.values)

@@ -818,8 +818,10 @@ class FrontierApp:
                 run, where, pull = self._step(engine, st, where, size, edges, policy, loop, cap)
                 here = ("both" if len(engine.roles) == 2 else engine.roles[0]) if pull \
                     else st["push_role"]
-                if walker is not None and not pull:
-                    walker.pushed(run.levels, time.perf_counter() - t0)
+                if walker is not None:
+                    if not pull:
+                        walker.pushed(run.levels, time.perf_counter() - t0)
+                    walker.stepped(time.perf_counter() - t0, len(run.levels))
             self._record(trace, run, pull, here, loop["it"], time.perf_counter() - t0)
             loop["processed"] += sum(lv[1] for lv in run.levels)
             loop["it"] += len(run.levels)

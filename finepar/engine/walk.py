@@ -150,6 +150,10 @@ class CpuWalk:
         return self.engine.pair.kernel(self.side, tuple(sources),
                                        {"OFFSET_T": "long" if self.wide else "int"}, kernel)
 
+    def stepped(self, seconds: float, levels: int) -> None:
+        """The push side ran a step of ``levels`` levels in ``seconds`` (every step, pushes
+        and pulls); the level walk learns from :meth:`SerialWalk.pushed` instead."""
+
     @property
     def switch_edges(self) -> int:
         """The frontier's out-edges up to which the walk runs it faster than the push side:
