@@ -200,3 +200,28 @@ def test_push_side_starts_only_at_the_first_hand_over(mode, pairs, monkeypatch):
     check_run(g, res, root, 40)
     assert res.extra["handovers"]["from_walk"] >= 1
     assert len(calls) == 1 and calls[0][1] is False and "cpu" not in (calls[0][0] or ())
+
+
+@pytest.mark.parametrize("mode", ["shared", "split"])
+@pytest.mark.parametrize("app", ["bfs", "sssp"])
+def test_a_run_the_walk_ends_reads_its_answer_with_the_walk(app, mode, pairs, monkeypatch):
+    """On a small input a run the CPU's walk ends takes its answer from the copies the walk
+    read with its own results (one wait, not two): no vector is read again, and the answer
+    is the run's without the walk."""
+    from finepar.apps import bfs
+    from finepar.engine import core
+    g = shared_graph("USPowerGrid.mtx")
+    ref, _ = api.run(app, g, pair=pairs[mode], devices="cpu", warmup=False,
+                     options=EngineOptions(walk="none"), root=2553)
+
+    def no_read(*a, **k):
+        raise AssertionError("read again")
+    monkeypatch.setattr(core.Engine, "read", no_read)
+    monkeypatch.setattr(bfs, "read_many", no_read)
+    res, _ = api.run(app, g, pair=pairs[mode], devices="cpu", warmup=False,
+                     options=EngineOptions(walk=10**9), root=2553)
+    assert res.extra["where"] == "walk"
+    assert np.array_equal(res.values, ref.values)
+    if app == "bfs":
+        assert bfs_levels_fast(g, 2553).tolist() == res.values.tolist()
+        assert (res.extra["parent"] >= 0).sum() == (ref.extra["parent"] >= 0).sum()

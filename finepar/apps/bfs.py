@@ -32,7 +32,7 @@ from ..graph import Graph
 from . import bfsranks, register
 from .base import MAX_ITER, App, AppResult, Param, positive, vertex_label
 from ..engine.frontier import STATE, FrontierApp, FrontierQueue, PushRun, queue_defines
-from ..engine.reads import read_many
+from ..engine.reads import read_many, walked
 from ..engine.trace import by_device_line, launch_line, push_line
 
 DIRECTIONS = ("auto", "top-down", "bottom-up")
@@ -117,6 +117,7 @@ class BFS(FrontierApp, App):
     batch_after_pull = 4
     #: small frontiers run top-down on one CPU work-item (finepar.engine.walk)
     walk_sources = ("apps/bfs/frontier.cl", "skeleton/walk.cl")
+    walk_results = ("level", "parent")
 
     def static_params(self) -> dict:
         return {"direction": "bottom-up"}
@@ -460,7 +461,9 @@ class BFS(FrontierApp, App):
     def collect(self, engine: Engine, graph: Graph, result: AppResult) -> AppResult:
         st = engine.state[self.name]
         role = {"queue": st["push_role"], "walk": "cpu"}.get(result.extra["where"])
-        result.values, result.extra["parent"] = read_many(engine, ("level", "parent"), role)
+        names = ("level", "parent")
+        got = walked(st, result.extra["where"], names) or read_many(engine, names, role)
+        result.values, result.extra["parent"] = got
         return result
 
     def profile_step(self, engine: Engine) -> None:

@@ -72,6 +72,7 @@ from . import register
 from .base import MAX_ITER, App, AppResult, Param, in_unit, positive, vertex_label
 from ..engine.executors import DynamicPolicy
 from ..engine.frontier import FrontierApp, FrontierQueue
+from ..engine.reads import walked
 from ..engine.trace import by_device_line, launch_line, push_line
 
 WEIGHTS = ("values", "abs")
@@ -184,6 +185,7 @@ class SSSP(FrontierApp, App):
     #: a run from a small source starts on the CPU's walk, Dijkstra on one work-item
     #: (finepar.engine.heapwalk); it writes dist only
     walk_sources = ("apps/sssp/walk.cl",)
+    walk_results = ("dist",)
     walk_kind = "heap"
     walk_vectors = ("dist",)
     #: a pull skips rows and stops scans at its bound (the module's docstring): per-row
@@ -407,7 +409,8 @@ class SSSP(FrontierApp, App):
     def collect(self, engine: Engine, graph: Graph, result: AppResult) -> AppResult:
         st = engine.state[self.name]
         role = {"queue": st["push_role"], "walk": "cpu"}.get(result.extra["where"])
-        result.values = engine.read("dist", role=role)
+        got = walked(st, result.extra["where"], ("dist",))
+        result.values = got[0] if got else engine.read("dist", role=role)
         reached = np.isfinite(result.values)
         work = int(st["outdeg"][reached].sum(dtype=np.int64))
         result.work_edges = work // 2 if graph.symmetric else work

@@ -218,13 +218,14 @@ def cpu_may_walk(engine: Engine, graph) -> bool:
 
 
 def make_walker(engine: Engine, graph, sources: tuple, names: tuple, push: str | None,
-                costs: dict, kind: str = "levels"):
+                costs: dict, kind: str = "levels", results: tuple = ()):
     """The CPU's walk of a frontier app, or None where it cannot or should not run: no push
     side, no CPU role, a CPU that cannot hold the whole CSR, or ``EngineOptions.walk ==
     'none'``. ``kind``: ``levels`` (:class:`~finepar.engine.walk.SerialWalk`, BFS's) or
     ``heap`` (:class:`~finepar.engine.heapwalk.HeapWalk`, SSSP's Dijkstra). Its prior cost
     of a push level is the push side's measured round trip (``costs``, the push role's
-    choice, includes a switch's moves)."""
+    choice, includes a switch's moves). ``results``: the vectors a run's answer reads, read
+    with a small input's walk (:meth:`~finepar.engine.walk.CpuWalk.read_out`)."""
     from .walk import SerialWalk, prebuild_moves
     from .heapwalk import HeapWalk
     mode = engine.options.walk
@@ -233,7 +234,7 @@ def make_walker(engine: Engine, graph, sources: tuple, names: tuple, push: str |
     level = round_trip_seconds(engine, push)
     cls = {"levels": SerialWalk, "heap": HeapWalk}[kind]
     walker = cls(engine, graph, sources, names, push, level,
-                 fixed=None if mode == "auto" else int(mode))
+                 fixed=None if mode == "auto" else int(mode), results=results)
     if not walker.same:
         prebuild_moves(engine, names, push)
     return walker
@@ -694,6 +695,8 @@ class FrontierApp:
     walk_kind = "levels"
     #: The vectors the walk writes, moved on a hand-over; None: :attr:`sync_vectors`.
     walk_vectors: tuple | None = None
+    #: The vectors the app's answer reads (its collect), read with a small input's walk.
+    walk_results: tuple = ()
     #: Levels of the first push batch after a pull (doubled after each batch of narrow
     #: levels): more where the device stops a batch at the app's own switch (BFS).
     batch_after_pull = 1
@@ -710,7 +713,7 @@ class FrontierApp:
                  and engine.plan.method != "dynamic" else None)
         walker = (make_walker(engine, graph, self.walk_sources,
                               self.walk_vectors or self.sync_vectors, push, costs,
-                              self.walk_kind)
+                              self.walk_kind, self.walk_results)
                   if graph is not None and self.walk_sources else None)
         return {"push_role": push, "push_costs": costs, "mover": mover, "walker": walker}
 

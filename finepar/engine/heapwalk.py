@@ -58,8 +58,8 @@ class HeapWalk(CpuWalk):
     (``apps/sssp/walk.cl``); ``graph`` carries the edge lengths."""
 
     def __init__(self, engine, graph, sources: tuple, names: tuple, push: str,
-                 push_level_seconds: float, fixed: int | None = None):
-        super().__init__(engine, graph, names, push, push_level_seconds, fixed)
+                 push_level_seconds: float, fixed: int | None = None, results: tuple = ()):
+        super().__init__(engine, graph, names, push, push_level_seconds, fixed, results)
         self.round_trip = self.push_level_seconds  # the prior: an empty level's round trip
         self.lengths, self._buckets, self._lists = graph.data, {}, None
         size = max(graph.n, 1)
@@ -84,6 +84,7 @@ class HeapWalk(CpuWalk):
         self.open = True
         self.moves = {"to_walk": 0, "from_walk": 0, "seconds": 0.0}
         self.after = [0.0, 0]  # seconds and levels of the push side's steps this run
+        self.fetched = None
         if self.fixed is None:
             self.push_level_seconds = max(
                 self.round_trip, measured_rates(self.engine.pair).get(PUSH_LEVEL, 0.0))
@@ -202,7 +203,7 @@ class HeapWalk(CpuWalk):
         else:
             kernel, extra = self.kernel, ()
         rec = self.engine.launch("cpu", kernel, 1, (*common, *extra), kind="walk", wg=1)
-        h = self.engine.read_buffer("cpu", self.host, self.out)
+        h = self.read_out(self.out)
         stop, self.size, self.edges, self.ntouched = (int(x) for x in h[:4])
         seconds = float(rec.kernel.get("cpu", rec.wall))
         if int(h[5]) >= 4096 and self.fixed is None:

@@ -49,3 +49,16 @@ def read_many(engine, names: tuple, role: str | None = None) -> list:
     evs[-1].wait()
     engine.host_syncs += 1
     return outs
+
+
+def walked(st: dict, where: str, names: tuple) -> list | None:
+    """Vectors ``names`` as the run's last walk read them with its own results
+    (:meth:`~finepar.engine.walk.CpuWalk.read_out`), where the run ended on the walk
+    (``where == 'walk'``: nothing wrote them after); else None (read them anew). Each
+    walk's reads serve one answer."""
+    walker = st.get("walker")
+    got = getattr(walker, "fetched", None) if where == "walk" else None
+    if not got or any(n not in got for n in names):
+        return None
+    walker.fetched = None
+    return [got[n] for n in names]

@@ -40,6 +40,8 @@ MAX_WALK_LEVELS = 4096
 WALK_EDGE_SECONDS = 5e-9
 #: Host bytes a second of a hand-back before one is measured (pageable copies, 2.6-5 GB/s).
 HANDBACK_BANDWIDTH = 3e9
+#: Inputs of at most this many vertices read a run's answer with the walk's own results.
+RESULTS_N = 1 << 16
 #: Words of ``walk``'s results before the per-level counts (``OUT`` in walk.cl).
 OUT = 5
 STOPS = ("empty", "grew", "capped")
@@ -125,11 +127,17 @@ class CpuWalk:
         The prior cost of one of the push side's levels (its measured round trip).
     fixed : int, optional
         A fixed ``switch_edges`` (hand-backs at once); None: measured costs decide.
+    results : tuple of str
+        The vectors a run's answer reads (BFS's level and parent): on an input of at most
+        :data:`RESULTS_N` vertices each walk reads them with its own results, in one wait
+        (:meth:`read_out`), for a run the walk ends.
     """
 
     def __init__(self, engine, graph, names: tuple, push: str, push_level_seconds: float,
-                 fixed: int | None = None):
+                 fixed: int | None = None, results: tuple = ()):
         self.engine, self.names, self.push, self.n = engine, names, push, graph.n
+        self.results = tuple(results) if graph.n <= RESULTS_N else ()
+        self.fetched: dict | None = None
         self.graph, self.fixed = graph, fixed
         self.side = engine.pair.side("cpu")
         self.wide = graph.indptr.dtype == np.int64
@@ -150,6 +158,18 @@ class CpuWalk:
         return self.engine.pair.kernel(self.side, tuple(sources),
                                        {"OFFSET_T": "long" if self.wide else "int"}, kernel)
 
+    def read_out(self, out, count: int | None = None) -> np.ndarray:
+        """The walk's results ``out`` into :attr:`host` (one blocking read, its first
+        ``count`` words), and with them, behind the walk on the CPU's queue, the vectors of
+        :attr:`results` into :attr:`fetched` (the answer where this walk ends the run)."""
+        eng, mod = self.engine, cl()
+        self.fetched = {}
+        for v in self.results:
+            a = np.empty(eng._vectors[v]["size"], eng._vec_dtype[v])
+            mod.enqueue_copy(self.side.queue, a, eng.buffer(v, "cpu"), is_blocking=False)
+            self.fetched[v] = a
+        return eng.read_buffer("cpu", self.host, out, count)
+
     def stepped(self, seconds: float, levels: int) -> None:
         """The push side ran a step of ``levels`` levels in ``seconds`` (every step, pushes
         and pulls); the level walk learns from :meth:`SerialWalk.pushed` instead."""
@@ -169,8 +189,8 @@ class SerialWalk(CpuWalk):
     ``skeleton/walk.cl``."""
 
     def __init__(self, engine, graph, sources: tuple, names: tuple, push: str,
-                 push_level_seconds: float, fixed: int | None = None):
-        super().__init__(engine, graph, names, push, push_level_seconds, fixed)
+                 push_level_seconds: float, fixed: int | None = None, results: tuple = ()):
+        super().__init__(engine, graph, names, push, push_level_seconds, fixed, results)
         self.fifo = engine.scratch("cpu", np.zeros(max(graph.n, 1), np.int32))
         self.out = engine.scratch("cpu", np.zeros(OUT + 2 * MAX_WALK_LEVELS, np.int64))
         self.host = np.zeros(OUT + 2 * MAX_WALK_LEVELS, np.int64)
@@ -186,6 +206,7 @@ class SerialWalk(CpuWalk):
     def begin(self) -> None:
         """A new run: no small levels counted, no hand-overs yet."""
         self.small_seconds, self.check_levels, self.declined = 0.0, 2, False
+        self.fetched = None
         self.moves = {"to_walk": 0, "from_walk": 0, "seconds": 0.0}
 
     # ------------------------------------------------------------------ the rule
@@ -250,7 +271,7 @@ class SerialWalk(CpuWalk):
             np.int32(it), np.int32(k), np.int64(self.switch_edges), np.int32(self.head),
             np.int32(self.tail), np.int64(self.edges), self.fifo, self.indptr, self.indices,
             self.out, *args), kind="walk", wg=1)
-        self.engine.read_buffer("cpu", self.host, self.out, OUT + 2 * k)
+        self.read_out(self.out, OUT + 2 * k)
         h, ran = self.host, int(self.host[2])
         found = h[OUT:OUT + 2 * ran:2].tolist()
         grown = h[OUT + 1:OUT + 2 * ran:2].tolist()
