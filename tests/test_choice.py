@@ -156,8 +156,8 @@ def test_a_default_pagerank_with_a_costly_split_runs_one_device(real_pair, monke
     alone (predicted: no measured runs here); its scores match the reference."""
     import finepar
     from finepar import apps
-    from finepar.apps.pagerank import PageRank
-    monkeypatch.setattr(PageRank, "trial_nnz", 0)
+    from finepar.apps import powerloop
+    monkeypatch.setattr(powerloop, "GROUP_LOOP_NNZ", 0)  # no work-group loop: a choice
     real_pair.answer_costs = _costs(both=1.0)
     try:
         g = generated_graph(10, 1)
@@ -173,27 +173,27 @@ def test_a_default_pagerank_with_a_costly_split_runs_one_device(real_pair, monke
     assert app.check(g, res, app.reference(g, params), params) == ""
 
 
-def test_a_small_default_pagerank_is_decided_by_measured_runs(real_pair):
-    """PageRank on an input of at most its ``trial_nnz`` entries: every candidate's run
-    measured (a device alone runs its iterations in one work-group's launch, which the
-    per-step model does not see), the measured winner's plan run, and the scores right."""
+@pytest.mark.parametrize("app", ["pagerank", "rwr"])
+def test_a_small_default_power_iteration_plans_the_gpu_loop_alone(app, real_pair,
+                                                                   monkeypatch):
+    """PageRank and RWR on an input of at most GROUP_LOOP_NNZ entries: the GPU alone, by
+    the app's rule (nothing tuned, no candidate measured, no row operation built ahead),
+    every iteration in one launch, the scores right; with ``group_loop='none'`` the run is
+    weighed again."""
     import finepar
     from finepar import apps
+    from finepar.engine import EngineOptions
     g = shared_graph("USPowerGrid.mtx")
-    res, rep = finepar.run("pagerank", g, pair=real_pair, cache=False, calibrate=False)
-    ch = rep.tuning["choice"]
-    assert ch["by"] == "measured" and "split" in ch["candidates"]
-    assert len(ch["candidates"]) >= 2
-    meas = {n: c["measured"] for n, c in ch["candidates"].items()}
-    alone = min((meas[n], n) for n in meas if n != "split")
-    one = len(ch["candidates"]["split"]["roles"]) == 1  # the tuner's end: a device alone
-    margin = 0.0 if one else answer.CORUN_MARGIN
-    want = ("split" if meas["split"] * (1 + margin) < alone[0] else alone[1])
-    assert ch["winner"] == want
-    assert (res.extra["ops"] == "pagerank-group-loop") == (want != "split" or one)
-    app = apps.get("pagerank")
-    params = app.check_params(g, {})
-    assert app.check(g, res, app.reference(g, params), params) == ""
+    res, rep = finepar.run(app, g, pair=real_pair, cache=False, calibrate=False)
+    assert rep.plan["method"] == "single" and "(on the gpu)" in rep.threshold_source
+    assert not (rep.tuning or {}).get("choice")
+    assert res.extra["ops"] == f"{app}-group-loop" and rep.timings["launches"]["gpu"] == 1
+    a = apps.get(app)
+    params = a.check_params(g, {})
+    assert a.check(g, res, a.reference(g, a.reference_params(g, params)), params) == ""
+    res, rep = finepar.run(app, g, pair=real_pair, cache=False, calibrate=False,
+                           options=EngineOptions(group_loop="none"))
+    assert res.extra["ops"] != f"{app}-group-loop" and rep.tuning["choice"]
 
 
 def test_measured_candidates_run_with_the_runs_parameters(real_pair):

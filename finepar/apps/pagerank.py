@@ -163,11 +163,30 @@ class PageRank(App):
     #: the contributions ``pr / outdeg``: read by column (a renumbered device keeps them in
     #: its numbering; the row operation writes them there)
     column_vectors = ("contrib", "contrib_next")
-    #: inputs of at most this many entries are decided by measured runs of each candidate
-    #: (:func:`finepar.split.answer.whole_run`): a device alone runs them in one launch
-    trial_nnz = powerloop.GROUP_LOOP_NNZ
 
     matrix_form = "transpose"
+
+    def one_device(self, pair, matrix: Graph, params: dict, options=None) -> str | None:
+        """On a small input (at most :data:`~finepar.apps.powerloop.GROUP_LOOP_NNZ` entries,
+        ``group_loop`` not ``none``) every iteration runs in one work-group's launch
+        (:mod:`powerloop`), which no split beats: the GPU alone (the CPU alone on an
+        emulated pair, whose GPU role is a CPU). No split is tuned, measured or built that
+        the run never uses: a cold run's builds were the split's (USPowerGrid's time to
+        answer 1.9 s), and measuring each candidate built the loop on both devices too
+        (3.6 s)."""
+        from ..engine import EngineOptions
+        opts = options or EngineOptions()
+        if opts.group_loop == "none" or int(matrix.nnz) > powerloop.GROUP_LOOP_NNZ:
+            return None
+        return "cpu" if getattr(pair, "emulated", False) else "gpu"
+
+    def early_programs(self, pair, matrix: Graph, params: dict) -> list:
+        """The work-group loop's program on the device :meth:`one_device` takes."""
+        role = self.one_device(pair, matrix, params)
+        if role is None:
+            return []
+        return [(role, powerloop.PROGRAM,
+                 powerloop.defines(self.personalized, params.get("sums") == "plain"))]
 
     def matrix(self, graph: Graph) -> Graph:
         return graph.transpose()

@@ -15,8 +15,8 @@ several work-items sum (:func:`segments`); on a CPU it is one work-item, a plain
 
 It runs where the plan leaves one device and the input has at most :data:`GROUP_LOOP_NNZ`
 entries (``EngineOptions.group_loop='auto'``), or on any one-device plan
-(``'always'``); the whole-run choice measures it against the split on such inputs
-(:func:`finepar.split.answer.whole_run`). The matrix is uploaded once more, as segments
+(``'always'``); a default run on such an input plans for the GPU alone
+(:meth:`~finepar.apps.pagerank.PageRank.one_device`), nothing tuned or measured. The matrix is uploaded once more, as segments
 (at most a few hundred kilobytes), and the vectors stay in the input's numbering. A
 row that is one segment is finished by the work-item that sums it; only where some row
 is longer does an iteration pay a second phase (a barrier, then those rows adding their
@@ -45,11 +45,15 @@ PROGRAM = ("apps/pagerank/grouploop.cl",)
 def applies(engine, graph, renumbered: bool) -> bool:
     """Whether ``engine`` runs the power iteration of ``graph`` in one work-group: one
     device, one process, the contributions in the input's numbering (not
-    ``renumbered``), and the input small enough (or ``group_loop='always'``)."""
+    ``renumbered``), the matrix held in one piece (a budget that cuts it into chunks is
+    kept), and the input small enough (or ``group_loop='always'``)."""
     mode = getattr(engine.options, "group_loop", "auto")
     if (mode == "none" or len(engine.roles) != 1 or getattr(engine, "comm", None) is not None
             or renumbered):
         return False
+    store = engine.stores.get(engine.roles[0])
+    if store is not None and len(store.pieces) > 1:  # cut into chunks by a memory budget:
+        return False  # the loop would hold a whole copy past it
     return mode == "always" or int(graph.nnz) <= GROUP_LOOP_NNZ
 
 
@@ -123,6 +127,12 @@ def prepare(engine, max_iter: int = 1) -> dict:
     return out
 
 
+def defines(personalized: bool, plain: bool) -> dict:
+    """The loop program's defines: RWR's restart vector, plain sums."""
+    return {**({"PERSONALIZED": True} if personalized else {}),
+            **({"PLAIN_SUMS": True} if plain else {})}
+
+
 def run(engine, loop: dict, max_iter: int, *, personalized: bool, plain: bool):
     """Every iteration in one launch, then one read of its counts and changes.
 
@@ -150,9 +160,8 @@ def run(engine, loop: dict, max_iter: int, *, personalized: bool, plain: bool):
     if loop["slots"] < max_iter:
         loop["out"] = engine.scratch(role, np.zeros(2 + max_iter, np.uint32))
         loop["slots"] = max_iter
-    defines = {**({"PERSONALIZED": True} if personalized else {}),
-               **({"PLAIN_SUMS": True} if plain else {})}
-    kernel = engine.pair.kernel(side, PROGRAM, defines, "pagerank_group_loop")
+    kernel = engine.pair.kernel(side, PROGRAM, defines(personalized, plain),
+                                "pagerank_group_loop")
     wg = group_size(side, role)
     buf = engine.buffer
     engine.launch(role, kernel, wg, (

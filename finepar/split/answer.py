@@ -27,10 +27,7 @@ A frontier app's levels are the part the prediction knows least (how many launch
 level costs on each device, how many levels run in one launch): where the input is
 small enough that a run costs milliseconds (:data:`TRIAL_NNZ`), each candidate is
 built and its run measured once (:func:`trial`, the app's default parameters, after a
-warm-up), and the measured times decide; the predictions are kept beside them. So is an
-iterative app on an input of at most its ``trial_nnz`` entries, where a device alone runs
-every iteration in one launch (:mod:`finepar.apps.powerloop`), which the per-step model
-does not see.
+warm-up), and the measured times decide; the predictions are kept beside them.
 """
 
 from __future__ import annotations
@@ -439,9 +436,7 @@ def whole_run(work, pair, tuning: dict, plan_of, options=None,
     t0 = time.perf_counter()
     inp = inputs_of(work, pair, options)
     choice = weigh(tuning, inp)
-    small = inp.nnz <= (TRIAL_NNZ if inp.levels is not None
-                        else getattr(work.app, "trial_nnz", 0))
-    if small and len(choice["candidates"]) > 1:
+    if inp.levels is not None and inp.nnz <= TRIAL_NNZ and len(choice["candidates"]) > 1:
         plans = {n: plan_of(n, c["grouping"]) for n, c in choice["candidates"].items()}
         seconds = trial(work, pair, plans, options, params=params)
         if seconds:
