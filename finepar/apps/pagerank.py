@@ -169,16 +169,17 @@ class PageRank(App):
     def one_device(self, pair, matrix: Graph, params: dict, options=None) -> str | None:
         """On a small input (at most :data:`~finepar.apps.powerloop.GROUP_LOOP_NNZ` entries,
         ``group_loop`` not ``none``) every iteration runs in one work-group's launch
-        (:mod:`powerloop`), which no split beats: the GPU alone (the CPU alone on an
-        emulated pair, whose GPU role is a CPU). No split is tuned, measured or built that
-        the run never uses: a cold run's builds were the split's (USPowerGrid's time to
-        answer 1.9 s), and measuring each candidate built the loop on both devices too
-        (3.6 s)."""
+        (:mod:`powerloop`), which no split beats: the GPU alone. No split is tuned,
+        measured or built that the run never uses: a cold run's builds were the split's
+        (USPowerGrid's time to answer 1.9 s), and measuring each candidate built the loop
+        on both devices too (3.6 s). None on an emulated pair (its GPU role is the CPU:
+        the default runs the CPU alone anyway, and the loop there)."""
         from ..engine import EngineOptions
         opts = options or EngineOptions()
-        if opts.group_loop == "none" or int(matrix.nnz) > powerloop.GROUP_LOOP_NNZ:
+        if (opts.group_loop == "none" or int(matrix.nnz) > powerloop.GROUP_LOOP_NNZ
+                or getattr(pair, "emulated", False)):
             return None
-        return "cpu" if getattr(pair, "emulated", False) else "gpu"
+        return "gpu"
 
     def early_programs(self, pair, matrix: Graph, params: dict) -> list:
         """The work-group loop's program on the device :meth:`one_device` takes."""
