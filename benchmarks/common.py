@@ -347,3 +347,39 @@ def render_only(args, render, keys=(), missing=None) -> int:
     write_section(args.md, args.section, render(rows, device, args, dates))
     return 0
 
+
+def transfer_probe_args(doc: str, name: str, repeats: int, argv=None):
+    """The options of a probe that times copies of several sizes: ``--json`` (default
+    ``NAME.json``), ``--sizes-mb`` (comma-separated, default 4 and 54: a scale-26 BFS
+    level's words and PageRank halo at two ranks) as ``sizes`` (floats), ``--repeats``.
+
+    Raises
+    ------
+    UsageError
+        A size that is not a positive number, or ``--repeats`` below 1 (before any work).
+    """
+    import argparse
+    from finepar.errors import UsageError
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--json", default=f"{name}.json")
+    ap.add_argument("--sizes-mb", default="4,54", help="sizes in MB, comma-separated")
+    ap.add_argument("--repeats", type=int, default=repeats, help="timed copies a case")
+    args = ap.parse_args(argv)
+    try:
+        args.sizes = [float(s) for s in args.sizes_mb.split(",") if s.strip()]
+    except ValueError:
+        raise UsageError(f"--sizes-mb: {args.sizes_mb!r} is not a list of numbers") from None
+    if not args.sizes or min(args.sizes) <= 0:
+        raise UsageError(f"--sizes-mb: {args.sizes_mb!r} needs sizes above 0")
+    if args.repeats < 1:
+        raise UsageError(f"--repeats must be at least 1, not {args.repeats}")
+    return args
+
+
+def rate_stats(seconds: list, nbytes: int) -> dict:
+    """GB/s min / median / max of copies of ``nbytes`` that took ``seconds``, and their
+    median in ms."""
+    import numpy as np
+    rates = sorted(nbytes / s / 1e9 for s in seconds)
+    return {"gbps_min": rates[0], "gbps_median": float(np.median(rates)), "gbps_max": rates[-1],
+            "ms_median": float(np.median(seconds)) * 1e3}

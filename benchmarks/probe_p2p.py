@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from common import log, main_of, today, write_json
+from common import log, main_of, rate_stats, today, transfer_probe_args, write_json
 
 KERNEL = """
 __kernel void touch(__global uint *a, const uint v) {
@@ -40,22 +40,7 @@ WAYS = ("copy", "kernel", "host")
 
 
 def parse_args(argv=None):
-    import argparse
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--json", default="probe_p2p.json")
-    ap.add_argument("--sizes-mb", default="4,54", help="sizes in MB, comma-separated")
-    ap.add_argument("--repeats", type=int, default=8, help="timed moves a case")
-    args = ap.parse_args(argv)
-    from finepar.errors import UsageError
-    try:
-        args.sizes = [float(s) for s in args.sizes_mb.split(",") if s.strip()]
-    except ValueError:
-        raise UsageError(f"--sizes-mb: {args.sizes_mb!r} is not a list of numbers") from None
-    if not args.sizes or min(args.sizes) <= 0:
-        raise UsageError(f"--sizes-mb: {args.sizes_mb!r} needs sizes above 0")
-    if args.repeats < 1:
-        raise UsageError(f"--repeats must be at least 1, not {args.repeats}")
-    return args
+    return transfer_probe_args(__doc__, "probe_p2p", 8, argv)
 
 
 def two_devices():
@@ -102,9 +87,7 @@ def case(mod, ctx, queues, prg, nbytes: int, repeats: int) -> dict:
             secs.append(move(mod, ctx, queues, way, a, b, pinned, prg, words))
             mod.enqueue_copy(queues[1], check, b, is_blocking=True)
             right &= bool(check[0] == k and check[-1] == np.uint32(k + words - 1))
-        s = sorted(nbytes / x / 1e9 for x in secs[1:])
-        out[way] = {"gbps_min": s[0], "gbps_median": float(np.median(s)), "gbps_max": s[-1],
-                    "ms_median": float(np.median(secs[1:])) * 1e3, "right": right}
+        out[way] = {**rate_stats(secs[1:], nbytes), "right": right}
     return out
 
 

@@ -33,7 +33,8 @@ import time
 
 import numpy as np
 
-from common import device_line, log, main_of, today, write_json
+from common import (device_line, log, main_of, rate_stats, today, transfer_probe_args,
+                    write_json)
 
 #: ``CU_MEMHOSTREGISTER_PORTABLE``: pinned for every CUDA context, not only the current one.
 PORTABLE = 0x01
@@ -90,22 +91,7 @@ def register_host(array: np.ndarray) -> str | None:
 
 
 def parse_args(argv=None):
-    import argparse
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--json", default="probe_pinned.json")
-    ap.add_argument("--sizes-mb", default="4,54", help="copy sizes in MB, comma-separated")
-    ap.add_argument("--repeats", type=int, default=10, help="timed copies a case")
-    args = ap.parse_args(argv)
-    from finepar.errors import UsageError
-    try:
-        args.sizes = [float(s) for s in args.sizes_mb.split(",") if s.strip()]
-    except ValueError:
-        raise UsageError(f"--sizes-mb: {args.sizes_mb!r} is not a list of numbers") from None
-    if not args.sizes or min(args.sizes) <= 0:
-        raise UsageError(f"--sizes-mb: {args.sizes_mb!r} needs sizes above 0")
-    if args.repeats < 1:
-        raise UsageError(f"--repeats must be at least 1, not {args.repeats}")
-    return args
+    return transfer_probe_args(__doc__, "probe_pinned", 10, argv)
 
 
 def shared_array(nbytes: int) -> np.ndarray:
@@ -115,12 +101,6 @@ def shared_array(nbytes: int) -> np.ndarray:
     a = np.frombuffer(m, dtype=np.uint8)
     a[:] = 1  # touch every page
     return a
-
-
-def _stats(seconds: list, nbytes: int) -> dict:
-    rates = sorted(nbytes / s / 1e9 for s in seconds)
-    return {"gbps_min": rates[0], "gbps_median": float(np.median(rates)), "gbps_max": rates[-1],
-            "ms_median": float(np.median(seconds)) * 1e3}
 
 
 def time_copies(cl, queue, buf, host: np.ndarray, repeats: int) -> dict:
@@ -134,7 +114,7 @@ def time_copies(cl, queue, buf, host: np.ndarray, repeats: int) -> dict:
             else:
                 cl.enqueue_copy(queue, buf, host, is_blocking=True)
             secs.append(time.perf_counter() - t0)
-        out[way] = _stats(secs[1:], host.nbytes)
+        out[way] = rate_stats(secs[1:], host.nbytes)
     return out
 
 
@@ -179,7 +159,7 @@ def main(argv=None) -> int:
             copy_spans([(b, a)])
             secs.append(time.perf_counter() - t0)
         report["cases"].append({"mb": mb, "memory": "host copy (copy_spans)",
-                                "copy": _stats(secs[1:], nbytes)})
+                                "copy": rate_stats(secs[1:], nbytes)})
         log(f"{mb:g} MB host copy: {report['cases'][-1]['copy']['gbps_median']:.1f} GB/s")
         write_json(args.json, report)
     return 0

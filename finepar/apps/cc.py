@@ -40,7 +40,7 @@ import numpy as np
 from ..engine import Engine, RowOp
 from ..graph import Graph
 from . import register
-from ..device import cl, staged
+from ..device import cl
 from .afforest import ROUNDS, Afforest
 from .ccranks import PHASES, RankComponents, across_ranks
 from .base import MAX_ITER, App, AppResult, Param, component_sizes, in_unit
@@ -261,7 +261,7 @@ class ConnectedComponents(FrontierApp, App):
             result.extra["ranks"] = dict(rc.finished())
         elif result.extra["algorithm"] == "afforest":
             aff = st["afforest"]
-            if n <= HOST_COUNT_N and not staged(aff.side, np.empty(n, np.int32)):
+            if n <= HOST_COUNT_N:
                 # one wait for the labels and the tally; the roots counted here
                 result.values, result.extra["hooked"] = aff.labels_and_hooked()
                 result.extra["components"] = int(np.count_nonzero(

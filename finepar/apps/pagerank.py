@@ -176,8 +176,7 @@ class PageRank(App):
         the default runs the CPU alone anyway, and the loop there)."""
         from ..engine import EngineOptions
         opts = options or EngineOptions()
-        if (opts.group_loop == "none" or int(matrix.nnz) > powerloop.GROUP_LOOP_NNZ
-                or getattr(pair, "emulated", False)):
+        if not powerloop.small(matrix.nnz, opts) or getattr(pair, "emulated", False):
             return None
         return "gpu"
 

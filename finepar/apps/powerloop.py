@@ -48,13 +48,18 @@ def applies(engine, graph, renumbered: bool) -> bool:
     ``renumbered``), the matrix held in one piece (a budget that cuts it into chunks is
     kept), and the input small enough (or ``group_loop='always'``)."""
     mode = getattr(engine.options, "group_loop", "auto")
-    if (mode == "none" or len(engine.roles) != 1 or getattr(engine, "comm", None) is not None
-            or renumbered):
+    if len(engine.roles) != 1 or getattr(engine, "comm", None) is not None or renumbered:
         return False
     store = engine.stores.get(engine.roles[0])
     if store is not None and len(store.pieces) > 1:  # cut into chunks by a memory budget:
         return False  # the loop would hold a whole copy past it
-    return mode == "always" or int(graph.nnz) <= GROUP_LOOP_NNZ
+    return mode == "always" or small(graph.nnz, engine.options)
+
+
+def small(nnz: int, options) -> bool:
+    """Whether an input of ``nnz`` entries is small enough for the loop (at most
+    :data:`GROUP_LOOP_NNZ`) and ``options.group_loop`` allows it (not ``none``)."""
+    return getattr(options, "group_loop", "auto") != "none" and int(nnz) <= GROUP_LOOP_NNZ
 
 
 def group_size(side, role: str) -> int:
@@ -110,20 +115,20 @@ def layout(indptr: np.ndarray, length: int | None) -> dict:
 
 
 def prepare(engine, max_iter: int = 1) -> dict:
-    """Upload the engine's matrix (A^T) on its one device as segments (:func:`layout`:
-    at most :data:`SEGMENT` entries on a GPU, one a row on a CPU) with a scratch vector of
-    the long rows' segments' sums, and an output buffer for ``max_iter`` iterations'
-    changes (grown by :func:`run` when needed)."""
+    """The engine's matrix (A^T) on its one device as segments (:func:`layout`: at most
+    :data:`SEGMENT` entries on a GPU, one a row on a CPU) over the engine's whole CSR
+    (:meth:`~finepar.engine.Engine.global_csr`: its column indices, shared with any store
+    that holds them whole), a scratch vector of the long rows' segments' sums, and an
+    output buffer for ``max_iter`` iterations' changes (grown by :func:`run` when
+    needed)."""
     role = engine.roles[0]
-    m = engine.matrix
-    lay = layout(m.indptr, None if role == "cpu" else SEGMENT)
+    lay = layout(engine.matrix.indptr, None if role == "cpu" else SEGMENT)
     out = {"role": role, "n_seg": int(lay["seg_ptr"].size) - 1,
-           "n_long": int(lay["long_rows"].size), "slots": max(int(max_iter), 1)}
-    for name, arr in (*lay.items(),
-                      ("indices", np.ascontiguousarray(m.indices, dtype=np.int32)),
-                      ("part", np.zeros(max(out["n_seg"], 1), np.float32)),
+           "n_long": int(lay["long_rows"].size), "slots": max(int(max_iter), 1),
+           "indices": engine.global_csr(role)[1]}
+    for name, arr in (*lay.items(), ("part", np.zeros(out["n_seg"], np.float32)),
                       ("out", np.zeros(2 + out["slots"], np.uint32))):
-        out[name] = engine.scratch(role, arr if arr.size else np.zeros(1, arr.dtype))
+        out[name] = engine.scratch(role, arr)
     return out
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .core import Engine
+from .reads import read_buffers
 from .trace import FrontierTrace
 from ..errors import DeviceError
 from ..device import cl, filled, write_async
@@ -549,15 +550,8 @@ class FrontierQueue:
 
         ``then_read``: ``(host array, buffer)`` pairs on this queue's device copied in the
         same wait (each array filled whole: small ones, a plain copy each)."""
-        if not then_read:
-            self.engine.read_buffer(self.role, self.host, self.tallies, STATE + 1)
-        else:
-            mod, queue = cl(), self.side.queue
-            mod.enqueue_copy(queue, self.host[:STATE + 1], self.tallies, is_blocking=False)
-            evs = [mod.enqueue_copy(queue, out, buf, is_blocking=False)
-                   for out, buf in then_read]
-            evs[-1].wait()
-            self.engine.host_syncs += 1
+        read_buffers(self.engine, self.role, [(self.host[:STATE + 1], self.tallies),
+                                              *then_read])
         t = int(self.host[STATE])
         self.size, self.edges = t >> self.edge_bits, t & ((1 << self.edge_bits) - 1)
         return self.size, self.edges

@@ -12,6 +12,15 @@ import numpy as np
 from ..device import cl, staged
 
 
+def read_buffers(engine, role: str, copies) -> None:
+    """Blocking reads of ``(host array, buffer)`` pairs on ``role``'s queue, enqueued
+    together and waited for once: one host synchronisation (counted), however many."""
+    mod, queue = cl(), engine.pair.side(role).queue
+    evs = [mod.enqueue_copy(queue, out, buf, is_blocking=False) for out, buf in copies]
+    evs[-1].wait()
+    engine.host_syncs += 1
+
+
 def read_many(engine, names: tuple, role: str | None = None) -> list:
     """Vectors ``names`` on the host, each as :meth:`Engine.read` gives it.
 
@@ -43,11 +52,7 @@ def read_many(engine, names: tuple, role: str | None = None) -> list:
                            for n, o in zip(names, outs)):
         return [engine.read(n, role) for n in names]
     engine.drain()
-    mod = cl()
-    evs = [mod.enqueue_copy(side.queue, o, engine.buffer(n, r), is_blocking=False)
-           for n, o in zip(names, outs)]
-    evs[-1].wait()
-    engine.host_syncs += 1
+    read_buffers(engine, r, [(o, engine.buffer(n, r)) for n, o in zip(names, outs)])
     return outs
 
 

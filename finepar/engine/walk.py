@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..device import cl, write_async
+from .reads import read_buffers
 
 #: Most levels one ``walk`` launch runs (a deeper walk launches again).
 MAX_WALK_LEVELS = 4096
@@ -162,13 +163,12 @@ class CpuWalk:
         """The walk's results ``out`` into :attr:`host` (one blocking read, its first
         ``count`` words), and with them, behind the walk on the CPU's queue, the vectors of
         :attr:`results` into :attr:`fetched` (the answer where this walk ends the run)."""
-        eng, mod = self.engine, cl()
-        self.fetched = {}
-        for v in self.results:
-            a = np.empty(eng._vectors[v]["size"], eng._vec_dtype[v])
-            mod.enqueue_copy(self.side.queue, a, eng.buffer(v, "cpu"), is_blocking=False)
-            self.fetched[v] = a
-        return eng.read_buffer("cpu", self.host, out, count)
+        eng = self.engine
+        self.fetched = {v: np.empty(eng._vectors[v]["size"], eng._vec_dtype[v])
+                        for v in self.results}
+        read_buffers(eng, "cpu", [*((a, eng.buffer(v, "cpu")) for v, a in self.fetched.items()),
+                                  (self.host[:count], out)])
+        return self.host
 
     def stepped(self, seconds: float, levels: int) -> None:
         """The push side ran a step of ``levels`` levels in ``seconds`` (every step, pushes
