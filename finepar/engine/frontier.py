@@ -816,9 +816,10 @@ class FrontierApp:
                 here = ("both" if len(engine.roles) == 2 else engine.roles[0]) if pull \
                     else st["push_role"]
                 if walker is not None:
+                    dt = time.perf_counter() - t0
                     if not pull:
-                        walker.pushed(run.levels, time.perf_counter() - t0)
-                    walker.stepped(time.perf_counter() - t0, len(run.levels))
+                        walker.pushed(run.levels, dt)
+                    walker.stepped(dt, len(run.levels))
             self._record(trace, run, pull, here, loop["it"], time.perf_counter() - t0)
             loop["processed"] += sum(lv[1] for lv in run.levels)
             loop["it"] += len(run.levels)
