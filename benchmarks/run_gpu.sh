@@ -5,6 +5,7 @@
 #   bash benchmarks/run_gpu.sh STAGE [extra args for the stage's script]
 # Stages: check, train, throttle, apps, best_device, pipeline, peers, suite, sweep, probe,
 # probe_pagerank, probe_sssp, probe_bfs, probe_spmv_tile (CuPy), probe_host, probe_pinned, probe_p2p, e2e, profile, dist,
+# dist_range (a Graph500 graph generated rank by rank, answers checked by range),
 # nxbackend (with the wheels of .whl/nx/), tiling.
 # Everything a stage writes goes to $OUT (RESULTS.md with the stage's section, JSON, models,
 # training measurements) as it goes, so a stage cut off by its time limit still returns what
@@ -96,7 +97,7 @@ for d in ('both', 'gpu'):
     python3 benchmarks/profile_prep.py "$(ls "$FINEPAR_CACHE"/graph500-s$scale-ef16-seed0-*.npz | head -1)" \
       --again --keep /tmp/pstats --json "$out/profile.json" "$@"
     tar czf "$out/pstats.tgz" -C /tmp pstats ;;
-  dist)
+  dist|dist_range)
     # MPI from the wheels in .whl/mpi/ (mpich, and mpi4py for this Python), installed under a
     # prefix: pip --target drops MPICH's lib/, which mpi4py loads libmpi from
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --prefix /tmp/mpi \
@@ -104,7 +105,12 @@ for d in ('both', 'gpu'):
     site=$(python3 -c "import sysconfig; print(sysconfig.get_path('purelib', vars={'base': '/tmp/mpi', 'platbase': '/tmp/mpi'}))")
     export PATH=/tmp/mpi/bin:$PATH LD_LIBRARY_PATH=/tmp/mpi/lib:${LD_LIBRARY_PATH:-} \
       PYTHONPATH=$site:$PYTHONPATH
-    python3 benchmarks/dist.py "${md[@]}" --json "$out/dist.json" --mpiexec /tmp/mpi/bin/mpiexec \
-      "${budget[@]}" "$@" ;;
+    if [ "$stage" = dist ]; then
+      python3 benchmarks/dist.py "${md[@]}" --json "$out/dist.json" \
+        --mpiexec /tmp/mpi/bin/mpiexec "${budget[@]}" "$@"
+    else  # the graph generated rank by rank: no budget between stages, --timeout-s bounds it
+      python3 benchmarks/dist_range.py "${md[@]}" --json "$out/dist_range.json" \
+        --mpiexec /tmp/mpi/bin/mpiexec "$@"
+    fi ;;
   *) echo "unknown stage $stage"; exit 2 ;;
 esac

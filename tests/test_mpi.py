@@ -347,6 +347,20 @@ def test_generator_spec_parsed_once_for_every_path():
             load_graph(bad)
 
 
+@pytest.mark.parametrize("workers", [1, 3])
+def test_generated_rows_equal_the_whole_generator(monkeypatch, workers):
+    # scale 18: four chunks of edges, moved in rounds of `workers` chunks (the last short)
+    from finepar.io.graph500 import kronecker
+    from finepar.mpi import kronecker as by_range
+    from finepar.mpi.comm import Communicator
+    monkeypatch.setattr(by_range, "n_workers", lambda _: workers)
+    rows = by_range.graph500_rows("graph500:18", Communicator())
+    whole = kronecker(18)
+    assert rows.nnz == whole.nnz and set(rows.stages) == {"draw", "count", "route", "finish"}
+    assert np.array_equal(rows.indptr, whole.indptr)
+    assert np.array_equal(rows.indices, whole.indices)
+
+
 @pytest.mark.parametrize("density,clustered", [(0.0, False), (1e-4, False), (0.01, False),
                                                (0.06, False), (0.5, False), (0.05, True)])
 def test_frontier_part_round_trips_in_its_form(density, clustered):

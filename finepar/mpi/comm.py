@@ -252,11 +252,23 @@ class Communicator:
     def route(self, owners: np.ndarray, *arrays: np.ndarray) -> tuple:
         """Send entry ``i`` of every array to rank ``owners[i]``; returns the entries this
         rank received, in rank order (one ``MPI_Alltoallv`` per array)."""
-        order = np.argsort(owners, kind="stable")
+        return self.route_grouped(*self.group_by_rank(owners, *arrays))
+
+    def group_by_rank(self, owners: np.ndarray, *arrays: np.ndarray) -> tuple:
+        """``(counts, grouped arrays)``: the entries of every array ordered by the rank
+        ``owners[i]`` they go to (stable), and how many go to each rank; no MPI call, so
+        a thread may prepare the next round while this one moves."""
+        # a radix sort where the ranks fit a byte (numpy sorts 8-bit keys in one pass)
+        key = owners.astype(np.uint8) if self.size <= 256 else owners
+        order = np.argsort(key, kind="stable")
+        del key
         counts = np.bincount(owners, minlength=self.size).astype(np.int64)
+        return (counts,) + tuple(np.ascontiguousarray(a[order]) for a in arrays)
+
+    def route_grouped(self, counts: np.ndarray, *grouped: np.ndarray) -> tuple:
+        """:meth:`route` of arrays :meth:`group_by_rank` ordered (collective)."""
         recv = self.alltoall_counts(counts)
-        return tuple(self.alltoallv(np.ascontiguousarray(a[order]), counts, recv)
-                     for a in arrays)
+        return tuple(self.alltoallv(a, counts, recv) for a in grouped)
 
     # ------------------------------------------------------------- errors
     def agree(self, error: BaseException | None) -> None:

@@ -36,6 +36,9 @@ class RankRows:
         How the rows were read (shown in the report).
     seconds : float
         Wall time of the load.
+    stages : dict
+        Seconds of the load's stages, where the loader times them (the generator's
+        ``draw``, ``count``, ``route`` and ``finish``).
     """
 
     n: int
@@ -55,6 +58,7 @@ class RankRows:
     perm: np.ndarray | None = None
     how: str = ""
     seconds: float = 0.0
+    stages: dict = field(default_factory=dict)
 
     @property
     def lo(self) -> int:

@@ -26,6 +26,7 @@ from .engine import DistEngine
 from .load import load_rows
 from .matrix import app_matrix, rank_graph
 from .partition import check_method
+from .rows import RankRows
 from .report import DistReport, rank_record, whole_record
 from .setup import local_gpu, rank_plan
 
@@ -84,15 +85,52 @@ def run(app: str, graph: Any, *, comm=None, pair=None, cpu: str | None = None,
     RankFailure
         On every rank, when any rank met a bad input or option (one line naming it).
     """
-    from ..throttle.plan import ThrottleOptions
     comm = comm if isinstance(comm, Communicator) else Communicator(comm)
     the_app = checked(comm, apps.get, app)
     checked(comm, check_method, partition)
-    throttle = checked(comm, (throttle or ThrottleOptions()).check)
     rows = load_rows(graph, comm, partition=partition, weights=_weights(the_app),
                      drop_zeros=drop_zeros, check_size=check_size)
+    return run_rows(app, rows, comm=comm, pair=pair, cpu=cpu, gpu=gpu, memory=memory,
+                    config=config, threshold=threshold, devices=devices, grouping=grouping,
+                    warmup=warmup, options=options, model=model, step=step,
+                    calibrate=calibrate, throttle=throttle, input_ids=input_ids, **params)
+
+
+def run_rows(app: str, rows: RankRows, *, comm=None, pair=None, cpu: str | None = None,
+             gpu: str | None = None, memory: str = "auto", config: dict | None = None,
+             threshold: int | None = None, devices: str = "auto", grouping: str = "auto",
+             warmup: bool = True, runs: int = 1, options=None, model=None, step: int = 64,
+             calibrate=None, throttle=None, input_ids: bool = False, **params: Any):
+    """Run ``app`` on rows the ranks already hold (collective): :func:`run` after its
+    load, so that several apps share one load (a generated graph, most of all).
+
+    Parameters
+    ----------
+    rows : RankRows
+        This rank's rows (:func:`finepar.mpi.load.load_rows`); they are not changed.
+    runs : int
+        Timed runs after the warm-up, on one engine (the report's ``timings['runs']``,
+        seconds each; ``timings['run']`` and the records are the last run's).
+    app, comm, pair, cpu, gpu, memory, config, threshold, devices, grouping, warmup, \
+options, model, step, calibrate, throttle, input_ids, **params
+        As :func:`run` takes them.
+
+    Returns
+    -------
+    (AppResult, DistReport)
+
+    Raises
+    ------
+    RankFailure
+        On every rank, when any rank met a bad option.
+    """
+    from ..throttle.plan import ThrottleOptions
+    comm = comm if isinstance(comm, Communicator) else Communicator(comm)
+    the_app = checked(comm, apps.get, app)
+    throttle = checked(comm, (throttle or ThrottleOptions()).check)
     if options is not None:  # every rank keeps whole vectors
-        options.reserve_bytes = max(options.reserve_bytes, the_app.state_bytes(rows.n))
+        options = replace(options, reserve_bytes=max(options.reserve_bytes,
+                                                     the_app.state_bytes(rows.n)))
     t0 = time.perf_counter()
     rgraph = rank_graph(rows)
     matrix, part = checked(comm, app_matrix, rows, the_app.matrix_form, comm, rgraph)
@@ -112,7 +150,7 @@ def run(app: str, graph: Any, *, comm=None, pair=None, cpu: str | None = None,
     plan_s = time.perf_counter() - t0
     eng = checked(comm, DistEngine, pair, matrix, plan, the_app.ops, comm=comm, partition=part,
                   options=options, column_vectors=the_app.column_vectors)
-    return _execute(comm, the_app, eng, rgraph, rows, params, warmup,
+    return _execute(comm, the_app, eng, rgraph, rows, params, warmup, runs,
                     {"load": rows.seconds, "matrix": matrix_s, "partition": plan_s},
                     source, tuning)
 
@@ -137,8 +175,9 @@ def _params(app, rgraph, perm, params: dict, input_ids: bool) -> dict:
 
 
 def _execute(comm: Communicator, app, eng: DistEngine, rgraph, rows, params: dict,
-             warmup: bool, times: dict, source: str, tuning):
-    """Prepare, warm up, run (timed), collect; the answer and the report."""
+             warmup: bool, runs: int, times: dict, source: str, tuning):
+    """Prepare, warm up, run ``runs`` times (each timed: ``times['runs']``), collect the
+    last; the answer and the report."""
     t0 = time.perf_counter()
     app.prepared(eng, rgraph)
     times["setup"] = eng.setup_seconds + time.perf_counter() - t0
@@ -146,12 +185,15 @@ def _execute(comm: Communicator, app, eng: DistEngine, rgraph, rows, params: dic
     if warmup:
         app.warmup(eng, rgraph, **params)
     times["warmup"] = time.perf_counter() - t0
-    comm.barrier()
-    eng.reset_records()
-    t0 = time.perf_counter()
-    result = app.run(eng, rgraph, **params)
-    eng.drain()
-    times["run"] = time.perf_counter() - t0
+    times["runs"] = []
+    for _ in range(max(1, runs)):  # the report keeps the last run's records
+        comm.barrier()
+        eng.reset_records()
+        t0 = time.perf_counter()
+        result = app.run(eng, rgraph, **params)
+        eng.drain()
+        times["runs"].append(time.perf_counter() - t0)
+    times["run"] = times["runs"][-1]
     exchanges = eng.rank_summary()  # the run's, before the answer is gathered
     t0 = time.perf_counter()
     result = app.collect(eng, rgraph, result)
