@@ -39,7 +39,7 @@ budget=(--budget-s "${BUDGET_S:-480}")
 # FinePar keeps each share within its device's limit
 # stages of one command share $out/RESULTS.md: start from the checkout's only once
 case $stage in
-  sweep|suite|peers|throttle|apps|best_device|pipeline|dist|e2e|nxbackend|tiling)
+  sweep|suite|peers|throttle|apps|best_device|pipeline|dist|dist_range|e2e|nxbackend|tiling)
     [ -f "$out/RESULTS.md" ] || cp benchmarks/RESULTS.md "$out/RESULTS.md" ;;
 esac
 platform=$(python3 -c "from finepar.api import make_pair; from finepar.split.perfmodel import platform_name; print(platform_name(make_pair().selection))")
