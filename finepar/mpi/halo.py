@@ -60,10 +60,7 @@ class RankHalo:
     def __init__(self, engine, comm: Communicator, partition: RowPartition):
         self.engine, self.comm = engine, comm
         t0 = time.perf_counter()
-        read = np.zeros(engine.matrix.n, dtype=bool)  # a mask, not a sort of every entry
-        read[engine.matrix.indices] = True
-        cols = np.flatnonzero(read)
-        del read
+        cols = np.flatnonzero(_read_columns(engine.matrix))
         owners = partition.owner(cols)
         far = owners != comm.rank
         need, need_owner = cols[far], owners[far]
@@ -188,6 +185,19 @@ class RankHalo:
         st["bytes_sent"] += 4 * int(self.send_counts.sum())
         st["bytes_received"] += 4 * int(self.recv_counts.sum())
         return seconds
+
+
+def _read_columns(matrix) -> np.ndarray:
+    """Mask of the columns ``matrix``'s entries read, shape (n,): a mask, not a sort of
+    every entry, set by the pool's threads a span of entries each (byte stores of one
+    value, so threads may share a byte)."""
+    read = np.zeros(matrix.n, dtype=bool)
+    indices = matrix.indices
+
+    def mark(lo: int, hi: int) -> None:
+        read[indices[lo:hi]] = True
+    chunked(mark, indices.size, 1 << 24)
+    return read
 
 
 def row_split(matrix, own: np.ndarray) -> dict:

@@ -2,13 +2,15 @@
 
 The edges of :func:`finepar.io.graph500.kronecker` come in fixed chunks of ``2**20``, chunk
 ``k`` drawn from its own seed, and the vertex labels from one seeded permutation
-(:mod:`finepar.io.graph500`). Rank ``r`` draws chunks ``r, r + P, r + 2P, ...``, counts the
-degrees of its entries (both directions, self-loops dropped), and the ranks sum the
-counts to draw contiguous vertex ranges of about equal entries. Then, one round per
-chunk, every rank sends each entry to the rank owning its row (``MPI_Alltoallv``), and
-each rank builds the CSR rows of its range, duplicates removed
-(:class:`finepar.io.edges.RowBuckets`). The result is exactly the rows of the graph one
-process generates; no rank holds more than its share of the edges.
+(:mod:`finepar.io.graph500`). Rank ``r`` draws chunks ``r, r + P, r + 2P, ...`` on its
+threads while one more thread shuffles the labels (numpy's shuffle: a minute at scale 29),
+then labels them; it counts the degrees of a sample of its entries (both directions,
+self-loops dropped; every entry at small scales), and the ranks sum the counts to draw
+contiguous vertex ranges of about equal entries. Then, in rounds of one chunk a thread,
+every rank sends each entry to the rank owning its row (``MPI_Alltoallv``), and each rank
+builds the CSR rows of its range, duplicates removed (:class:`finepar.io.edges.RowBuckets`).
+The result is exactly the rows of the graph one process generates; no rank holds more
+than its share of the edges.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from .rows import RankRows, finish_rows
 from .partition import RowPartition, by_nnz
 
 EDGEFACTOR = 16
-#: Chunks whose entries are counted in one pass, at least (bounds the temporary copy).
+#: Chunks a rank counts for the partition, at least (more where n is larger).
 _COUNT_BATCH = 16
 
 
@@ -72,17 +74,25 @@ def graph500_rows(spec: str, comm: Communicator, check_size=None, on_stage=None)
     m = n * EDGEFACTOR
     n_chunks = -(-m // _CHUNK)
     perm_seed, chunk_seeds = _seeds(seed, n_chunks)
-    labels = _permutation(perm_seed, n)
     mine = list(range(comm.rank, n_chunks, comm.size))
     workers = max(1, n_workers(None) // comm.local_size)
 
-    def draw(k: int):
+    def draw(k: int):  # unlabelled: a self-loop is one whatever the labels
         lo, hi = k * _CHUNK, min(m, (k + 1) * _CHUNK)
-        src, dst = _chunk_edges(chunk_seeds[k], hi - lo, scale, a, b, c, d, labels)
+        src, dst = _chunk_edges(chunk_seeds[k], hi - lo, scale, a, b, c, d, None)
         keep = src != dst
         return src[keep], dst[keep], int(keep.size - np.count_nonzero(keep))
 
-    edges = thread_map(draw, mine, workers)
+    # the labels' permutation (one thread: numpy's shuffle) while the chunks are drawn
+    with ThreadPoolExecutor(1) as one:
+        shuffled = one.submit(_permutation, perm_seed, n)
+        edges = thread_map(draw, mine, workers)
+        labels = shuffled.result()
+
+    def relabel(k: int) -> None:
+        src, dst, loops = edges[k]
+        edges[k] = (np.take(labels, src), np.take(labels, dst), loops)
+    thread_map(relabel, range(len(edges)), workers)
     del labels
     t0 = done("draw")
     loops = int(comm.total(np.array([sum(e[2] for e in edges)], dtype=np.int64))[0])
@@ -94,7 +104,7 @@ def graph500_rows(spec: str, comm: Communicator, check_size=None, on_stage=None)
     lo, hi = int(bounds[comm.rank]), int(bounds[comm.rank + 1])
     name = _name(scale, EDGEFACTOR, a, b, c, d, seed, True, True)
     indptr, indices = _route_and_build(comm, part, edges, -(-n_chunks // comm.size),
-                                       workers, name, check_size)
+                                       workers, name, check_size, on_stage)
     del edges
     t0 = done("route")
     local = indptr[lo:hi + 1].astype(np.int64) - int(indptr[lo])
@@ -112,37 +122,48 @@ def graph500_rows(spec: str, comm: Communicator, check_size=None, on_stage=None)
 
 
 def _degrees(edges: list, n: int) -> np.ndarray:
-    """Entries of each row among ``edges`` (both ends of each edge), int32 of shape (n,).
+    """Entries of each row among a sample of ``edges`` (both ends of each edge), int32 of
+    shape (n,): what the ``nnz`` partition's bounds are drawn from.
 
-    Chunks are counted in passes of at least ``n`` entries, so that the passes over the
-    n-long counts (one each) cost no more than the entries: at scale 29 a rank's 2,048
-    chunks take 8 passes, not 128."""
+    The rank's first chunks of at least ``n`` entries are counted, in one pass (all of them
+    where it holds fewer: exact counts). Every chunk is drawn alike, so the sample's
+    running sums cut the vertices as the whole's would, within a sample's error (at
+    scale 29 a rank counts 256 of its 2,048 chunks: 1/8 of the edges, and a rank's range
+    holds some 134 M vertices); the rows each rank then holds are the graph's whatever
+    the bounds."""
     batch = max(_COUNT_BATCH, -(-n // (2 * _CHUNK)))
     degrees = np.zeros(n, dtype=np.int32)
-    for i in range(0, len(edges), batch):
-        ends = np.concatenate([x for e in edges[i:i + batch] for x in e[:2]])
+    if edges:
+        ends = np.concatenate([x for e in edges[:batch] for x in e[:2]])
         degrees += np.bincount(ends, minlength=n).astype(np.int32)
     return degrees
 
 
 def _route_and_build(comm: Communicator, part: RowPartition, edges: list, rounds: int,
-                     workers: int, name: str, check_size):
+                     workers: int, name: str, check_size, on_stage=None):
     """Send every entry (both directions of each edge) to its row's owner and build this
     rank's CSR rows: (indptr over all n rows, indices).
 
     ``rounds`` is the most chunks a rank holds. A round moves ``workers`` chunks: the
     threads order each chunk's entries by owner, copy them into one send buffer by rank,
-    and, after one ``MPI_Alltoallv`` a array, bucket what came in, a piece each."""
+    and, after one ``MPI_Alltoallv`` a array, bucket what came in, a piece each.
+    ``on_stage(name, seconds)`` is told the rounds' seconds in each part."""
     buckets = None
     per = max(1, workers)
+    spent = {"group": 0.0, "move": 0.0, "bucket": 0.0}
     with ThreadPoolExecutor(per) as pool:
         for j in range(-(-rounds // per)):
+            t0 = time.perf_counter()
             parts = list(pool.map(lambda k: _by_owner(comm, part, edges, k),
                                   range(j * per, (j + 1) * per)))
             counts, *send = _merged(parts, comm.size, pool)
             del parts
+            t1 = time.perf_counter()
             got = comm.route_grouped(counts, *send)
             del send
+            t2 = time.perf_counter()
+            spent["group"] += t1 - t0
+            spent["move"] += t2 - t1
             if buckets is None:
                 expect = got[0].size * -(-rounds // per)
                 if check_size is not None:
@@ -152,6 +173,10 @@ def _route_and_build(comm: Communicator, part: RowPartition, edges: list, rounds
             list(pool.map(lambda lo: buckets.add(got[0][lo:lo + cut], got[1][lo:lo + cut]),
                           range(0, got[0].size, cut)))
             del got
+            spent["bucket"] += time.perf_counter() - t2
+    if on_stage is not None:
+        for k, v in spent.items():
+            on_stage(f"route: {k}", v)
     try:
         return buckets.to_csr(workers, name=name)
     except InputError:  # no entry in this rank's rows
