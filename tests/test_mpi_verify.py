@@ -139,6 +139,17 @@ def test_answers_move_to_the_rows_order():
     assert in_run_order(SimpleNamespace(perm=None), level) is level
 
 
+def test_one_app_releases_its_engine_before_the_next(loaded):
+    import gc
+    from finepar.mpi.engine import DistEngine
+    from finepar.mpi.runner import run_rows
+    comm, graphs = loaded
+    _, rows = graphs["symmetric"]
+    result, _ = run_rows("bfs", rows, comm=comm, gpu="emulate", memory="split")
+    assert result.values[result.extra["root"]] == 0
+    assert not any(isinstance(o, DistEngine) for o in gc.get_objects())
+
+
 @pytest.mark.slow
 @pytest.mark.xdist_group("mpiexec")
 @pytest.mark.parametrize("ranks", [2, 3])

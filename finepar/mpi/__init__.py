@@ -12,6 +12,7 @@ spreads an app's rows over P ranks, one per GPU, each a FinePar pair of its own:
 * :mod:`~finepar.mpi.engine`, :mod:`~finepar.mpi.halo`: the engine of a rank, whose
   sums, halos, gathers and frontier bitmaps cross the ranks;
 * :mod:`~finepar.mpi.runner`, :mod:`~finepar.mpi.report`: the run and its report;
+* :mod:`~finepar.mpi.verify`: answers checked by range, each rank against its own rows;
 * :mod:`~finepar.cli.mpirun`: ``finepar run`` under ``mpiexec`` (with the other commands).
 
 Nothing here imports MPI until a distributed run starts.
