@@ -118,6 +118,31 @@ def test_pagerank_residual_bounds_the_error(loaded, kind):
         assert r > 0.1 * error  # a residual, not a constant
 
 
+def test_check_answer_reports_each_app(loaded):
+    from finepar.apps.base import AppResult
+    from finepar.apps.pagerank import reference_pagerank
+    from finepar.mpi.verify import check_answer
+    comm, graphs = loaded
+    graph, rows = graphs["directed"]
+    root = int(np.argmax(np.diff(graph.indptr)))
+    level, parent = scipy_bfs(graph, root)
+    ok = check_answer(comm, "bfs", rows, AppResult(level, 1, extra={"parent": parent,
+                                                                    "root": root}))
+    assert ok["passed"] and ok["detail"] == "every rule holds"
+    level, parent = _planted(graph, level, parent, root, "unreached")
+    bad = check_answer(comm, "bfs", rows, AppResult(level, 1, extra={"parent": parent,
+                                                                     "root": root}))
+    assert not bad["passed"] and "an edge leaves the reached set" in bad["detail"]
+    uniform = np.full(graph.n, 1 / graph.n, np.float32)  # far from the fixed point
+    pr = check_answer(comm, "pagerank", rows, AppResult(uniform, 1, extra={"damping": 0.85}))
+    assert not pr["passed"] and pr["bound"] > 1e-4
+    exact = reference_pagerank(graph, 0.85, tol=1e-14).astype(np.float32)
+    assert check_answer(comm, "pagerank", rows, AppResult(exact, 1,
+                                                          extra={"damping": 0.85}))["passed"]
+    with pytest.raises(ValueError, match="no check by range for 'cc'"):
+        check_answer(comm, "cc", rows, AppResult(level, 1))
+
+
 def test_row_blocks_cover_every_row_once():
     from finepar.mpi.verify import row_blocks
     indptr = np.concatenate(([0], np.cumsum([5, 0, 0, 30, 1, 0, 7, 2])))
@@ -169,3 +194,28 @@ def test_checks_and_one_load_over_ranks(tmp_path, ranks):
     assert got["directed_noisy"] == pytest.approx(got["directed_noisy_one_rank"], rel=1e-9)
     assert got["one_load_equal"] == {"pagerank": True, "bfs": True}
     assert got["finepar_bfs"] == [] and got["finepar_pagerank_bound"] < 1e-4
+
+
+def test_check_asks_for_a_distributed_run(capsys):
+    from finepar.cli import main
+    assert main(["run", "bfs", "graph500:8", "--check"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--check: checks a distributed run" in err[0]
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("mpiexec")
+def test_command_line_checks_by_range_under_mpiexec(tmp_path):
+    report = tmp_path / "report.json"
+    proc = subprocess.run([mpiexec(), "-n", "2", sys.executable, "-m", "finepar", "run",
+                           "pagerank", "graph500:10", "--gpu", "emulate", "--check", "--json",
+                           str(report)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    chk = json.loads(report.read_text())["result"]["check"]
+    assert chk["passed"] and chk["bound"] < 1e-4 and chk["residual"] > 0
+    assert proc.stdout.count("check      passed: residual") == 1
+    bad = subprocess.run([mpiexec(), "-n", "2", sys.executable, "-m", "finepar", "run", "cc",
+                          "graph500:10", "--gpu", "emulate", "--check"],
+                         capture_output=True, text=True, timeout=600)
+    errors = [ln for ln in bad.stderr.splitlines() if ln.startswith("finepar: error:")]
+    assert bad.returncode == 2 and len(errors) == 1 and "--check: cc's answer" in errors[0]

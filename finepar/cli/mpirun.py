@@ -30,6 +30,11 @@ def add_options(parser) -> None:
                         "the default: each rank reads only its rows), or METIS's parts "
                         "(metis, through pymetis: fewer cut edges, smaller halos; rank 0 "
                         "reads the whole graph)")
+    g.add_argument("--check", action="store_true",
+                   help="check the answer by range, each rank against its own rows (bfs: "
+                        "Graph500's rules; pagerank: its residual under one float64 step, "
+                        "whose 1/(1-d) multiple bounds the L1 error): for a graph no host "
+                        "holds whole; exit status 1 where the answer fails")
     g.add_argument("--no-shared-window", action="store_true",
                    help="move halos and gathers with MPI's own collectives even when every "
                         "rank runs on one host (by default large ones go through an MPI "
@@ -95,6 +100,13 @@ def _run(args, comm) -> int:
                          drop_zeros=args.drop_zeros,
                          check_size=memory_check(app.name, pair, options,
                                                 allow_isolated=args.allow_isolated),
-                         input_ids=True,
+                         input_ids=True, check=args.check,
                          **params)
-    return finish_run(args, result, report, report.ids) if comm.rank == 0 else 0
+    status = finish_run(args, result, report, report.ids) if comm.rank == 0 else 0
+    chk = report.result.get("check")
+    if chk and not chk["passed"]:
+        if comm.rank == 0:
+            print(f"finepar: error: the answer failed its check: {chk['detail']}",
+                  file=sys.stderr)
+        return 1
+    return status

@@ -19,7 +19,11 @@ def cmd_run(args) -> int:
     import time
     from .. import apps
     from ..api import load_graph, memory_check, open_pair, run
+    from ..errors import UsageError
     from .config import load_config
+    if getattr(args, "check", False):
+        raise UsageError("--check: checks a distributed run's answer by range; run under "
+                         "mpiexec, or add --distributed for one rank")
     started = _process_seconds()
     app = apps.get(args.app)
     config = load_config(args.config)

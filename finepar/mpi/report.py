@@ -122,7 +122,8 @@ class DistReport(Stamped):
         ``exchange`` (the largest rank's) and ``exchange_fraction`` of the run.
     throughput : dict
     result : dict
-        ``iterations``, ``converged``, the app's ``summary`` lines.
+        ``iterations``, ``converged``, the app's ``summary`` lines; ``check`` where the
+        answer was checked by range (:func:`finepar.mpi.verify.check_answer`).
     ranks : list of dict
         One per rank (:func:`rank_record`): ``rows``, ``nnz``, ``plan``, ``halo``
         (entries per exchange, bytes per iteration, seconds), ``frontier`` (bottom-up
@@ -188,6 +189,10 @@ class DistReport(Stamped):
         lines.append(f"  rate       {rate}")
         for label, value in self.result.get("summary", []):
             lines.append(f"  {label:<10} {value}")
+        chk = self.result.get("check")
+        if chk:
+            lines.append(f"  check      {'passed' if chk['passed'] else 'FAILED'}: "
+                         f"{chk['detail']} ({chk['by']}, {chk['seconds']:.1f} s)")
         return "\n".join(lines)
 
 

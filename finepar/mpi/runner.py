@@ -46,7 +46,7 @@ def run(app: str, graph: Any, *, comm=None, pair=None, cpu: str | None = None,
         partition: str = "nnz", threshold: int | None = None, devices: str = "auto",
         grouping: str = "auto", warmup: bool = True, options=None, model=None, step: int = 64,
         calibrate=None, throttle=None, drop_zeros: bool = False, check_size=None,
-        input_ids: bool = False, **params: Any):
+        input_ids: bool = False, check: bool = False, **params: Any):
     """Run ``app`` on ``graph`` over the ranks of ``comm`` (collective).
 
     Parameters
@@ -73,6 +73,9 @@ def run(app: str, graph: Any, *, comm=None, pair=None, cpu: str | None = None,
     input_ids : bool
         Vertex parameters are the input's own ids (as the command line takes them),
         not rows.
+    check : bool
+        Check the answer by range (:func:`finepar.mpi.verify.check_answer`, BFS and
+        PageRank): the report's ``result['check']``.
     **params
         The app's parameters (vertex parameters are rows unless ``input_ids``).
 
@@ -89,12 +92,27 @@ def run(app: str, graph: Any, *, comm=None, pair=None, cpu: str | None = None,
     comm = comm if isinstance(comm, Communicator) else Communicator(comm)
     the_app = checked(comm, apps.get, app)
     checked(comm, check_method, partition)
+    if check:
+        checked(comm, _checkable, the_app.name)
     rows = load_rows(graph, comm, partition=partition, weights=_weights(the_app),
                      drop_zeros=drop_zeros, check_size=check_size)
-    return run_rows(app, rows, comm=comm, pair=pair, cpu=cpu, gpu=gpu, memory=memory,
-                    config=config, threshold=threshold, devices=devices, grouping=grouping,
-                    warmup=warmup, options=options, model=model, step=step,
-                    calibrate=calibrate, throttle=throttle, input_ids=input_ids, **params)
+    result, report = run_rows(app, rows, comm=comm, pair=pair, cpu=cpu, gpu=gpu,
+                              memory=memory, config=config, threshold=threshold,
+                              devices=devices, grouping=grouping, warmup=warmup,
+                              options=options, model=model, step=step, calibrate=calibrate,
+                              throttle=throttle, input_ids=input_ids, **params)
+    if check:
+        from .verify import check_answer
+        report.result["check"] = check_answer(comm, the_app.name, rows, result)
+    return result, report
+
+
+def _checkable(app: str) -> None:
+    """A UsageError for an app whose answer is not checked by range."""
+    from .verify import CHECKED
+    if app not in CHECKED:
+        raise UsageError(f"--check: {app}'s answer is not checked by range (checked: "
+                         f"{', '.join(CHECKED)})")
 
 
 def run_rows(app: str, rows: RankRows, *, comm=None, pair=None, cpu: str | None = None,

@@ -31,6 +31,58 @@ from .rows import RankRows
 
 #: Entries of one block of rows (a thread's temporaries are a few arrays of this size).
 BLOCK = 1 << 22
+#: The apps whose answers :func:`check_answer` checks.
+CHECKED = ("bfs", "pagerank")
+#: PageRank passes where its L1 error bound (residual / (1 - d)) is below this: the
+#: tolerance of the app's own check against a float64 reference.
+PAGERANK_BOUND = 1e-4
+
+
+def check_answer(comm: Communicator, app: str, rows: RankRows, result) -> dict:
+    """The answer of a distributed run of ``app`` checked by range (collective).
+
+    Parameters
+    ----------
+    comm : Communicator
+    app : {'bfs', 'pagerank'}
+    rows : RankRows
+        This rank's rows of the graph the app ran on.
+    result : AppResult
+        The whole answer, in the input's vertex ids (as the run returns it).
+
+    Returns
+    -------
+    dict
+        ``by`` (what was checked), ``passed`` (bool), ``detail`` (the rules broken, or
+        PageRank's residual and bound), ``seconds``; the same on every rank.
+
+    Raises
+    ------
+    ValueError
+        For an app not in :data:`CHECKED`.
+    """
+    import time
+    t0 = time.perf_counter()
+    if app == "bfs":
+        level = in_run_order(rows, result.values)
+        parent = in_run_order(rows, result.extra["parent"], vertices=True)
+        root = int(result.extra["root"])
+        root = root if rows.perm is None else int(rows.perm[root])
+        broken = check_bfs(comm, rows, level, parent, root)
+        out = {"by": "Graph500's BFS rules, each rank over its rows", "passed": not broken,
+               "detail": "; ".join(broken) or "every rule holds"}
+    elif app == "pagerank":
+        d = float(result.extra["damping"])
+        r = pagerank_residual(comm, rows, in_run_order(rows, result.values), d)
+        out = {"by": "the residual under one float64 step, each rank over its rows",
+               "passed": r / (1 - d) < PAGERANK_BOUND, "residual": r, "bound": r / (1 - d),
+               "detail": f"residual {r:.2e}: L1 error at most {r / (1 - d):.2e} "
+                         f"({'below' if r / (1 - d) < PAGERANK_BOUND else 'not below'} "
+                         f"{PAGERANK_BOUND:g})"}
+    else:
+        raise ValueError(f"no check by range for {app!r} (checked: {', '.join(CHECKED)})")
+    out["seconds"] = comm.maximum(time.perf_counter() - t0)
+    return out
 
 
 def row_blocks(indptr: np.ndarray, block: int = BLOCK) -> list[tuple[int, int]]:
