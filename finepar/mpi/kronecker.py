@@ -73,27 +73,9 @@ def graph500_rows(spec: str, comm: Communicator, check_size=None, on_stage=None)
     n = 1 << scale
     m = n * EDGEFACTOR
     n_chunks = -(-m // _CHUNK)
-    perm_seed, chunk_seeds = _seeds(seed, n_chunks)
     mine = list(range(comm.rank, n_chunks, comm.size))
     workers = max(1, n_workers(None) // comm.local_size)
-
-    def draw(k: int):  # unlabelled: a self-loop is one whatever the labels
-        lo, hi = k * _CHUNK, min(m, (k + 1) * _CHUNK)
-        src, dst = _chunk_edges(chunk_seeds[k], hi - lo, scale, a, b, c, d, None)
-        keep = src != dst
-        return src[keep], dst[keep], int(keep.size - np.count_nonzero(keep))
-
-    # the labels' permutation (one thread: numpy's shuffle) while the chunks are drawn
-    with ThreadPoolExecutor(1) as one:
-        shuffled = one.submit(_permutation, perm_seed, n)
-        edges = thread_map(draw, mine, workers)
-        labels = shuffled.result()
-
-    def relabel(k: int) -> None:
-        src, dst, loops = edges[k]
-        edges[k] = (np.take(labels, src), np.take(labels, dst), loops)
-    thread_map(relabel, range(len(edges)), workers)
-    del labels
+    edges = _drawn(scale, seed, mine, workers)
     t0 = done("draw")
     loops = int(comm.total(np.array([sum(e[2] for e in edges)], dtype=np.int64))[0])
     degrees = comm.total(_degrees(edges, n))
@@ -119,6 +101,35 @@ def graph500_rows(spec: str, comm: Communicator, check_size=None, on_stage=None)
                   f"removed {loops:,} self-loops", "symmetrized: added the reverse of every edge",
                   f"removed {2 * (m - loops) - rows.nnz:,} duplicate entries"]
     return rows
+
+
+def _drawn(scale: int, seed: int, mine: list, workers: int) -> list:
+    """Chunks ``mine`` of the edges, labelled, self-loops dropped: ``[(src, dst, loops)]``.
+
+    The threads draw the chunks unlabelled (a self-loop is one whatever the labels) while
+    one more thread shuffles the labels (numpy's shuffle runs on one thread: it bounds
+    this stage at scale 29), then label them."""
+    a, b, c, d = DEFAULT_ABCD
+    n = 1 << scale
+    m = n * EDGEFACTOR
+    perm_seed, chunk_seeds = _seeds(seed, -(-m // _CHUNK))
+
+    def draw(k: int):
+        lo, hi = k * _CHUNK, min(m, (k + 1) * _CHUNK)
+        src, dst = _chunk_edges(chunk_seeds[k], hi - lo, scale, a, b, c, d, None)
+        keep = src != dst
+        return src[keep], dst[keep], int(keep.size - np.count_nonzero(keep))
+
+    with ThreadPoolExecutor(1) as one:
+        shuffled = one.submit(_permutation, perm_seed, n)
+        edges = thread_map(draw, mine, workers)
+        labels = shuffled.result()
+
+    def relabel(k: int) -> None:
+        src, dst, loops = edges[k]
+        edges[k] = (np.take(labels, src), np.take(labels, dst), loops)
+    thread_map(relabel, range(len(edges)), workers)
+    return edges
 
 
 def _degrees(edges: list, n: int) -> np.ndarray:
@@ -172,7 +183,7 @@ def _route_and_build(comm: Communicator, part: RowPartition, edges: list, rounds
             cut = -(-got[0].size // per) or 1
             list(pool.map(lambda lo: buckets.add(got[0][lo:lo + cut], got[1][lo:lo + cut]),
                           range(0, got[0].size, cut)))
-            del got
+            got = None  # released before the next round's buffers
             spent["bucket"] += time.perf_counter() - t2
     if on_stage is not None:
         for k, v in spent.items():
