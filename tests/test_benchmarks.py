@@ -436,6 +436,9 @@ def test_previous_finepar_runs_through_its_cli(cache, tmp_path):
     ("probe_host", ["--app", "nope"], "--app: 'nope'"),
     ("probe_pinned", ["--sizes-mb", "4,x"], "--sizes-mb: '4,x'"),
     ("probe_p2p", ["--repeats", "0"], "--repeats must be at least 1"),
+    ("main_job", ["--runs", "0"], "--runs: 0 is not a run count"),
+    ("dist_range", ["--apps", "bfs,cc"], "--apps: cc not among"),
+    ("dist_range", ["--scale", "40"], "--scale: 40 is not a Graph500 scale"),
 ])
 def test_bad_options_are_one_line_before_any_work(module, argv, words, tmp_path, capsys,
                                                   monkeypatch):
@@ -617,3 +620,16 @@ def test_probe_host_counts_a_bfs_runs_commands(tmp_path):
     assert len(doc["timeline"]) == 22
     assert doc["timeline"][0]["from"].startswith("start_launch")
     assert all(c["at_ms"] >= 0 and c["took_ms"] >= 0 for c in doc["timeline"])
+
+
+def test_main_job_compares_finepar_with_the_best_other_row(tmp_path):
+    doc = run_script("main_job", tmp_path, "--graph", "graph500:10", "--runs", "2")
+    runs = doc["rows"][0]["runs"]
+    assert len(runs) == 2 and doc["rows"][0]["graph"].startswith("graph500-s10")
+    for r in runs:
+        assert {"finepar", "cpu-only", "coarse-oracle"} <= set(r["seconds"])
+        best = min(v for m, v in r["seconds"].items() if m != "finepar")
+        assert r["ratio"] == pytest.approx(best / r["seconds"]["finepar"])
+        assert r["wall_s"] > max(r["seconds"].values())
+    assert "FinePar against the best other row" in section(tmp_path / "RESULTS.md", "main_job")
+    assert_render("main_job", tmp_path, "main_job")
