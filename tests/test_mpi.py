@@ -356,9 +356,21 @@ def test_generated_rows_equal_the_whole_generator(monkeypatch, workers):
     monkeypatch.setattr(by_range, "n_workers", lambda _: workers)
     rows = by_range.graph500_rows("graph500:18", Communicator())
     whole = kronecker(18)
-    assert rows.nnz == whole.nnz and set(rows.stages) == {"draw", "count", "route", "finish"}
+    assert rows.nnz == whole.nnz and set(rows.stages) == set(by_range.STAGES)
     assert np.array_equal(rows.indptr, whole.indptr)
     assert np.array_equal(rows.indices, whole.indices)
+
+
+def test_generation_shows_its_stages_on_rank_0(capsys):
+    from finepar.mpi.comm import Communicator
+    from finepar.mpi.load import load_rows
+    load_rows("graph500:12", Communicator(), progress=True)
+    lines = [ln for ln in capsys.readouterr().err.splitlines()
+             if ln.startswith("generating graph500:12 on 1 rank(s): ")]
+    assert [ln.split(": ", 1)[1].split(" ")[0] for ln in lines] == [
+        "draw", "count", "route", "route:", "route:", "route:", "finish"]
+    load_rows("graph500:12", Communicator())
+    assert "generating" not in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("density,clustered", [(0.0, False), (1e-4, False), (0.01, False),

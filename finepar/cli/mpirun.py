@@ -100,7 +100,7 @@ def _run(args, comm) -> int:
                          drop_zeros=args.drop_zeros,
                          check_size=memory_check(app.name, pair, options,
                                                 allow_isolated=args.allow_isolated),
-                         input_ids=True, check=args.check,
+                         input_ids=True, check=args.check, progress=not args.quiet,
                          **params)
     status = finish_run(args, result, report, report.ids) if comm.rank == 0 else 0
     chk = report.result.get("check")

@@ -29,7 +29,7 @@ from .rows import RankRows, finish_rows
 
 
 def load_rows(spec, comm: Communicator, *, partition: str = "nnz", weights=None,
-              drop_zeros: bool = False, check_size=None) -> RankRows:
+              drop_zeros: bool = False, check_size=None, progress: bool = False) -> RankRows:
     """Read this rank's rows of ``spec`` (collective: every rank calls it).
 
     Parameters
@@ -47,6 +47,8 @@ def load_rows(spec, comm: Communicator, *, partition: str = "nnz", weights=None,
     check_size : callable, optional
         ``check_size(n, nnz)``, called on each rank with its own entries before its
         large arrays are built; raises to refuse.
+    progress : bool
+        Rank 0 reports the stages of a generation (minutes at scale 29) on stderr.
 
     Returns
     -------
@@ -61,8 +63,9 @@ def load_rows(spec, comm: Communicator, *, partition: str = "nnz", weights=None,
     if isinstance(spec, Graph):
         rows = _from_graph(spec, comm, partition, weights)
     elif partition != "metis" and str(spec).startswith("graph500:"):
-        from .kronecker import graph500_rows
-        rows = graph500_rows(str(spec), comm, check_size)
+        from .kronecker import generation_progress, graph500_rows
+        with generation_progress(str(spec), comm, progress) as on_stage:
+            rows = graph500_rows(str(spec), comm, check_size, on_stage)
     elif (partition != "metis" and str(spec).lower().endswith(".npz")
           and checked(comm, _csr_npz, str(spec))):
         rows = _npz_rows(str(spec), comm, drop_zeros, check_size)

@@ -46,7 +46,8 @@ def run(app: str, graph: Any, *, comm=None, pair=None, cpu: str | None = None,
         partition: str = "nnz", threshold: int | None = None, devices: str = "auto",
         grouping: str = "auto", warmup: bool = True, options=None, model=None, step: int = 64,
         calibrate=None, throttle=None, drop_zeros: bool = False, check_size=None,
-        input_ids: bool = False, check: bool = False, **params: Any):
+        input_ids: bool = False, check: bool = False, progress: bool = False,
+        **params: Any):
     """Run ``app`` on ``graph`` over the ranks of ``comm`` (collective).
 
     Parameters
@@ -76,6 +77,8 @@ def run(app: str, graph: Any, *, comm=None, pair=None, cpu: str | None = None,
     check : bool
         Check the answer by range (:func:`finepar.mpi.verify.check_answer`, BFS and
         PageRank): the report's ``result['check']``.
+    progress : bool
+        Rank 0 shows a generated graph's progress on stderr.
     **params
         The app's parameters (vertex parameters are rows unless ``input_ids``).
 
@@ -95,7 +98,7 @@ def run(app: str, graph: Any, *, comm=None, pair=None, cpu: str | None = None,
     if check:
         checked(comm, _checkable, the_app.name)
     rows = load_rows(graph, comm, partition=partition, weights=_weights(the_app),
-                     drop_zeros=drop_zeros, check_size=check_size)
+                     drop_zeros=drop_zeros, check_size=check_size, progress=progress)
     result, report = run_rows(app, rows, comm=comm, pair=pair, cpu=cpu, gpu=gpu,
                               memory=memory, config=config, threshold=threshold,
                               devices=devices, grouping=grouping, warmup=warmup,
