@@ -304,9 +304,12 @@ def jsonable(obj: Any) -> Any:
     """``obj`` with numpy scalars and arrays turned into Python values and non-finite
     floats into the strings ``"inf"``, ``"-inf"`` and ``"nan"`` (JSON has no such numbers)."""
     import math
+    from collections.abc import Sequence
     if isinstance(obj, dict):
         return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, Sequence) and not isinstance(obj, (str, bytes)):  # a lazy sequence
         return [jsonable(v) for v in obj]
     if isinstance(obj, np.ndarray):
         return jsonable(obj.tolist())

@@ -598,3 +598,26 @@ def test_appends_aggregate_on_the_gpu_role_where_an_app_appends(pairs):
     assert ("gpu", ("apps/bfs/start.cl",), {}) in bfs  # and the run's start
     cc = apps.get("cc").early_programs(pair, g.symmetrized(), {})
     assert cc and all(role == "gpu" and "AGG_APPENDS" not in d for role, _, d in cc)
+
+
+def test_trace_builds_its_step_dicts_only_when_read():
+    import copy
+    import json
+    from finepar.engine.trace import FrontierTrace
+    from finepar.files import jsonable
+    t = FrontierTrace()
+    assert t.last() is None and len(t.step_view()) == 0
+    t.add("walk", [(1, 3, 3, 9), (3, 9, 0, 0)], 1, 0.002, direction="push", where="cpu")
+    t.add("pull", [(5, 20, 2, 4)], 1, 0.001, first=2, direction="pull", where="both")
+    view = t.step_view()
+    assert len(view) == 3 and not t._steps  # counted, no dict built yet
+    assert t.last() == {"iteration": 2, "direction": "pull", "where": "both", "frontier": 5,
+                        "frontier_edges": 20, "found": 2, "found_edges": 4, "launch": 1,
+                        "seconds": 0.001}
+    assert t.per_launch()["levels_per_round_trip"] == 1.5
+    assert [s["iteration"] for s in view] == [0, 1, 2] and view[1]["seconds"] == 0.001
+    assert view == t.steps and view[-1] == t.last()
+    assert json.loads(json.dumps(jsonable({"trace": view})))["trace"] == t.steps
+    assert copy.deepcopy({"trace": view})["trace"] == t.steps
+    t.add("walk", [(2, 4, 0, 0)], 1, 0.0, first=3, where="cpu")  # after a read: appended
+    assert [s["iteration"] for s in t.steps] == [0, 1, 2, 3] and len(view) == 4

@@ -448,7 +448,7 @@ class BFS(FrontierApp, App):
         if graph.symmetric:
             work //= 2  # an undirected edge counts once (Graph500's TEPS)
         return AppResult(values=None, iterations=iters, converged=True,
-                         extra={"root": st["root"], "trace": trace.steps,
+                         extra={"root": st["root"], "trace": trace.step_view(),
                                 "launches": trace.launches, "per_launch": trace.per_launch(),
                                 "push_role": st["push_role"], "push_costs": st["push_costs"],
                                 "steps": trace.counts(), "where": where,

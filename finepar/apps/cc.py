@@ -180,9 +180,10 @@ class ConnectedComponents(FrontierApp, App):
         st.update(n=sym.n, nnz=sym.nnz)
         iters, trace, _ = self.frontier_loop(engine, st, policy=policy, max_iter=max_iter)
         work = trace.totals()["frontier_edges"]
-        converged = bool(trace.steps) and trace.steps[-1]["found"] == 0
+        last = trace.last()
+        converged = last is not None and last["found"] == 0
         return AppResult(values=None, iterations=iters, converged=converged,
-                         extra={"algorithm": "fastsv", "trace": trace.steps,
+                         extra={"algorithm": "fastsv", "trace": trace.step_view(),
                                 "steps": trace.counts()},
                          work_edges=int(work))
 

@@ -394,10 +394,11 @@ class SSSP(FrontierApp, App):
                   delta=d, least_length=lo, one_length=lo if lo == hi else -1.0)
         iters, trace, where = self.frontier_loop(engine, st, policy=policy,
                                                  max_iter=p.get("max_iter"))
-        converged = not trace.steps or (trace.steps[-1]["found"] == 0 and not st.get("far"))
+        last = trace.last()
+        converged = last is None or (last["found"] == 0 and not st.get("far"))
         return AppResult(values=None, iterations=iters, converged=converged,
                          extra={"root": st["root"], "weights": p["weights"], "delta": d,
-                                "trace": trace.steps, "launches": trace.launches,
+                                "trace": trace.step_view(), "launches": trace.launches,
                                 "per_launch": trace.per_launch(),
                                 "push_role": st["push_role"], "push_costs": st["push_costs"],
                                 "steps": trace.counts(), "where": where,
