@@ -32,6 +32,14 @@ REAL_GRAPHS = ("USPowerGrid.mtx", "adder_dcop_05.mtx", "ca-GrQc.mtx", "rajat01.m
                "cnr-2000.mtx.gz")
 
 
+def child_env(code: Path = ROOT) -> dict:
+    """This process's environment for a child Python that imports FinePar from ``code``
+    (first on ``PYTHONPATH``)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(code), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
 def data_dir() -> Path:
     """Where the real inputs are: ``$FINEPAR_DATA``, ``../shared/data`` or ``.data``."""
     for cand in (os.environ.get("FINEPAR_DATA"), ROOT.parent / "shared" / "data",

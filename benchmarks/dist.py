@@ -18,7 +18,6 @@ used): the run shows the exchange working on that driver, not a speedup.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -28,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from common import (ROOT, Budget, Results, choices, fmt, log, main_of, render_docs,
+from common import (Budget, child_env, Results, choices, fmt, log, main_of, render_docs,
                     script_parser, target_lines)
 
 APPS = ("pagerank", "bfs", "cc")
@@ -112,8 +111,7 @@ def finepar_run(cmd: list, app: str, path: str, out: Path, timeout: float,
     report, answer = out / "report.json", out / "answer.npy"
     full = cmd + [sys.executable, "-m", "finepar", "run", app, path, *extra, "-q", "--force",
                   "--json", str(report), "-o", str(answer)]
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env = child_env()
     t0 = time.perf_counter()
     proc = subprocess.run(full, capture_output=True, text=True, timeout=timeout, env=env)
     wall = time.perf_counter() - t0

@@ -16,8 +16,8 @@ every stage, so a run cut short by its limit keeps what it measured.
 
 from __future__ import annotations
 
+import argparse
 import json
-import os
 import resource
 import statistics
 import subprocess
@@ -26,8 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import ROOT, Results, choices, fmt, log, main_of, render_docs, script_parser, \
-    write_json
+from common import (Results, child_env, choices, fmt, log, main_of, render_docs,
+                    script_parser, write_json)
 
 APPS = ("pagerank", "bfs")
 
@@ -48,7 +48,7 @@ def main(argv=None) -> int:
     p.add_argument("--mpiexec", default=None, help="the launcher (default: beside python, "
                                                    "else on PATH)")
     p.add_argument("--timeout-s", type=float, default=570, help="limit of the whole mpiexec")
-    p.add_argument("--worker", default=None, help=argparse_hidden())
+    p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
         return worker(args)
@@ -63,11 +63,9 @@ def main(argv=None) -> int:
         cmd = [launcher, "-n", str(args.ranks), sys.executable, str(Path(__file__).resolve()),
                "--worker", str(out), "--scale", str(args.scale), "--apps", ",".join(apps),
                "--runs", str(args.runs), "--memory", args.memory]
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
         log("running: " + " ".join(cmd))
         try:
-            rc = subprocess.run(cmd, timeout=args.timeout_s, env=env).returncode
+            rc = subprocess.run(cmd, timeout=args.timeout_s, env=child_env()).returncode
             stop = None if rc == 0 else f"the ranks stopped with status {rc}"
         except subprocess.TimeoutExpired:
             stop = f"the ranks ran past --timeout-s {args.timeout_s:g} and were stopped"
@@ -81,11 +79,6 @@ def main(argv=None) -> int:
     res.save()
     log(table(res.doc))
     return 0 if not stop else 1
-
-
-def argparse_hidden():
-    import argparse
-    return argparse.SUPPRESS
 
 
 def check_options(args) -> list:
@@ -107,7 +100,7 @@ def worker(args) -> int:
     """Every rank: generate, then run and check each app; rank 0 writes ``--worker``."""
     from finepar.api import make_pair
     from finepar.mpi.comm import Communicator
-    from finepar.mpi.kronecker import graph500_rows
+    from finepar.mpi.load import load_rows
     from finepar.mpi.setup import local_gpu
     comm = Communicator()
     say = log if comm.rank == 0 else (lambda _: None)
@@ -117,11 +110,7 @@ def worker(args) -> int:
         if comm.rank == 0:
             write_json(args.worker, doc)
 
-    say(f"generating graph500:{args.scale} on {comm.size} ranks ...")
-    t0 = time.perf_counter()
-    rows = graph500_rows(f"graph500:{args.scale}", comm,
-                         on_stage=lambda s, t: say(f"  {s}: {t:.1f} s"))
-    rows.seconds = time.perf_counter() - t0
+    rows = load_rows(f"graph500:{args.scale}", comm, progress=True)  # rank 0 shows stages
     every = comm.allgather({"rows": rows.hi - rows.lo, "nnz": int(rows.indices.size),
                             "seconds": rows.seconds, "stages": rows.stages,
                             "peak_rss_gib": _peak_rss_gib()})

@@ -32,7 +32,6 @@ Example (the GPU machine)::
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -42,8 +41,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from common import (ROOT, Budget, Results, choices, graph_specs, log, main_of,  # noqa: E402
-                    render_only, script_parser, stat_cell, target_lines)
+from common import (ROOT, Budget, Results, child_env, choices, graph_specs, log,  # noqa: E402
+                    main_of, render_only, script_parser, stat_cell, target_lines)
 from finepar.errors import UsageError  # noqa: E402
 from measure import answer_problem, app_params, stats  # noqa: E402
 
@@ -83,8 +82,7 @@ def _env(cold_dir: Path | None, code: Path = ROOT, drivers: bool = True,
     (``drivers``) NVIDIA's JIT and PoCL's kernel caches in folders there (the drivers' in
     ``driver_dir`` instead, when given); ``server`` (a socket path, or the server process)
     the ``finepar serve`` its ``finepar run`` hands its command to (none otherwise)."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(code), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env = child_env(code)
     env.pop("FINEPAR_NO_CACHE", None)
     env.pop("FINEPAR_SERVER_SOCKET", None)
     if server is None:

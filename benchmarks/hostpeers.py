@@ -10,7 +10,6 @@ each component's smallest vertex id), so every answer is checked by
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -21,7 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-from common import ROOT, log
+from common import ROOT, child_env, log
 from measure import Answer
 
 #: Where ``git archive 8f3c88e finepar opencl models pyproject.toml`` is unpacked.
@@ -265,9 +264,7 @@ def prev_run(app: str, graph_file: Path, params: dict, timeout: float = 1800) ->
     RuntimeError
         When the run fails (its last error lines).
     """
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(PREV_DIR), env.get("PYTHONPATH", "")]).rstrip(
-        os.pathsep)
+    env = child_env(PREV_DIR)
     with tempfile.TemporaryDirectory(prefix="finepar-prev-") as tmp:
         rep_path, out_path = Path(tmp) / "report.json", Path(tmp) / "values.npy"
         cmd = [sys.executable, "-c", _PREV_MAIN, "run", app, str(graph_file), "--json",

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from common import HERE, ROOT, log
+from common import HERE, ROOT, child_env, log
 
 #: Above this many stored entries, PageRank, RWR and HITS references are iterated
 #: with CuPy in float64 when it is usable (scipy iterates single-threaded).
@@ -76,8 +76,7 @@ def graph500_file(scale: int, seed: int = 0) -> Path:
 
 def _generate(scale: int, seed: int, path: Path) -> dict:
     """Generate a graph in a child process and write it to ``path``; its figures."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env = child_env()
     log(f"generating graph500:{scale} (seed {seed}) into {path} ...")
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", _GENERATE, str(scale), str(seed), str(path)],

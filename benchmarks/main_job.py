@@ -12,7 +12,6 @@ command's wall time (what a user waits, from the start of the process to its tab
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -20,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import ROOT, Results, log, main_of, render_docs, script_parser
+from common import Results, child_env, log, main_of, render_docs, script_parser
 
 #: Issue 29's bound: FinePar's row against the best other row of the same run.
 TARGET = 0.95
@@ -62,8 +61,7 @@ def main(argv=None) -> int:
 def one_run(app: str, graph: str | None) -> dict:
     """One ``finepar compare`` process: every method's seconds, FinePar against the best
     other row, the wall time."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env = child_env()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "compare.json"
         cmd = [sys.executable, "-m", "finepar", "compare", app, *([graph] if graph else []),

@@ -43,22 +43,16 @@ class FrontierTrace:
     @property
     def steps(self) -> list:
         """The steps as dicts (see the class), built from the levels kept so far."""
-        for first, direction, where, li, each, levels in self._blocks:
-            self._steps.extend([{"iteration": first + i, "direction": direction,
-                                 "where": where, "frontier": s, "frontier_edges": e,
-                                 "found": f, "found_edges": fe, "launch": li, "seconds": each}
-                                for i, (s, e, f, fe) in enumerate(levels)])
+        for block in self._blocks:
+            self._steps.extend([_step(block, i) for i in range(len(block[-1]))])
         self._blocks.clear()
         return self._steps
 
     def last(self) -> dict | None:
         """The last step as :attr:`steps` gives it (None before any), its dict alone built."""
-        for first, direction, where, li, each, levels in reversed(self._blocks):
-            if levels:
-                s, e, f, fe = levels[-1]
-                return {"iteration": first + len(levels) - 1, "direction": direction,
-                        "where": where, "frontier": s, "frontier_edges": e, "found": f,
-                        "found_edges": fe, "launch": li, "seconds": each}
+        for block in reversed(self._blocks):
+            if block[-1]:
+                return _step(block, len(block[-1]) - 1)
         return self._steps[-1] if self._steps else None
 
     def step_view(self) -> "Steps":
@@ -117,6 +111,14 @@ class FrontierTrace:
                 out[f"{mode}_launches"] = len(ls)
                 out[f"levels_per_{mode}_launch"] = sum(ls) / len(ls)
         return out
+
+
+def _step(block: tuple, i: int) -> dict:
+    """Level ``i`` of a block :meth:`FrontierTrace.add` kept, as a step's dict."""
+    first, direction, where, li, each, levels = block
+    s, e, f, fe = levels[i]
+    return {"iteration": first + i, "direction": direction, "where": where, "frontier": s,
+            "frontier_edges": e, "found": f, "found_edges": fe, "launch": li, "seconds": each}
 
 
 class Steps(Sequence):

@@ -172,11 +172,10 @@ def _degrees(edges: list, n: int) -> np.ndarray:
     holds some 134 M vertices); the rows each rank then holds are the graph's whatever
     the bounds."""
     batch = max(_COUNT_BATCH, -(-n // (2 * _CHUNK)))
-    degrees = np.zeros(n, dtype=np.int32)
-    if edges:
-        ends = np.concatenate([x for e in edges[:batch] for x in e[:2]])
-        degrees += np.bincount(ends, minlength=n).astype(np.int32)
-    return degrees
+    if not edges:
+        return np.zeros(n, dtype=np.int32)
+    ends = np.concatenate([x for e in edges[:batch] for x in e[:2]])
+    return np.bincount(ends, minlength=n).astype(np.int32)
 
 
 def _route_and_build(comm: Communicator, part: RowPartition, edges: list, rounds: int,
