@@ -4,7 +4,7 @@
 # apps stage's previous FinePar) `git archive 8f3c88e` in .prev/ carried:
 #   bash benchmarks/run_gpu.sh STAGE [extra args for the stage's script]
 # Stages: check, train, throttle, apps, best_device, pipeline, peers, suite, sweep, probe,
-# probe_pagerank, probe_sssp, probe_bfs, probe_spmv_tile (CuPy), probe_host, probe_pinned, probe_p2p, e2e, profile, dist,
+# probe_pagerank, probe_sssp, probe_bfs, probe_spmv_tile (CuPy), probe_host, probe_pinned, probe_p2p, probe_extmem, e2e, profile, dist,
 # dist_range (a Graph500 graph generated rank by rank, answers checked by range),
 # nxbackend (with the wheels of .whl/nx/), tiling.
 # Everything a stage writes goes to $OUT (RESULTS.md with the stage's section, JSON, models,
@@ -89,6 +89,7 @@ for d in ('both', 'gpu'):
   probe_host) python3 benchmarks/probe_host.py --json "$out/probe_host.json" "${budget[@]}" "$@" ;;
   probe_pinned) python3 benchmarks/probe_pinned.py --json "$out/probe_pinned.json" "$@" ;;
   probe_p2p) python3 benchmarks/probe_p2p.py --json "$out/probe_p2p.json" "$@" ;;
+  probe_extmem) python3 benchmarks/probe_extmem.py --json "$out/probe_extmem.json" "$@" ;;
   e2e) python3 benchmarks/e2e.py "${md[@]}" --json "$out/e2e.json" "${budget[@]}" "$@" ;;
   profile)
     # cProfile of `finepar run` per app on Graph500 scale ${1:-24} (generated into the cache)
