@@ -31,6 +31,10 @@ from common import (Budget, child_env, Results, choices, fmt, log, main_of, rend
                     script_parser, target_lines)
 
 APPS = ("pagerank", "bfs", "cc")
+#: ``--transports``: each one's label suffix and ``finepar run`` options.
+TRANSPORTS = {"auto": ("", []), "gpu": (" (GPU to GPU)", ["--exchange", "gpu"]),
+              "window": (" (host path)", ["--exchange", "host"]),
+              "mpi": (" (MPI collectives)", ["--exchange", "host", "--no-shared-window"])}
 #: Issue 32's two-GPU targets at Graph500 scale 26: two ranks (two GPUs) over one process.
 SPEEDUP_TARGETS = {"pagerank": 1.8, "bfs": 1.2, "cc": 1.2}
 #: Issue 32's four-GPU targets: four ranks over one process at Graph500 scale 28.
@@ -55,16 +59,18 @@ def main(argv=None) -> int:
     p.add_argument("--check", default="reference", choices=("reference", "one-process", "none"),
                    help="what the answers are checked against: the app's host reference "
                         "(minutes at scale 26), the one-process run's answer, or nothing")
-    p.add_argument("--transports", default="window",
-                   help="for P > 1, one run each: window (large collectives through the "
-                        "ranks' shared-memory window where they share a host, the default) "
-                        "and/or mpi (MPI's own collectives, --no-shared-window)")
+    p.add_argument("--transports", default="auto",
+                   help="for P > 1, one run each: auto (FinePar's default: halos GPU to GPU "
+                        "where every rank's GPU can, the rest through the ranks' shared-memory "
+                        "window), gpu (--exchange gpu), window (--exchange host: halos through "
+                        "pinned host memory and the window) and/or mpi (--exchange host "
+                        "--no-shared-window: MPI's own collectives)")
     p.add_argument("--timeout-s", type=float, default=900, help="limit of one run")
     args = p.parse_args(argv)
     if args.render:
         return render_docs(args, render, targets)
     scales, ranks = check_options(args)
-    choices("--transports", args.transports, ("window", "mpi"))  # a bad one before any work
+    choices("--transports", args.transports, TRANSPORTS)  # a bad one before any work
     launcher = find_mpiexec(args.mpiexec)
     res = Results("dist.py", args, "", lambda doc: render(doc, args), targets)
     if args.check == "one-process":
@@ -136,13 +142,12 @@ def measure_one(scale: int, app: str, ranks: list, launcher: str, args, res) -> 
     with tempfile.TemporaryDirectory() as tmp:
         plan = [("1 process", [], 0, "")]
         for p in ranks:
-            for tr in (choices("--transports", args.transports, ("window", "mpi"))
-                       if p > 1 else ("window",)):
-                plan.append((f"{p} ranks" + (" (MPI collectives)" if tr == "mpi" else ""),
-                             [launcher, "-n", str(p)], p, tr))
+            for tr in (choices("--transports", args.transports, TRANSPORTS)
+                       if p > 1 else ("auto",)):
+                plan.append((f"{p} ranks{TRANSPORTS[tr][0]}", [launcher, "-n", str(p)], p, tr))
         for label, cmd, p, tr in plan:
             extra = ["--distributed", "--partition", args.partition] if p else []
-            extra += ["--no-shared-window"] if tr == "mpi" else []
+            extra += TRANSPORTS[tr][1] if p else []
             rec = finepar_run(cmd, app, path, Path(tmp), args.timeout_s, extra)
             answer = rec.get("answer")
             rec = _summarise(rec, label, p, the_app, g, params, ref)
@@ -189,6 +194,8 @@ def _summarise(rec: dict, label: str, ranks: int, app, g, params, ref) -> dict:
                               "bytes_received": r.get("bytes_received"),
                               "frontier": r["frontier"], "columns": r.get("columns"),
                               "halo_split": r["halo"].get("split"),
+                              "halo_path": r["halo"].get("path"),
+                              "halo_path_reason": r["halo"].get("path_reason"),
                               # BFS: each level's direction, frontier, part, kernel,
                               # exchange and MPI seconds, bytes, host synchronisations
                               "levels": r.get("levels", [])} for r in rep["ranks"]]
@@ -287,9 +294,10 @@ def render(doc, args) -> str:
              f"`finepar run` in one process, then `mpiexec -n P python -m finepar run` (each "
              f"rank reading its rows of the uncompressed .npz; {doc['args']['partition']} "
              f"partition). Run: the slowest rank's wall time of the timed run, one run after "
-             f"a warm-up. Per rank: halo bytes sent and received per iteration (through "
-             f"pinned host memory, then MPI's Alltoallv or, where the ranks share a host and "
-             f"the run does not say MPI collectives, their shared-memory window), other "
+             f"a warm-up. Per rank: halo bytes sent and received per iteration (GPU to "
+             f"GPU where the rank says `halo gpu`, else through pinned host memory, then "
+             f"MPI's Alltoallv or, where the ranks share a host and the run does not say MPI "
+             f"collectives, their shared-memory window), other "
              f"bytes (frontier merges, vector gathers), "
              f"the exchanges' time and share of the run, MPI time, compute (the longer "
              f"device's kernels per step), bytes sent and received in all; BFS's levels "
@@ -314,6 +322,7 @@ def render(doc, args) -> str:
                 f"{p['halo_in'] / 1e6:.2f} MB, {p['other_out'] / 1e6:.2f} MB, "
                 f"{p['exchange_s'] * 1e3:.1f} ms ({100 * p['exchange_fraction']:.0f}%), "
                 f"MPI {p['mpi_s'] * 1e3:.1f} ms, compute {p['compute_s'] * 1e3:.1f} ms"
+                + (f", halo {p['halo_path']}" if p.get("halo_path") else "")
                 + (f", {p['bytes_sent'] / 1e6:.2f} MB sent / {p['bytes_received'] / 1e6:.2f} "
                    f"MB received in all" if p.get("bytes_sent") is not None else "")
                 for p in x.get("per_rank") or []) or x.get("plan", "")

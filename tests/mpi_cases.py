@@ -6,7 +6,9 @@
 "in_memory"}``; ``in_memory``: every rank loads the graph itself and passes the Graph (the
 API's in-memory path). A case with ``"argv"`` instead runs that ``finepar run`` command
 line on every rank (``finepar.cli.main``, ``--distributed``), rank 0 writing ``ID.npy`` and
-``ID.json``. Every rank runs every case (:func:`finepar.mpi.run`, the emulated
+``ID.json``. A case with ``"share"`` sends each rank a memory file's descriptor to every other
+(:func:`finepar.mpi.peers._share`) and rank 0 writes what each read from them. A case's
+``"exchange"`` is the communicator's for its run. Every rank runs every case (:func:`finepar.mpi.run`, the emulated
 pair, ``T_f`` 64); rank 0 writes ``OUT_DIR/ID.npz`` (the answer's vectors) and ``OUT_DIR/ID.json`` (the
 report). A failing case is written as ``OUT_DIR/ID.error`` and the others still run.
 """
@@ -32,6 +34,10 @@ def main(out: str, cases_file: str) -> int:
         if "argv" in case:
             _command_line(case, out_dir, comm.rank)
             continue
+        if case.get("share"):
+            _share_descriptors(comm, out_dir / f"{case['id']}.json")
+            continue
+        comm.exchange = case.get("exchange", "auto")
         graph = case["graph"]
         if case.get("in_memory"):
             from finepar.io import load
@@ -67,6 +73,26 @@ def _command_line(case: dict, out_dir: Path, rank: int) -> None:
                  "-o", str(out_dir / f"{ident}.npy"), "--json", str(out_dir / f"{ident}.json")])
     if code and rank == 0:
         (out_dir / f"{ident}.error").write_text(f"exit status {code}")
+
+
+def _share_descriptors(comm, path: Path) -> None:
+    """Each rank writes its rank into a memory file and shares its descriptor; every rank
+    reads its peers' files: ``{rank: {peer: (what it read, the size sent)}}``."""
+    import os
+    from finepar.mpi.peers import _share
+    if comm.node is None:
+        got = {}
+    else:
+        fd = os.memfd_create("share-test")
+        os.write(fd, str(comm.rank).encode())
+        got = {}
+        for peer, (theirs, size) in _share(comm.node, fd, 1000 + comm.rank).items():
+            got[peer] = [os.pread(theirs, 16, 0).decode(), size]
+            os.close(theirs)
+        os.close(fd)
+    every = comm.allgather(got)
+    if comm.rank == 0:
+        path.write_text(json.dumps(every))
 
 
 if __name__ == "__main__":

@@ -40,6 +40,12 @@ def _cases() -> list[dict]:
            for app in APPS for mem in ("shared", "split")]
     out += [{"id": f"{app}-g500", "app": app, "graph": "graph500:9", "memory": "split",
              "window": True} for app in ("pagerank", "bfs", "cc")]
+    # halos GPU to GPU (finepar.mpi.peers), emulated through host memory on PoCL
+    out += [{"id": f"{app}-{mem}-gpu-exchange", "app": app, "graph": "directed.npz",
+             "memory": mem, "exchange": "gpu"}
+            for app in ("spmv", "pagerank", "hits") for mem in ("shared", "split")]
+    out += [{"id": "pagerank-g500-gpu-exchange", "app": "pagerank", "graph": "graph500:9",
+             "memory": "split", "exchange": "gpu"}]
     out += [{"id": "pagerank-deflated", "app": "pagerank", "graph": "deflated.npz",
              "memory": "shared"},
             {"id": "bfs-metis-mtx", "app": "bfs", "graph": "directed.mtx", "memory": "split",
@@ -116,7 +122,8 @@ def launch(worker: Path, d: Path, ranks: int, cases: list, extra: list = (),
 def distributed(ranks: int, inputs) -> Path:
     """Run every case on ``ranks`` ranks once (one mpiexec); the folder of answers."""
     if ranks not in _RUNS:
-        _RUNS[ranks] = launch(WORKER, inputs[0], ranks, CASES, CLI_CASES)
+        _RUNS[ranks] = launch(WORKER, inputs[0], ranks, CASES,
+                              CLI_CASES + [{"id": "share-fds", "share": True}])
     return _RUNS[ranks]
 
 
@@ -226,12 +233,29 @@ def test_reports_account_for_every_row_entry_and_halo_byte(ranks, inputs):
             if case["app"] == "cc":  # each round gathers the neighbour minima
                 assert r["gathers"]["count"] >= rep["result"]["iterations"]
             assert 0 <= r["timings"]["exchange"] <= r["timings"]["run"]
+            if k is not None:  # the halo's path: asked for, else PoCL cannot share memory
+                assert (r["halo"]["path"] == "emulated") if case.get("exchange") == "gpu" \
+                    else (r["halo"]["path"] == "host"
+                          and "cl_khr_external_memory_opaque_fd" in r["halo"]["path_reason"])
             # every collective of a window case went through the window, none of the others
             moved = (r["halo"]["exchanges"] + r["frontier"]["merges"] + r["gathers"]["count"])
             assert (r["window_moves"] >= moved) if case.get("window") else \
                 (r["window_moves"] == 0), case["id"]
         if k is not None:
             assert sent > 0
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("mpiexec")  # one worker keeps each P's run (_RUNS)
+@pytest.mark.parametrize("ranks", RANKS)
+def test_ranks_share_descriptors(ranks, inputs):
+    """Every rank receives every other rank's descriptor, with its size, and reads that
+    rank's own memory file through it (what the GPUs' exchange sends its memory by)."""
+    every = json.loads((distributed(ranks, inputs) / "share-fds.json").read_text())
+    assert len(every) == ranks
+    for rank, got in enumerate(every):
+        want = {str(p): [str(p), 1000 + p] for p in range(ranks) if p != rank}
+        assert got == want
 
 
 @pytest.mark.slow
@@ -327,6 +351,30 @@ def test_launcher_size_read_from_the_environment(monkeypatch):
     assert launched_size() == 1
     monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "4")
     assert launched_size() == 4
+
+
+def test_exchange_path_chosen_alike_and_explained():
+    """:func:`finepar.mpi.peers.choose` from every rank's answer (a stub communicator): GPU
+    to GPU only where every rank can, emulated only where asked for on PoCL pairs."""
+    from types import SimpleNamespace
+    from finepar.errors import UsageError
+    from finepar.mpi.peers import choose
+
+    def comm(mode, every, size=2, node=True):
+        return SimpleNamespace(exchange=mode, size=size, node=object() if node else None,
+                               allgather=lambda mine: every)
+    ok, pocl, nvidia = (None, False), ("PoCL has no cl_khr_external_memory", True), \
+        ("cuMemCreate: CUDA_ERROR_NOT_SUPPORTED", False)
+    assert choose(comm("host", [ok, ok]), None) == ("host", "asked for")
+    assert choose(comm("auto", [ok], size=1), None) == ("host", "one rank")
+    assert choose(comm("gpu", [ok, ok], node=False), None)[0] == "host"
+    assert choose(comm("auto", [ok, ok]), None)[0] == "gpu"
+    assert choose(comm("auto", [ok, nvidia]), None) == ("host", f"rank 1: {nvidia[0]}")
+    assert choose(comm("gpu", [pocl, pocl]), None)[0] == "emulated"
+    with pytest.raises(UsageError, match="--exchange gpu: rank 1: cuMemCreate"):
+        choose(comm("gpu", [ok, nvidia]), None)
+    with pytest.raises(UsageError, match="--exchange gpu: rank 0"):
+        choose(comm("gpu", [pocl, nvidia]), None)
 
 
 def test_each_local_rank_takes_its_gpu_from_a_list():

@@ -16,6 +16,7 @@ import traceback
 from ..errors import FineParError
 from ..mpi.comm import RankFailure, launched_size
 from ..mpi.partition import PARTITIONS
+from ..mpi.peers import MODES
 
 
 def add_options(parser) -> None:
@@ -35,6 +36,12 @@ def add_options(parser) -> None:
                         "Graph500's rules; pagerank: its residual under one float64 step, "
                         "whose 1/(1-d) multiple bounds the L1 error): for a graph no host "
                         "holds whole; exit status 1 where the answer fails")
+    g.add_argument("--exchange", choices=MODES, default="auto",
+                   help="how halos move between ranks: gpu = each rank's GPU copies from the "
+                        "others' memory (NVIDIA's OpenCL with cl_khr_external_memory_opaque_fd "
+                        "and CUDA's driver, every rank on one host; emulated on PoCL), host = "
+                        "through page-locked host memory and MPI; auto (default): gpu where "
+                        "every rank can, else host")
     g.add_argument("--no-shared-window", action="store_true",
                    help="move halos and gathers with MPI's own collectives even when every "
                         "rank runs on one host (by default large ones go through an MPI "
@@ -49,7 +56,7 @@ def wanted(args) -> bool:
 def cmd_run(args) -> int:
     """``finepar run`` on every rank (see the module's description)."""
     from ..mpi.comm import Communicator
-    comm = Communicator(shared_window=not args.no_shared_window)
+    comm = Communicator(shared_window=not args.no_shared_window, exchange=args.exchange)
     try:
         status = _run(args, comm)
         comm.close()

@@ -92,34 +92,49 @@ class Communicator:
         The shared-memory window large collectives go through when every rank runs on
         one host (:mod:`finepar.mpi.window`); None across hosts, on one rank, or when
         turned off.
+    node : mpi4py.MPI.Comm or None
+        The run's ranks, ranked alike, where every rank runs on one host (else None):
+        the window's and the GPUs' exchanges (:mod:`finepar.mpi.peers`) synchronise it.
+    exchange : str
+        How halos move between the ranks (:data:`finepar.mpi.peers.MODES`).
 
     Parameters
     ----------
     shared_window : bool
         Move large ``alltoallv`` / ``allgatherv`` through a shared-memory window when every
         rank is on one host (default True; False: MPI's own collectives always).
+    exchange : {"auto", "gpu", "host"}
+        Halos copied GPU to GPU where every rank's GPU can map the others' memory
+        (``auto``, the default), always (``gpu``: an error where they cannot, emulated on
+        PoCL), or never (``host``: through page-locked host memory).
     """
 
-    def __init__(self, comm=None, shared_window: bool = True):
+    def __init__(self, comm=None, shared_window: bool = True, exchange: str = "auto"):
         mpi = self.MPI = require_mpi()
         self.comm = mpi.COMM_WORLD if comm is None else comm
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
         local = self.comm.Split_type(mpi.COMM_TYPE_SHARED, key=self.rank)
         self.local_rank, self.local_size = local.Get_rank(), local.Get_size()
-        self.window = None
-        if shared_window and self.size > 1 and self.local_size == self.size:
-            self.window = NodeWindow(mpi, local)  # local ranks are the run's ranks
+        self.window = self.node = None
+        self.exchange = exchange
+        if self.size > 1 and self.local_size == self.size:
+            self.node = local  # local ranks are the run's ranks
+            if shared_window:
+                self.window = NodeWindow(mpi, local)
         else:
             local.Free()
         self.mpi_seconds = 0.0
         self.window_moves = 0
 
     def close(self) -> None:
-        """Free the shared window (collective: every rank calls it, at the end of a run)."""
+        """Free the shared window and the host's communicator (collective: every rank
+        calls it, at the end of a run)."""
         if self.window is not None:
             self.window.free()
-            self.window.local.Free()
             self.window = None
+        if self.node is not None:
+            self.node.Free()
+            self.node = None
 
     def _timed(self, fn, *args):
         t0 = time.perf_counter()

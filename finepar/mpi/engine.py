@@ -247,14 +247,22 @@ class DistEngine(Engine):
         out = dict(self.stats)
         halo = self.rank_halo
         out["halo"] = ({**halo.entries(), **{k: v for k, v in halo.stats.items()},
-                        "renumbered": halo.renumbered(), "split": halo.split}
+                        "renumbered": halo.renumbered(), "split": halo.split,
+                        "path": halo.path, "path_reason": halo.path_reason}
                        if halo is not None else {"sent": 0, "received": 0, "exchanges": 0,
                                                  "seconds": 0.0, "mpi_seconds": 0.0,
                                                  "bytes_sent": 0, "bytes_received": 0,
-                                                 "renumbered": {}, "split": None})
+                                                 "renumbered": {}, "split": None,
+                                                 "path": None, "path_reason": None})
         out["mpi_seconds"] = self.comm.mpi_seconds - self._mpi_base
         out["window_moves"] = self.comm.window_moves - self._window_base
         return out
+
+    def close(self) -> None:
+        """Free what the exchanges between ranks hold outside pyopencl's buffers (the GPU
+        regions of :mod:`finepar.mpi.peers`; collective)."""
+        if self.rank_halo is not None:
+            self.rank_halo.close()
 
     def reset_records(self) -> None:
         """Forget the steps so far, and this rank's exchange counts (a timed run starts)."""

@@ -29,8 +29,10 @@ import numpy as np
 from ..device import PinnedHost
 from ..device import alloc, cl
 from ..parallel import chunked
+from ..device.peer import PeerUnavailable
 from .comm import Communicator
 from .partition import RowPartition
+from .peers import PeerExchange, choose
 
 
 def _round_up(x: int, m: int = 64) -> int:
@@ -75,6 +77,7 @@ class RankHalo:
         asked, side, asker = asked[order], side[order], asker[order]
         self.recv_idx = comm.alltoallv(asked, self.send_counts, self.recv_counts)
         self._buffers(asked, side, asker)
+        self._peers()
         self.split = row_split(engine.matrix, partition.mask(comm.rank))
         self.stats = {"exchanges": 0, "seconds": 0.0, "mpi_seconds": 0.0, "bytes_sent": 0,
                       "bytes_received": 0, "setup_seconds": time.perf_counter() - t0}
@@ -124,6 +127,36 @@ class RankHalo:
                                            "idx": alloc(s, self.recv_idx, read_only=True),
                                            "in": alloc(s, nbytes=4 * self.recv_idx.size)}
 
+    def _peers(self) -> None:
+        """Whether the exchanges go GPU to GPU (:mod:`finepar.mpi.peers`; collective), and
+        if so the regions and, per rank this one receives from, the bytes it copies:
+        ``(rank, offset in that rank's send region, offset here, bytes)``."""
+        eng, comm = self.engine, self.comm
+        side = eng.pair.side("gpu") if "gpu" in eng.roles else None
+        self.path, self.path_reason = choose(comm, side)
+        self.peers = None
+        if self.path != "host":
+            try:
+                self.peers = PeerExchange(comm, side, 4 * int(self.send_counts.sum()),
+                                          4 * int(self.recv_counts.sum()), self.path)
+            except PeerUnavailable as exc:  # raised on every rank alike
+                self.path, self.path_reason = "host", str(exc)
+                return
+        else:
+            return
+        starts = np.concatenate(([0], np.cumsum(self.send_counts)[:-1]))
+        every = comm.allgather_ints(starts)  # row r: where rank r's part for each rank starts
+        at = np.concatenate(([0], np.cumsum(self.recv_counts)[:-1]))
+        self.pulls = [(r, 4 * int(every[r, comm.rank]), 4 * int(at[r]),
+                       4 * int(self.recv_counts[r]))
+                      for r in range(comm.size) if self.recv_counts[r]]
+
+    def close(self) -> None:
+        """Free the GPU regions of the exchange (collective on the emulated path)."""
+        if self.peers is not None:
+            self.peers.close()
+            self.peers = None
+
     def _index(self, end: dict, name: str):
         """The index list of one sender or receiver ``end`` for vector ``name``: its rows,
         or their numbers in the device's renumbered columns where that device keeps
@@ -150,6 +183,8 @@ class RankHalo:
     def exchange(self, name: str) -> float:
         """Move vector ``name``'s halo between the ranks now (collective). Returns the
         exchange's wall seconds."""
+        if self.peers is not None:
+            return self._exchange_peers(name)
         eng, mod = self.engine, cl()
         t0 = time.perf_counter()
         copies = []
@@ -177,6 +212,11 @@ class RankHalo:
                                 eng.buffer(name, rcv["role"])))
         for ev in done:
             ev.wait()
+        return self._count(t0, t1, t2)
+
+    def _count(self, t0: float, t1: float, t2: float) -> float:
+        """Add one exchange (packed from ``t0``, moved from ``t1`` to ``t2``, unpacked
+        until now) to :attr:`stats`; its wall seconds."""
         seconds = time.perf_counter() - t0
         st = self.stats
         st["exchanges"] += 1
@@ -185,6 +225,53 @@ class RankHalo:
         st["bytes_sent"] += 4 * int(self.send_counts.sum())
         st["bytes_received"] += 4 * int(self.recv_counts.sum())
         return seconds
+
+    def _exchange_peers(self, name: str) -> float:
+        """:meth:`exchange` GPU to GPU: each side packs into the GPU's send region (a CPU
+        share through the host), the GPUs copy (:meth:`PeerExchange.move`), each side
+        unpacks from the receive region (a CPU share through the host)."""
+        eng, mod, px = self.engine, cl(), self.peers
+        t0 = time.perf_counter()
+        queues = {}
+        for snd in self.senders:
+            s = snd["side"]
+            near = s.context == px.side.context
+            direct = near and snd["count"] == int(self.send_counts.sum())
+            gather = eng.pair.kernel(s, ("skeleton/vector.cl",), {"T": "uint"}, "gather")
+            gather(s.queue, (_round_up(snd["count"]),), None, np.int32(snd["count"]),
+                   self._index(snd, name), eng.buffer(name, snd["role"]),
+                   px.send if direct else snd["out"])
+            for src, dst, k in ([] if direct else snd["runs"]):
+                if near:
+                    mod.enqueue_copy(s.queue, px.send, snd["out"], src_offset=4 * src,
+                                     dst_offset=4 * dst, byte_count=4 * k)
+                else:  # a CPU share of split memory: through the host
+                    mod.enqueue_copy(s.queue, self.send_host[dst:dst + k], snd["out"],
+                                     src_offset=4 * src, is_blocking=True)
+                    mod.enqueue_copy(px.side.queue, px.send, self.send_host[dst:dst + k],
+                                     dst_offset=4 * dst)
+            queues[id(s.queue)] = s.queue
+        queues[id(px.side.queue)] = px.side.queue
+        for q in queues.values():
+            q.finish()
+        t1 = time.perf_counter()
+        px.move(self.pulls)
+        t2 = time.perf_counter()
+        done, count = [], int(self.recv_idx.size)
+        for rcv in self.receivers.values():
+            s = rcv["side"]
+            src = px.recv
+            if s.context != px.side.context:  # a CPU share of split memory
+                mod.enqueue_copy(px.side.queue, self.recv_host[:count], px.recv,
+                                 is_blocking=True)
+                mod.enqueue_copy(s.queue, rcv["in"], self.recv_host[:count])
+                src = rcv["in"]
+            scatter = eng.pair.kernel(s, ("skeleton/vector.cl",), {"T": "uint"}, "scatter")
+            done.append(scatter(s.queue, (_round_up(count),), None, np.int32(count),
+                                self._index(rcv, name), src, eng.buffer(name, rcv["role"])))
+        for ev in done:
+            ev.wait()
+        return self._count(t0, t1, t2)
 
 
 def _read_columns(matrix) -> np.ndarray:

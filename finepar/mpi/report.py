@@ -47,7 +47,8 @@ def rank_record(comm, eng, rs: dict, rows, result, times: dict, source: str, tun
                  "bytes_sent_per_iteration": halo["bytes_sent"] / iters,
                  "bytes_received_per_iteration": halo["bytes_received"] / iters,
                  "seconds": halo["seconds"], "mpi_seconds": halo["mpi_seconds"],
-                 "renumbered": halo["renumbered"], "split": halo["split"]},
+                 "renumbered": halo["renumbered"], "split": halo["split"],
+                 "path": halo["path"], "path_reason": halo["path_reason"]},
         "columns": _columns(summ["columns"]),
         "frontier": {"merges": rs["merges"], "as_list": rs["as_list"],
                      "as_pairs": rs["as_pairs"], "as_words": rs["as_words"],
@@ -134,8 +135,9 @@ class DistReport(Stamped):
         (``load``, ``matrix``, ``partition``, ``setup``, ``warmup``, ``run``,
         ``collect``, ``compute``, ``exchange``, ``mpi``, ...), ``devices``; ``columns``
         (per role: whether its share's columns were renumbered hottest first, and why);
-        the halo's ``renumbered`` (per role: whether it packed or unpacked entries at
-        renumbered columns) and ``split`` (the rows and entries that read no other rank's
+        the halo's ``path`` (``gpu``, ``emulated`` or ``host``:
+        :func:`finepar.mpi.peers.choose`) and ``path_reason``, its ``renumbered`` (per
+        role: whether it packed or unpacked entries at renumbered columns) and ``split`` (the rows and entries that read no other rank's
         column: :func:`finepar.mpi.halo.row_split`).
     """
 
@@ -183,6 +185,9 @@ class DistReport(Stamped):
         lines.append("  transport  " + (f"the ranks' shared-memory window ({moves} large "
                                         f"collectives of the run; the rest through MPI)"
                                         if moves else "MPI's collectives"))
+        halo = self.ranks[0]["halo"]
+        if halo.get("path"):
+            lines.append(f"  halo       {_PATHS[halo['path']]} ({halo['path_reason']})")
         thr = self.throughput
         rate = (f"{thr['teps'] / 1e9:.4f} GTEPS" if "teps" in thr
                 else f"{thr['nnz_per_s'] / 1e9:.4f} Gnnz/s")
@@ -194,6 +199,12 @@ class DistReport(Stamped):
             lines.append(f"  check      {'passed' if chk['passed'] else 'FAILED'}: "
                          f"{chk['detail']} ({chk['by']}, {chk['seconds']:.1f} s)")
         return "\n".join(lines)
+
+
+#: How the report names each path of the halo's exchanges (:func:`finepar.mpi.peers.choose`).
+_PATHS = {"gpu": "GPU to GPU: each rank's GPU copies from the others' memory",
+          "emulated": "GPU to GPU's layout, emulated through host memory",
+          "host": "through page-locked host memory and MPI"}
 
 
 def _device(r: dict) -> str:

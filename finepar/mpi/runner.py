@@ -179,6 +179,7 @@ options, model, step, calibrate, throttle, input_ids, **params
     finally:
         # the engine sits in reference cycles: its device buffers go now, not at some
         # later collection (four H200s at scale 29 held BFS's 17 GB a GPU into PageRank's run)
+        eng.close()
         del eng
         gc.collect()
 
