@@ -360,21 +360,25 @@ def test_exchange_path_chosen_alike_and_explained():
     from finepar.errors import UsageError
     from finepar.mpi.peers import choose
 
+    # a device without the extension (asked, but the stub's allgather answers for every rank)
+    gpu = SimpleNamespace(host_memory=False, queue=SimpleNamespace(
+        device=SimpleNamespace(extensions="", name="stub")))
+
     def comm(mode, every, size=2, node=True):
         return SimpleNamespace(exchange=mode, size=size, node=object() if node else None,
                                allgather=lambda mine: every)
     ok, pocl, nvidia = (None, False), ("PoCL has no cl_khr_external_memory", True), \
         ("cuMemCreate: CUDA_ERROR_NOT_SUPPORTED", False)
-    assert choose(comm("host", [ok, ok]), None) == ("host", "asked for")
-    assert choose(comm("auto", [ok], size=1), None) == ("host", "one rank")
-    assert choose(comm("gpu", [ok, ok], node=False), None)[0] == "host"
-    assert choose(comm("auto", [ok, ok]), None)[0] == "gpu"
-    assert choose(comm("auto", [ok, nvidia]), None) == ("host", f"rank 1: {nvidia[0]}")
-    assert choose(comm("gpu", [pocl, pocl]), None)[0] == "emulated"
+    assert choose(comm("host", [ok, ok]), gpu) == ("host", "asked for")
+    assert choose(comm("auto", [ok], size=1), gpu) == ("host", "one rank")
+    assert choose(comm("gpu", [ok, ok], node=False), gpu)[0] == "host"
+    assert choose(comm("auto", [ok, ok]), gpu)[0] == "gpu"
+    assert choose(comm("auto", [ok, nvidia]), gpu) == ("host", f"rank 1: {nvidia[0]}")
+    assert choose(comm("gpu", [pocl, pocl]), gpu)[0] == "emulated"
     with pytest.raises(UsageError, match="--exchange gpu: rank 1: cuMemCreate"):
-        choose(comm("gpu", [ok, nvidia]), None)
+        choose(comm("gpu", [ok, nvidia]), gpu)
     with pytest.raises(UsageError, match="--exchange gpu: rank 0"):
-        choose(comm("gpu", [pocl, nvidia]), None)
+        choose(comm("gpu", [pocl, nvidia]), gpu)
 
 
 def test_each_local_rank_takes_its_gpu_from_a_list():

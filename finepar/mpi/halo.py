@@ -132,8 +132,8 @@ class RankHalo:
         if so the regions and, per rank this one receives from, the bytes it copies:
         ``(rank, offset in that rank's send region, offset here, bytes)``."""
         eng, comm = self.engine, self.comm
-        side = eng.pair.side("gpu") if "gpu" in eng.roles else None
-        self.path, self.path_reason = choose(comm, side)
+        side = eng.pair.side("gpu")
+        self.path, self.path_reason = choose(comm, side, "gpu" in eng.roles)
         self.peers = None
         if self.path != "host":
             try:

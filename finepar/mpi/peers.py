@@ -31,15 +31,19 @@ from .window import NodeWindow
 MODES = ("auto", "gpu", "host")
 
 
-def choose(comm, side) -> tuple[str, str]:
+def choose(comm, side, in_plan: bool = True) -> tuple[str, str]:
     """The path this run's exchanges take, and why (collective: every rank gets the same).
 
     Parameters
     ----------
     comm : Communicator
         Its ``exchange`` is the mode asked for (:data:`MODES`).
-    side : Side or None
-        The rank's GPU side (None: the rank has no GPU role).
+    side : Side
+        The GPU of the rank's pair.
+    in_plan : bool
+        Whether the rank's plan runs rows on that GPU. ``auto`` takes the GPU path only
+        where every rank's does (else the halo would cross the host twice more); ``gpu``
+        takes it anyway.
 
     Raises
     ------
@@ -52,8 +56,8 @@ def choose(comm, side) -> tuple[str, str]:
         return "host", "asked for" if mode == "host" else "one rank"
     if comm.node is None:
         return "host", "the ranks run on more than one host"
-    mine = ("no GPU on this rank" if side is None else unavailable(side),
-            side is not None and side.host_memory)
+    why = None if in_plan or mode == "gpu" else "its plan runs on the CPU alone"
+    mine = (why or unavailable(side), side.host_memory)
     every = comm.allgather(mine)
     bad = [(r, why) for r, (why, _) in enumerate(every) if why]
     if not bad:
