@@ -109,7 +109,11 @@ class PeerExchange:
             self._sent = int(send_bytes)
             return
         self._agree(self._allocate, send_bytes, recv_bytes)
-        got = _share(comm.node, self.mems[0].fd, self.mems[0].size)
+        try:
+            got = _share(comm.node, self.mems[0].fd, self.mems[0].size)
+        except PeerUnavailable:
+            self.close()
+            raise
         self._agree(self._map, got)
 
     def _allocate(self, send_bytes: int, recv_bytes: int) -> None:
@@ -181,14 +185,27 @@ class PeerExchange:
 def _share(node, fd: int, size: int) -> dict[int, tuple[int, int]]:
     """Send ``fd`` (memory of ``size`` bytes) to every other rank of ``node`` and receive
     theirs, over Unix sockets in the abstract namespace (``SCM_RIGHTS``; MPI cannot carry
-    a descriptor): ``{rank: (fd, size)}`` (collective)."""
+    a descriptor): ``{rank: (fd, size)}`` (collective).
+
+    Raises
+    ------
+    PeerUnavailable
+        On every rank, where some rank could not listen for the descriptors.
+    """
     rank, ranks = node.Get_rank(), node.Get_size()
     token = node.bcast(os.urandom(8).hex() if rank == 0 else None, root=0)
     name = "\0finepar-peers-{}-{}".format
     server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    server.bind(name(token, rank))
-    server.listen(ranks)
-    node.Barrier()
+    try:
+        server.bind(name(token, rank))
+        server.listen(ranks)
+        why = None
+    except OSError as exc:
+        why = f"a Unix socket for the memory's descriptors: {exc}"
+    for peer, failed in enumerate(node.allgather(why)):  # every rank listens, or none goes on
+        if failed:
+            server.close()
+            raise PeerUnavailable(f"rank {peer}: {failed}")
     for peer in range(ranks):
         if peer != rank:
             with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as out:
