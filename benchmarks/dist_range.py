@@ -158,6 +158,7 @@ def measure(comm, app: str, rows, pair, runs: int) -> dict:
                          "plan": r["plan"].get("label"), "compute_s": r["timings"]["compute"],
                          "exchange_s": r["timings"]["exchange"], "mpi_s": r["timings"]["mpi"],
                          "halo_out": r["halo"]["bytes_sent_per_iteration"],
+                         "halo_path": r["halo"].get("path"),
                          "bytes_sent": r.get("bytes_sent"),
                          "bytes_received": r.get("bytes_received")} for r in ranks]}
     peaks = comm.allgather(_peak_rss_gib())
