@@ -281,6 +281,26 @@ def test_cli_under_mpiexec(inputs, tmp_path, pairs):
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("mpiexec")  # one worker keeps each P's run (_RUNS)
+def test_cli_exchange_option_reaches_the_halo(inputs, tmp_path, pairs):
+    """``--exchange gpu`` on the emulated pair: the halo takes the GPU path's layout
+    (emulated), the summary says so, and the answer is one process's."""
+    from finepar.api import run
+    d, graphs = inputs
+    out, report = tmp_path / "scores.npy", tmp_path / "report.json"
+    proc = subprocess.run([mpiexec(), "-n", "2", sys.executable, "-m", "finepar", "run",
+                           "pagerank", str(d / "directed.npz"), "--gpu", "emulate", "-T", "64",
+                           "--memory", "split", "--exchange", "gpu", "--json", str(report),
+                           "-o", str(out)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "halo       GPU to GPU's layout, emulated through host memory" in proc.stdout
+    rep = json.loads(report.read_text())
+    assert {r["halo"]["path"] for r in rep["ranks"]} == {"emulated"}
+    plain = run("pagerank", graphs["directed.npz"], pair=pairs["split"], threshold=64)[0]
+    assert np.abs(np.load(out).astype(np.float64) - plain.values).sum() < 1e-5
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("mpiexec")  # one worker keeps each P's run (_RUNS)
 def test_cli_error_under_mpiexec_is_one_line(tmp_path):
     out = tmp_path / "scores.npy"
     proc = subprocess.run([mpiexec(), "-n", "2", sys.executable, "-m", "finepar", "run",
@@ -357,27 +377,34 @@ def test_exchange_path_chosen_alike_and_explained():
     """:func:`finepar.mpi.peers.choose` from every rank's answer (a stub communicator): GPU
     to GPU only where every rank can, emulated only where asked for on PoCL pairs."""
     from types import SimpleNamespace
-    from finepar.errors import UsageError
+    from finepar.mpi.comm import RankFailure
     from finepar.mpi.peers import choose
 
     # a device without the extension (asked, but the stub's allgather answers for every rank)
     gpu = SimpleNamespace(host_memory=False, queue=SimpleNamespace(
         device=SimpleNamespace(extensions="", name="stub")))
 
+    def agree(error):  # as Communicator.agree where every rank failed alike
+        if error is not None:
+            raise RankFailure(str(error), 0)
+
     def comm(mode, every, size=2, node=True):
         return SimpleNamespace(exchange=mode, size=size, node=object() if node else None,
-                               allgather=lambda mine: every)
+                               allgather=lambda mine: every, agree=agree)
+    # (reason, the pair is emulated) from each rank
     ok, pocl, nvidia = (None, False), ("PoCL has no cl_khr_external_memory", True), \
         ("cuMemCreate: CUDA_ERROR_NOT_SUPPORTED", False)
     assert choose(comm("host", [ok, ok]), gpu) == ("host", "asked for")
     assert choose(comm("auto", [ok], size=1), gpu) == ("host", "one rank")
-    assert choose(comm("gpu", [ok, ok], node=False), gpu)[0] == "host"
+    assert choose(comm("auto", [ok, ok], node=False), gpu)[0] == "host"
+    with pytest.raises(RankFailure, match="more than one host"):
+        choose(comm("gpu", [ok, ok], node=False), gpu)
     assert choose(comm("auto", [ok, ok]), gpu)[0] == "gpu"
     assert choose(comm("auto", [ok, nvidia]), gpu) == ("host", f"rank 1: {nvidia[0]}")
     assert choose(comm("gpu", [pocl, pocl]), gpu)[0] == "emulated"
-    with pytest.raises(UsageError, match="--exchange gpu: rank 1: cuMemCreate"):
+    with pytest.raises(RankFailure, match="--exchange gpu: rank 1: cuMemCreate"):
         choose(comm("gpu", [ok, nvidia]), gpu)
-    with pytest.raises(UsageError, match="--exchange gpu: rank 0"):
+    with pytest.raises(RankFailure, match="--exchange gpu: rank 0"):
         choose(comm("gpu", [pocl, nvidia]), gpu)
 
 

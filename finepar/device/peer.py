@@ -17,7 +17,12 @@ route taken here (``benchmarks/probe_extmem.py``, two H200s: 344 GB/s for 54 MB 
    NVLink where the GPUs have it.
 
 The OpenCL queue is finished before CUDA reads the memory and the CUDA stream
-synchronised before OpenCL reads what CUDA wrote. The driver API is reached through
+synchronised before OpenCL reads what CUDA wrote; the extension's
+``clEnqueueAcquireExternalMemObjectsKHR`` / ``Release`` are not called (on NVIDIA's driver
+580 that ordering gave exact copies in every check: the probe's words, every distributed
+PageRank's answer). OpenCL's import gets a duplicate of the descriptor; the extension does
+not say whether the import closes it, so at most one descriptor a region may stay open
+until the process ends. The driver API is reached through
 :mod:`ctypes` on ``libcuda.so.1`` (the driver's own library: no CUDA toolkit, no CuPy).
 """
 
@@ -70,7 +75,10 @@ class _Driver:
         self.stream = ctypes.c_void_p()
 
     def call(self, name: str, *args) -> None:
-        rc = getattr(self.lib, name)(*args)
+        fn = getattr(self.lib, name, None)
+        if fn is None:
+            raise PeerUnavailable(f"the CUDA driver has no {name}")
+        rc = fn(*args)
         if rc:
             msg = ctypes.c_char_p()
             self.lib.cuGetErrorName(rc, ctypes.byref(msg))
@@ -89,16 +97,34 @@ class _Driver:
         raise PeerUnavailable("no CUDA device has the OpenCL device's UUID")
 
     def use(self, dev: int) -> None:
-        """Make ``dev``'s primary context current, with a stream of its own (once)."""
-        if self.current == dev:
-            return
-        if self.current is not None:
+        """Make ``dev``'s primary context current on this thread, with a stream of its own
+        (retained once; every later call only makes it current again)."""
+        if self.current is not None and self.current != dev:
             raise PeerUnavailable("one GPU a process: this one already shares another's memory")
-        ctx = ctypes.c_void_p()
-        self.call("cuDevicePrimaryCtxRetain", ctypes.byref(ctx), dev)
-        self.call("cuCtxSetCurrent", ctx)
-        self.call("cuStreamCreate", ctypes.byref(self.stream), 1)  # non-blocking
-        self.current = dev
+        if self.current is None:
+            self.ctx = ctypes.c_void_p()
+            self.call("cuDevicePrimaryCtxRetain", ctypes.byref(self.ctx), dev)
+            self.current = dev
+            self.call("cuCtxSetCurrent", self.ctx)
+            self.call("cuStreamCreate", ctypes.byref(self.stream), 1)  # non-blocking
+        self.call("cuCtxSetCurrent", self.ctx)
+
+    def current_again(self) -> None:
+        """The bound GPU's context current on this thread (a copy or a release may run on
+        another thread than the binding did)."""
+        if self.current is not None:
+            self.call("cuCtxSetCurrent", self.ctx)
+
+    def drop(self) -> None:
+        """Give the bound GPU's stream and primary context back (where the run's exchanges
+        went another way: CUDA's context holds device memory)."""
+        if self.current is not None:
+            for name, arg in (("cuStreamDestroy_v2", self.stream),
+                              ("cuDevicePrimaryCtxRelease_v2", self.current)):
+                fn = getattr(self.lib, name, None)
+                if fn is not None and arg:
+                    fn(arg)
+            self.stream, self.current = ctypes.c_void_p(), None
 
     def granule(self) -> int:
         prop, gran = self._prop(), ctypes.c_size_t()
@@ -147,6 +173,7 @@ class _Driver:
         return ptr.value
 
     def unmap(self, ptr: int, size: int) -> None:
+        self.current_again()
         self.lib.cuMemUnmap(ctypes.c_uint64(ptr), ctypes.c_size_t(size))
         self.lib.cuMemAddressFree(ctypes.c_uint64(ptr), ctypes.c_size_t(size))
 
@@ -211,7 +238,15 @@ def unavailable(side: Side) -> str | None:
         drv.use(drv.device_of(_uuid(side.queue.device)))
     except PeerUnavailable as exc:
         return str(exc)
+    except (OSError, AttributeError, ValueError) as exc:  # a loader or driver too old
+        return f"{type(exc).__name__}: {exc}"
     return None
+
+
+def release() -> None:
+    """Unbind this process's GPU from CUDA's driver, if :func:`unavailable` bound one."""
+    if _DRIVER is not None:
+        _DRIVER.drop()
 
 
 class PeerMemory:
@@ -255,6 +290,12 @@ class PeerMemory:
             self.close()
             raise
 
+    def forget_descriptor(self) -> None:
+        """Close the descriptor now: no other process will map this memory."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
     def close(self) -> None:
         """Release the buffer, the mapping, the allocation and the descriptor."""
         drv = driver()
@@ -266,8 +307,8 @@ class PeerMemory:
             self.ptr = None
         if self.handle is not None:
             drv.release(self.handle)
-            os.close(self.fd)
             self.handle = None
+        self.forget_descriptor()
 
 
 class PeerView:

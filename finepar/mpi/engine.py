@@ -258,11 +258,12 @@ class DistEngine(Engine):
         out["window_moves"] = self.comm.window_moves - self._window_base
         return out
 
-    def close(self) -> None:
+    def close(self, collective: bool = True) -> None:
         """Free what the exchanges between ranks hold outside pyopencl's buffers (the GPU
-        regions of :mod:`finepar.mpi.peers`; collective)."""
+        regions of :mod:`finepar.mpi.peers`); collective unless ``collective`` is False
+        (after an error on this rank alone)."""
         if self.rank_halo is not None:
-            self.rank_halo.close()
+            self.rank_halo.close(collective)
 
     def reset_records(self) -> None:
         """Forget the steps so far, and this rank's exchange counts (a timed run starts)."""

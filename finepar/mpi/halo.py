@@ -30,6 +30,7 @@ from ..device import PinnedHost
 from ..device import alloc, cl
 from ..parallel import chunked
 from ..device.peer import PeerUnavailable
+from ..errors import UsageError
 from .comm import Communicator
 from .partition import RowPartition
 from .peers import PeerExchange, choose
@@ -55,8 +56,12 @@ class RankHalo:
     send_counts, recv_counts : ndarray of int64, shape (P,)
         Entries sent to / received from each rank per exchange.
     stats : dict
-        ``exchanges``, ``seconds`` (wall, packing to unpacking), ``mpi_seconds``,
+        ``exchanges``, ``seconds`` (wall, packing to unpacking), ``mpi_seconds`` (the
+        ``MPI_Alltoallv``; on the GPU path its two barriers and the GPUs' copies),
         ``bytes_sent``, ``bytes_received`` (totals over the exchanges).
+    path, path_reason : str
+        How the exchanges go (``gpu``, ``emulated``, ``host``:
+        :func:`~finepar.mpi.peers.choose`) and why.
     """
 
     def __init__(self, engine, comm: Communicator, partition: RowPartition):
@@ -133,13 +138,15 @@ class RankHalo:
         ``(rank, offset in that rank's send region, offset here, bytes)``."""
         eng, comm = self.engine, self.comm
         side = eng.pair.side("gpu")
-        self.path, self.path_reason = choose(comm, side, "gpu" in eng.roles)
+        self.path, self.path_reason = choose(comm, side, "gpu" in eng.roles, eng.pair.emulated)
         self.peers = None
         if self.path != "host":
             try:
                 self.peers = PeerExchange(comm, side, 4 * int(self.send_counts.sum()),
                                           4 * int(self.recv_counts.sum()), self.path)
             except PeerUnavailable as exc:  # raised on every rank alike
+                if comm.exchange == "gpu":
+                    comm.agree(UsageError(f"--exchange gpu: {exc}"))
                 self.path, self.path_reason = "host", str(exc)
                 return
         else:
@@ -151,10 +158,10 @@ class RankHalo:
                        4 * int(self.recv_counts[r]))
                       for r in range(comm.size) if self.recv_counts[r]]
 
-    def close(self) -> None:
-        """Free the GPU regions of the exchange (collective on the emulated path)."""
+    def close(self, collective: bool = True) -> None:
+        """Free the GPU regions of the exchange (see :meth:`PeerExchange.close`)."""
         if self.peers is not None:
-            self.peers.close()
+            self.peers.close(collective)
             self.peers = None
 
     def _index(self, end: dict, name: str):

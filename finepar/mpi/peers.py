@@ -11,7 +11,10 @@ every machine.
 
 Paths (:func:`choose`): ``gpu`` (CUDA peer copies), ``emulated`` (the same layout through
 host memory; asked for on PoCL only), ``host`` (the pinned host path of
-:class:`~finepar.mpi.halo.RankHalo`).
+:class:`~finepar.mpi.halo.RankHalo`). A failure on the way on any rank (an allocation, an
+import, a mapping, a descriptor that does not arrive within :data:`SOCKET_TIMEOUT_S`) sends
+every rank's exchanges through the host, the reason in the report (``--exchange gpu``: an
+error on every rank instead).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import struct
 import numpy as np
 
 from ..device import alloc, cl
-from ..device.peer import PeerMemory, PeerUnavailable, PeerView, driver, unavailable
+from ..device.peer import PeerMemory, PeerUnavailable, PeerView, driver, release, unavailable
 from ..errors import UsageError
 from .window import NodeWindow
 
@@ -31,7 +34,7 @@ from .window import NodeWindow
 MODES = ("auto", "gpu", "host")
 
 
-def choose(comm, side, in_plan: bool = True) -> tuple[str, str]:
+def choose(comm, side, in_plan: bool = True, emulated: bool = False) -> tuple[str, str]:
     """The path this run's exchanges take, and why (collective: every rank gets the same).
 
     Parameters
@@ -44,30 +47,35 @@ def choose(comm, side, in_plan: bool = True) -> tuple[str, str]:
         Whether the rank's plan runs rows on that GPU. ``auto`` takes the GPU path only
         where every rank's does (else the halo would cross the host twice more); ``gpu``
         takes it anyway.
+    emulated : bool
+        The rank's pair is emulated (PoCL plays the GPU): ``gpu`` then emulates the path.
 
     Raises
     ------
-    UsageError
-        ``exchange="gpu"`` where some rank's GPU cannot share its memory and the ranks
-        are not all on an emulated pair.
+    RankFailure
+        On every rank, with a usage error's message: ``exchange="gpu"`` where some rank's
+        GPU cannot share its memory and the ranks are not all on emulated pairs.
     """
     mode = comm.exchange
     if mode == "host" or comm.size == 1:
         return "host", "asked for" if mode == "host" else "one rank"
     if comm.node is None:
+        if mode == "gpu":
+            comm.agree(UsageError("--exchange gpu: the ranks run on more than one host"))
         return "host", "the ranks run on more than one host"
     why = None if in_plan or mode == "gpu" else "its plan runs on the CPU alone"
-    mine = (why or unavailable(side), side.host_memory)
-    every = comm.allgather(mine)
+    every = comm.allgather((why or unavailable(side), bool(emulated)))
     bad = [(r, why) for r, (why, _) in enumerate(every) if why]
     if not bad:
         return "gpu", "every rank's GPU maps the others' memory"
+    release()  # CUDA's context, if this rank's check made one, holds device memory
     rank, why = bad[0]
     if mode == "auto":
         return "host", f"rank {rank}: {why}"
     if all(emulated for _, emulated in every):
         return "emulated", "the pair is emulated: copies through host memory"
-    raise UsageError(f"--exchange gpu: rank {rank}: {why}")
+    comm.agree(UsageError(f"--exchange gpu: rank {rank}: {why}"))  # every rank alike
+    raise AssertionError("agree returns only where no rank failed")
 
 
 class PeerExchange:
@@ -119,20 +127,29 @@ class PeerExchange:
     def _allocate(self, send_bytes: int, recv_bytes: int) -> None:
         for nbytes in (send_bytes, recv_bytes):
             self.mems.append(PeerMemory(self.side, nbytes))
+        self.mems[1].forget_descriptor()  # the receive region is this rank's alone
         self.send, self.recv = (m.buffer for m in self.mems)
 
     def _map(self, got: dict) -> None:
-        for rank, (fd, size) in got.items():
-            self.views[rank] = PeerView(fd, size)
+        pending = dict(got)
+        try:
+            for rank, (fd, size) in got.items():
+                del pending[rank]
+                self.views[rank] = PeerView(fd, size)  # closes fd
+        finally:
+            for fd, _ in pending.values():
+                os.close(fd)
 
     def _agree(self, step, *args) -> None:
         """Run ``step`` here; where it failed on any rank, free everything on every rank
-        and raise :class:`PeerUnavailable` with the first failure."""
+        and raise :class:`PeerUnavailable` with the first failure (any error of the
+        route: the run then goes through the host)."""
         try:
             step(*args)
             mine = None
-        except PeerUnavailable as exc:
-            mine = str(exc)
+        except Exception as exc:  # noqa: BLE001 - agreed on, then the host path
+            mine = str(exc) if isinstance(exc, PeerUnavailable) else \
+                f"{type(exc).__name__}: {exc}"
         every = self.comm.allgather(mine)
         for rank, why in enumerate(every):
             if why:
@@ -151,6 +168,7 @@ class PeerExchange:
             return
         node.Barrier()
         drv = driver()
+        drv.current_again()
         dst0 = self.mems[1].ptr
         for rank, src, dst, nbytes in pulls:
             drv.copy(dst0 + dst, self.views[rank].ptr + src, nbytes)
@@ -169,15 +187,16 @@ class PeerExchange:
         if pulls:
             mod.enqueue_copy(queue, self.recv, self._host, is_blocking=True)
 
-    def close(self) -> None:
-        """Free the regions, the peers' mappings and (emulated) the window (collective
-        where emulated)."""
+    def close(self, collective: bool = True) -> None:
+        """Free the regions and the peers' mappings; the emulated path's window too where
+        ``collective`` (every rank calls it then: after an error on one rank, pass False
+        and leave the window to MPI's end)."""
         for view in self.views.values():
             view.close()
         for mem in self.mems:
             mem.close()
         self.views, self.mems = {}, []
-        if self.window is not None:
+        if self.window is not None and collective:
             self.window.free()
             self.window = None
 
@@ -196,28 +215,48 @@ def _share(node, fd: int, size: int) -> dict[int, tuple[int, int]]:
     token = node.bcast(os.urandom(8).hex() if rank == 0 else None, root=0)
     name = "\0finepar-peers-{}-{}".format
     server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    server.settimeout(SOCKET_TIMEOUT_S)
+    got: dict = {}
     try:
         server.bind(name(token, rank))
         server.listen(ranks)
         why = None
     except OSError as exc:
         why = f"a Unix socket for the memory's descriptors: {exc}"
-    for peer, failed in enumerate(node.allgather(why)):  # every rank listens, or none goes on
+    _agree_or_close(node, why, server, got)  # every rank listens, or none goes on
+    try:
+        for peer in range(ranks):
+            if peer != rank:
+                with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as out:
+                    out.settimeout(SOCKET_TIMEOUT_S)
+                    out.connect(name(token, peer))
+                    socket.send_fds(out, [struct.pack("<qq", rank, size)], [fd])
+        for _ in range(ranks - 1):
+            conn, _ = server.accept()
+            with conn:
+                conn.settimeout(SOCKET_TIMEOUT_S)
+                msg, fds, _, _ = socket.recv_fds(conn, 16, 1)
+            if len(msg) != 16 or len(fds) != 1:
+                raise OSError("a peer's message came without its descriptor")
+            peer, peer_size = struct.unpack("<qq", msg)
+            got[peer] = (fds[0], peer_size)
+    except OSError as exc:
+        why = f"sending the memory's descriptors: {exc}"
+    _agree_or_close(node, why, server, got)
+    server.close()
+    return got
+
+
+#: Seconds a rank waits for a peer's descriptor before the exchange goes through the host.
+SOCKET_TIMEOUT_S = 60.0
+
+
+def _agree_or_close(node, why: str | None, server, got: dict) -> None:
+    """Every rank's ``why`` (collective); where any is set, close ``server`` and the
+    descriptors received, and raise :class:`PeerUnavailable` with the first."""
+    for peer, failed in enumerate(node.allgather(why)):
         if failed:
             server.close()
+            for fd, _ in got.values():
+                os.close(fd)
             raise PeerUnavailable(f"rank {peer}: {failed}")
-    for peer in range(ranks):
-        if peer != rank:
-            with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as out:
-                out.connect(name(token, peer))
-                socket.send_fds(out, [struct.pack("<qq", rank, size)], [fd])
-    got = {}
-    for _ in range(ranks - 1):
-        conn, _ = server.accept()
-        with conn:
-            msg, fds, _, _ = socket.recv_fds(conn, 16, 1)
-        peer, peer_size = struct.unpack("<qq", msg)
-        got[peer] = (fds[0], peer_size)
-    server.close()
-    node.Barrier()
-    return got

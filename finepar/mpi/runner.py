@@ -172,14 +172,18 @@ options, model, step, calibrate, throttle, input_ids, **params
     plan_s = time.perf_counter() - t0
     eng = checked(comm, DistEngine, pair, matrix, plan, the_app.ops, comm=comm, partition=part,
                   options=options, column_vectors=the_app.column_vectors)
+    done = False
     try:
-        return _execute(comm, the_app, eng, rgraph, rows, params, warmup, runs,
-                        {"load": rows.seconds, "matrix": matrix_s, "partition": plan_s},
-                        source, tuning)
+        out = _execute(comm, the_app, eng, rgraph, rows, params, warmup, runs,
+                       {"load": rows.seconds, "matrix": matrix_s, "partition": plan_s},
+                       source, tuning)
+        done = True
+        return out
     finally:
         # the engine sits in reference cycles: its device buffers go now, not at some
-        # later collection (four H200s at scale 29 held BFS's 17 GB a GPU into PageRank's run)
-        eng.close()
+        # later collection (four H200s at scale 29 held BFS's 17 GB a GPU into PageRank's run);
+        # after an error (maybe on this rank alone) nothing collective
+        eng.close(collective=done)
         del eng
         gc.collect()
 
