@@ -44,3 +44,24 @@ def test_import_failure_closes_the_descriptor(pairs, tmp_path):
         peer._import(pairs["split"].side("gpu"), fd, 4096)
     with pytest.raises(OSError):
         os.fstat(fd)
+
+
+def test_release_gives_back_stream_and_context_of_device_zero(monkeypatch):
+    """:func:`finepar.device.peer.release` destroys the stream and releases the primary
+    context of the bound device, device 0 included (a stand-in driver library)."""
+    calls = []
+
+    class Lib:
+        def cuStreamDestroy_v2(self, stream):
+            calls.append(("stream", stream.value))
+
+        def cuDevicePrimaryCtxRelease_v2(self, dev):
+            calls.append(("context", dev.value))
+    drv = peer._Driver.__new__(peer._Driver)
+    drv.lib, drv.current, drv.stream = Lib(), 0, ctypes.c_void_p(1234)
+    monkeypatch.setattr(peer, "_DRIVER", drv)
+    peer.release()
+    assert calls == [("stream", 1234), ("context", 0)]
+    assert drv.current is None
+    peer.release()  # nothing bound: nothing released twice
+    assert len(calls) == 2

@@ -118,13 +118,15 @@ class _Driver:
     def drop(self) -> None:
         """Give the bound GPU's stream and primary context back (where the run's exchanges
         went another way: CUDA's context holds device memory)."""
-        if self.current is not None:
-            for name, arg in (("cuStreamDestroy_v2", self.stream),
-                              ("cuDevicePrimaryCtxRelease_v2", self.current)):
-                fn = getattr(self.lib, name, None)
-                if fn is not None and arg:
-                    fn(arg)
-            self.stream, self.current = ctypes.c_void_p(), None
+        if self.current is None:
+            return
+        destroy = getattr(self.lib, "cuStreamDestroy_v2", None)
+        if destroy is not None and self.stream.value:
+            destroy(self.stream)
+        release = getattr(self.lib, "cuDevicePrimaryCtxRelease_v2", None)
+        if release is not None:
+            release(ctypes.c_int(self.current))  # device 0 included
+        self.stream, self.current = ctypes.c_void_p(), None
 
     def granule(self) -> int:
         prop, gran = self._prop(), ctypes.c_size_t()
