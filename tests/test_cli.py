@@ -26,9 +26,11 @@ def test_devices_lists_and_selects(capsys):
     rc, out, err = run_cli(capsys, "devices")
     assert rc == 0
     assert "platform" in out and "selected: cpu =" in out and "memory mode (auto)" in out
+    assert "between ranks (mpiexec): halos through host memory (the pair is emulated" in out
     rc, out, _ = run_cli(capsys, "devices", "--json", "-")
     d = json.loads(out)
     assert d["devices"] and d["selection"]["cpu"]["kind"] == "cpu"
+    assert d["between_ranks"]["gpu_to_gpu"] is False
 
 
 def test_run_pagerank_on_cnr_matches_reference(capsys, tmp_path):

@@ -23,12 +23,13 @@ def cmd_devices(args) -> int:
         sel = select_pair(args.cpu, args.gpu, config=config, devices=devices)
     except FineParError as exc:
         err = str(exc)
+    ranks = _between_ranks(sel) if sel is not None else None
     if args.json:
         out = {"devices": [d.to_dict() for d in devices], "icd": {
             "nvidia_library": icd.nvidia_library, "registered": icd.registered,
             "vendors_dir": icd.vendors_dir, "fix": icd.fix_command, "notes": icd.notes},
             "selection": sel.to_dict() if sel else None, "error": err,
-            "config": config.get("source")}
+            "config": config.get("source"), "between_ranks": ranks}
         text = json.dumps(out, indent=2)
         if args.json == "-":
             print(text)
@@ -76,6 +77,7 @@ def cmd_devices(args) -> int:
             mem = ("shared" if sel.emulated or (sel.same_platform and sel.gpu.host_unified_memory)
                    else "split")
             print(f"memory mode (auto): {mem}")
+            print(f"between ranks (mpiexec): {ranks['line']}")
     if err:
         raise FineParError(err)
     return 0
@@ -90,3 +92,18 @@ def add(sub) -> None:
     add_device_options(d)
     d.add_argument("--json", metavar="PATH", help="also write the listing as JSON ('-': stdout only)")
     d.set_defaults(func=cmd_devices)
+
+
+def _between_ranks(sel) -> dict:
+    """How a distributed run's halos would move between ranks on the selected GPU:
+    ``{"gpu_to_gpu": bool, "line": str}`` (:mod:`finepar.mpi.peers`; whether CUDA's
+    driver knows the device is learnt at the run)."""
+    from ..device.discovery import _cl_device
+    from ..device.peer import EXTENSION
+    if sel.emulated:
+        return {"gpu_to_gpu": False, "line": "halos through host memory (the pair is "
+                "emulated; --exchange gpu emulates the GPU path's layout)"}
+    has = EXTENSION in _cl_device(sel.gpu).extensions.split()
+    return {"gpu_to_gpu": has, "line": (
+        f"halos GPU to GPU where every rank's GPU is like this one (its OpenCL has {EXTENSION})"
+        if has else f"halos through host memory (this GPU's OpenCL has no {EXTENSION})")}
