@@ -43,9 +43,9 @@ def _cases() -> list[dict]:
     # halos GPU to GPU (finepar.mpi.peers), emulated through host memory on PoCL
     out += [{"id": f"{app}-{mem}-gpu-exchange", "app": app, "graph": "directed.npz",
              "memory": mem, "exchange": "gpu"}
-            for app in ("spmv", "pagerank", "hits") for mem in ("shared", "split")]
-    out += [{"id": "pagerank-g500-gpu-exchange", "app": "pagerank", "graph": "graph500:9",
-             "memory": "split", "exchange": "gpu"}]
+            for app in ("spmv", "pagerank", "hits", "bfs") for mem in ("shared", "split")]
+    out += [{"id": f"{app}-g500-gpu-exchange", "app": app, "graph": "graph500:9",
+             "memory": "split", "exchange": "gpu"} for app in ("pagerank", "bfs")]
     out += [{"id": "pagerank-deflated", "app": "pagerank", "graph": "deflated.npz",
              "memory": "shared"},
             {"id": "bfs-metis-mtx", "app": "bfs", "graph": "directed.mtx", "memory": "split",
@@ -230,6 +230,8 @@ def test_reports_account_for_every_row_entry_and_halo_byte(ranks, inputs):
                 f = r["frontier"]     # or top-down claims
                 assert f["merges"] + f["claims"] == rep["result"]["iterations"]
                 assert f["merges"] == f["as_list"] + f["as_pairs"] + f["as_words"]
+                # the merges GPU to GPU only where asked for (emulated on PoCL)
+                assert f["path"] == ("emulated" if case.get("exchange") == "gpu" else "host")
             if case["app"] == "cc":  # each round gathers the neighbour minima
                 assert r["gathers"]["count"] >= rep["result"]["iterations"]
             assert 0 <= r["timings"]["exchange"] <= r["timings"]["run"]

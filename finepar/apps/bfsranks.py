@@ -18,7 +18,10 @@ every part's size and form (and a bottom-up level's sums), each rank's part read
 the device into its place in page-locked host memory, one ``allgatherv`` in place, the
 others' parts written to the device and OR-ed into the frontier bitmap by kernels
 (``opencl/apps/bfs/ranks.cl``), which then marks the new vertices' levels, left
-enqueued. A level's host waits are its reads: a bottom-up level's header (its found
+enqueued. With ``--exchange gpu`` the parts move GPU to GPU instead
+(:mod:`finepar.mpi.peers`): each rank's part goes into its send region, every other
+rank's is copied into the receive region by the rank's GPU, and the kernels on the GPU
+read them there (a top-down level's parts, and a CPU share's, are copied on to the host). A level's host waits are its reads: a bottom-up level's header (its found
 vertices and their out-degrees, summed on the device) with the list's first
 :data:`PEEK` words, and a longer part; a top-down level's tally, then its claims with
 their out-degrees, which travel with the part, so the merged frontier (the ranks' claims
@@ -135,6 +138,9 @@ class LevelParts:
         self.host_words(words)
         for role in engine.roles:
             self.device_words(role, words)
+        # the GPU path where the run asks for it (DistEngine.peer_exchange): a part a rank
+        self.peers = engine.peer_exchange(engine.pair.side("gpu"), 4 * (self.nw + 2),
+                                          4 * self.comm.size * (self.nw + 2), "merges")
 
     def host_words(self, words: int) -> np.ndarray:
         """The page-locked host words, at least ``words`` of them."""
@@ -175,6 +181,39 @@ class LevelParts:
                          (self.head[4:4 + min(peek, PEEK)], peek_buf, 0)])
         count, edges = self.head[:4].view(np.uint64)
         return int(count), int(edges)
+
+    def _gpu_to_gpu(self, targets: tuple, host: np.ndarray, counts: np.ndarray,
+                    displs: np.ndarray, at: int, mine: int, host_copy) -> tuple:
+        """With :attr:`peers` (``--exchange gpu``): this rank's part into the send region,
+        every other rank's pulled into the receive region at its displacement
+        (collective), and copied on to ``host`` where a role outside the GPU's context
+        or ``host_copy`` (a top-down level: its parts are counted on the host) needs
+        them; the roles whose kernels read the receive region. Else ``()``."""
+        px = self.peers
+        if px is None:
+            return ()
+        eng, mod, me = self.engine, cl(), self.comm.rank
+        near = tuple(r for r in targets if eng.pair.side(r).context == px.side.context)
+        for role in near:  # the last merge's kernels are done with the receive region
+            eng.pair.side(role).queue.finish()
+        if mine:
+            mod.enqueue_copy(px.side.queue, px.send, host[at:at + mine], is_blocking=True)
+        px.side.queue.finish()
+        px.move([(s, 0, 4 * int(displs[s]), 4 * int(counts[s]))
+                 for s in range(self.comm.size) if s != me and counts[s]])
+        total = int(counts.sum())
+        if total and (host_copy or len(near) < len(targets)):
+            for a, b in ((0, at), (at + mine, total)):  # this rank's own part is there
+                if b > a:
+                    mod.enqueue_copy(px.side.queue, host[a:b], px.recv, src_offset=4 * a)
+            px.side.queue.finish()
+        return near
+
+    def close(self, collective: bool = True) -> None:
+        """Free the regions of the GPU path (:meth:`PeerExchange.close`)."""
+        if self.peers is not None:
+            self.peers.close(collective)
+            self.peers = None
 
     def wait(self) -> None:
         """The last merge's uploads are done (their host words may be overwritten)."""
@@ -221,15 +260,20 @@ class LevelParts:
         at, mine = int(displs[me]), int(counts[me])
         host = self.host_words(total)
         fill(host[at:at + mine])
-        if total:  # every rank's part, this rank's in place
+        targets = _distinct(eng, target, roles)
+        near = self._gpu_to_gpu(targets, host, counts, displs, at, mine, tail or None)
+        if total and self.peers is None:  # every rank's part, this rank's in place
             comm.allgatherv(host[at:at + mine], counts=counts, out=host[:total])
         mod = cl()
         others = [s for s in range(comm.size) if s != me and meta[s, 0]]
-        for role in _distinct(eng, target, roles):
+        for role in targets:
             dev, queue = self.device_words(role, total), eng.pair.side(role).queue
-            self.pending += [mod.enqueue_copy(queue, dev, host[a:b], dst_offset=4 * a,
-                                              is_blocking=False)
-                             for a, b in ((0, at), (at + mine, total)) if b > a]
+            if role in near:  # the others' parts are in the receive region already
+                dev = self.peers.recv
+            else:
+                self.pending += [mod.enqueue_copy(queue, dev, host[a:b], dst_offset=4 * a,
+                                                  is_blocking=False)
+                                 for a, b in ((0, at), (at + mine, total)) if b > a]
             words = eng.buffer(target, role)
             for s in others:
                 c, off = int(meta[s, 0]), int(displs[s])

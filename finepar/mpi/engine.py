@@ -32,8 +32,11 @@ from ..device import cl
 from ..throttle.kdcount import popcount
 from ..device import PinnedHost
 from .comm import Communicator
+from ..device.peer import PeerUnavailable
+from ..errors import UsageError
 from .halo import RankHalo
 from .partition import RowPartition
+from .peers import PeerExchange, choose
 
 #: Header words of a rank's part of a merged bitmap: its form, then its first word.
 _AS_LIST, _AS_WORDS, _AS_PAIRS = 0, 1, 2
@@ -73,6 +76,8 @@ class DistEngine(Engine):
         self.comm, self.partition = comm, partition
         self.rank_halo: RankHalo | None = None
         self._stage: PinnedHost | None = None
+        self._exchanges: list = []  # PeerExchange objects apps asked for (closed with us)
+        self.merge_path = "host"
         self._mpi_base, self._window_base = comm.mpi_seconds, comm.window_moves
         self.stats = {"reductions": 0, "gathers": 0, "gather_seconds": 0.0, "gather_bytes": 0,
                       "merges": 0,
@@ -254,9 +259,38 @@ class DistEngine(Engine):
                                                  "bytes_sent": 0, "bytes_received": 0,
                                                  "renumbered": {}, "split": None,
                                                  "path": None, "path_reason": None})
+        out["merge_path"] = self.merge_path
         out["mpi_seconds"] = self.comm.mpi_seconds - self._mpi_base
         out["window_moves"] = self.comm.window_moves - self._window_base
         return out
+
+    def peer_exchange(self, side, send_bytes: int, recv_bytes: int, what: str):
+        """Regions for an app's own exchanges GPU to GPU (BFS's level merges) where the
+        run asks for the GPU path (``--exchange gpu``; ``auto`` keeps them on the host
+        until a run has measured the path for them), else None (collective).
+
+        Returns
+        -------
+        PeerExchange or None
+            Closed with the engine (:meth:`close`); :attr:`merge_path` says which path.
+
+        Raises
+        ------
+        RankFailure
+            On every rank, where the path was asked for and cannot be had.
+        """
+        comm = self.comm
+        if comm.exchange != "gpu" or comm.size == 1:
+            return None
+        path, _ = choose(comm, side, True, self.pair.emulated)  # a usage error if impossible
+        try:
+            px = PeerExchange(comm, side, send_bytes, recv_bytes, path)
+        except PeerUnavailable as exc:  # raised on every rank alike
+            comm.agree(UsageError(f"--exchange gpu ({what}): {exc}"))
+            raise
+        self._exchanges.append(px)
+        self.merge_path = path
+        return px
 
     def close(self, collective: bool = True) -> None:
         """Free what the exchanges between ranks hold outside pyopencl's buffers (the GPU
@@ -264,6 +298,9 @@ class DistEngine(Engine):
         (after an error on this rank alone)."""
         if self.rank_halo is not None:
             self.rank_halo.close(collective)
+        for px in self._exchanges:
+            px.close(collective)
+        self._exchanges = []
 
     def reset_records(self) -> None:
         """Forget the steps so far, and this rank's exchange counts (a timed run starts)."""

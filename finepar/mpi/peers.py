@@ -9,6 +9,10 @@ but two barriers. Elsewhere halos go through page-locked host memory and MPI
 path with the copies emulated through an MPI shared window, so its layout is tested on
 every machine.
 
+BFS's level merges take the same path when the run asks for it (``--exchange gpu``,
+:meth:`finepar.mpi.engine.DistEngine.peer_exchange`): ``auto`` keeps them on the host
+until a run on GPUs has measured the path for them.
+
 Paths (:func:`choose`): ``gpu`` (CUDA peer copies), ``emulated`` (the same layout through
 host memory; asked for on PoCL only), ``host`` (the pinned host path of
 :class:`~finepar.mpi.halo.RankHalo`). A failure on the way on any rank (an allocation, an

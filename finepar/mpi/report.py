@@ -53,7 +53,7 @@ def rank_record(comm, eng, rs: dict, rows, result, times: dict, source: str, tun
         "frontier": {"merges": rs["merges"], "as_list": rs["as_list"],
                      "as_pairs": rs["as_pairs"], "as_words": rs["as_words"],
                      "claims": rs["claims"], "claim_lists": rs["claim_lists"],
-                     "routed": rs["routed"],
+                     "routed": rs["routed"], "path": rs.get("merge_path", "host"),
                      "bytes_sent": rs["merge_bytes"] + rs["claim_bytes"] + rs["routed_bytes"],
                      "bytes_received": rs["merge_bytes_received"],
                      "seconds": rs["merge_seconds"]},
