@@ -21,7 +21,8 @@ others' parts written to the device and OR-ed into the frontier bitmap by kernel
 enqueued. With ``--exchange gpu`` the parts move GPU to GPU instead
 (:mod:`finepar.mpi.peers`): each rank's part goes into its send region, every other
 rank's is copied into the receive region by the rank's GPU, and the kernels on the GPU
-read them there (a top-down level's parts, and a CPU share's, are copied on to the host). A level's host waits are its reads: a bottom-up level's header (its found
+read them there (a top-down level's parts, and a CPU share's, are copied on to the
+host). A level's host waits are its reads: a bottom-up level's header (its found
 vertices and their out-degrees, summed on the device) with the list's first
 :data:`PEEK` words, and a longer part; a top-down level's tally, then its claims with
 their out-degrees, which travel with the part, so the merged frontier (the ranks' claims
@@ -118,6 +119,9 @@ class LevelParts:
     head : ndarray of uint32
         Page-locked: ``hdr``'s four words, then up to :data:`PEEK` words of the part read
         with them.
+    peers : PeerExchange or None
+        The GPU path's regions (``--exchange gpu``: a part of ``nw + 2`` words a rank),
+        else None: the parts go through the host.
     """
 
     def __init__(self, engine, push: str, n: int):
@@ -138,7 +142,8 @@ class LevelParts:
         self.host_words(words)
         for role in engine.roles:
             self.device_words(role, words)
-        # the GPU path where the run asks for it (DistEngine.peer_exchange): a part a rank
+        # the GPU path where the run asks for it (DistEngine.peer_exchange: a part a rank,
+        # closed with the engine)
         self.peers = engine.peer_exchange(engine.pair.side("gpu"), 4 * (self.nw + 2),
                                           4 * self.comm.size * (self.nw + 2), "merges")
 
@@ -208,12 +213,6 @@ class LevelParts:
                     mod.enqueue_copy(px.side.queue, host[a:b], px.recv, src_offset=4 * a)
             px.side.queue.finish()
         return near
-
-    def close(self, collective: bool = True) -> None:
-        """Free the regions of the GPU path (:meth:`PeerExchange.close`)."""
-        if self.peers is not None:
-            self.peers.close(collective)
-            self.peers = None
 
     def wait(self) -> None:
         """The last merge's uploads are done (their host words may be overwritten)."""
