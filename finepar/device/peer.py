@@ -105,9 +105,9 @@ class _Driver:
             self.ctx = ctypes.c_void_p()
             self.call("cuDevicePrimaryCtxRetain", ctypes.byref(self.ctx), dev)
             self.current = dev
-            self.call("cuCtxSetCurrent", self.ctx)
-            self.call("cuStreamCreate", ctypes.byref(self.stream), 1)  # non-blocking
         self.call("cuCtxSetCurrent", self.ctx)
+        if not self.stream.value:
+            self.call("cuStreamCreate", ctypes.byref(self.stream), 1)  # non-blocking
 
     def current_again(self) -> None:
         """The bound GPU's context current on this thread (a copy or a release may run on

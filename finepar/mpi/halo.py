@@ -140,17 +140,20 @@ class RankHalo:
         side = eng.pair.side("gpu")
         self.path, self.path_reason = choose(comm, side, "gpu" in eng.roles, eng.pair.emulated)
         self.peers = None
-        if self.path != "host":
-            try:
-                self.peers = PeerExchange(comm, side, 4 * int(self.send_counts.sum()),
-                                          4 * int(self.recv_counts.sum()), self.path)
-            except PeerUnavailable as exc:  # raised on every rank alike
-                if comm.exchange == "gpu":
-                    comm.agree(UsageError(f"--exchange gpu: {exc}"))
-                self.path, self.path_reason = "host", str(exc)
-                return
-        else:
+        if self.path == "host":
             return
+        total = int(self.send_counts.sum())
+        try:
+            self.peers = PeerExchange(comm, side, 4 * total, 4 * int(self.recv_counts.sum()),
+                                      self.path)
+        except PeerUnavailable as exc:  # raised on every rank alike
+            if comm.exchange == "gpu":
+                comm.agree(UsageError(f"--exchange gpu: {exc}"))
+            self.path, self.path_reason = "host", str(exc)
+            return
+        for snd in self.senders:  # on the GPU's context; alone: it packs in place
+            snd["near"] = snd["side"].context == side.context
+            snd["direct"] = snd["near"] and snd["count"] == total
         starts = np.concatenate(([0], np.cumsum(self.send_counts)[:-1]))
         every = comm.allgather_ints(starts)  # row r: where rank r's part for each rank starts
         at = np.concatenate(([0], np.cumsum(self.recv_counts)[:-1]))
@@ -187,19 +190,33 @@ class RankHalo:
         """Entries sent and received per exchange."""
         return {"sent": int(self.send_counts.sum()), "received": int(self.recv_counts.sum())}
 
+    def _gather(self, snd: dict, name: str, out) -> None:
+        """Enqueue sender ``snd``'s packing of vector ``name``'s asked entries into
+        ``out``."""
+        eng, s = self.engine, snd["side"]
+        gather = eng.pair.kernel(s, ("skeleton/vector.cl",), {"T": "uint"}, "gather")
+        gather(s.queue, (_round_up(snd["count"]),), None, np.int32(snd["count"]),
+               self._index(snd, name), eng.buffer(name, snd["role"]), out)
+
+    def _scatter(self, rcv: dict, name: str, src):
+        """Enqueue receiver ``rcv``'s unpacking of ``src`` into vector ``name``; its
+        event."""
+        eng, s, count = self.engine, rcv["side"], int(self.recv_idx.size)
+        scatter = eng.pair.kernel(s, ("skeleton/vector.cl",), {"T": "uint"}, "scatter")
+        return scatter(s.queue, (_round_up(count),), None, np.int32(count),
+                       self._index(rcv, name), src, eng.buffer(name, rcv["role"]))
+
     def exchange(self, name: str) -> float:
         """Move vector ``name``'s halo between the ranks now (collective). Returns the
         exchange's wall seconds."""
         if self.peers is not None:
             return self._exchange_peers(name)
-        eng, mod = self.engine, cl()
+        mod = cl()
         t0 = time.perf_counter()
         copies = []
         for snd in self.senders:
             s = snd["side"]
-            gather = eng.pair.kernel(s, ("skeleton/vector.cl",), {"T": "uint"}, "gather")
-            gather(s.queue, (_round_up(snd["count"]),), None, np.int32(snd["count"]),
-                   self._index(snd, name), eng.buffer(name, snd["role"]), snd["out"])
+            self._gather(snd, name, snd["out"])
             for src, dst, k in snd["runs"]:
                 copies.append(mod.enqueue_copy(s.queue, self.send_host[dst:dst + k], snd["out"],
                                                src_offset=4 * src, is_blocking=False))
@@ -209,14 +226,11 @@ class RankHalo:
         self.comm.alltoallv(self.send_host, self.send_counts, self.recv_counts,
                             out=self.recv_host)
         t2 = time.perf_counter()
-        done = []
+        done, count = [], int(self.recv_idx.size)
         for rcv in self.receivers.values():
-            s, count = rcv["side"], int(self.recv_idx.size)
-            mod.enqueue_copy(s.queue, rcv["in"], self.recv_host[:count], is_blocking=False)
-            scatter = eng.pair.kernel(s, ("skeleton/vector.cl",), {"T": "uint"}, "scatter")
-            done.append(scatter(s.queue, (_round_up(count),), None, np.int32(count),
-                                self._index(rcv, name), rcv["in"],
-                                eng.buffer(name, rcv["role"])))
+            mod.enqueue_copy(rcv["side"].queue, rcv["in"], self.recv_host[:count],
+                             is_blocking=False)
+            done.append(self._scatter(rcv, name, rcv["in"]))
         for ev in done:
             ev.wait()
         return self._count(t0, t1, t2)
@@ -237,17 +251,12 @@ class RankHalo:
         """:meth:`exchange` GPU to GPU: each side packs into the GPU's send region (a CPU
         share through the host), the GPUs copy (:meth:`PeerExchange.move`), each side
         unpacks from the receive region (a CPU share through the host)."""
-        eng, mod, px = self.engine, cl(), self.peers
+        mod, px = cl(), self.peers
         t0 = time.perf_counter()
         queues = {}
         for snd in self.senders:
-            s = snd["side"]
-            near = s.context == px.side.context
-            direct = near and snd["count"] == int(self.send_counts.sum())
-            gather = eng.pair.kernel(s, ("skeleton/vector.cl",), {"T": "uint"}, "gather")
-            gather(s.queue, (_round_up(snd["count"]),), None, np.int32(snd["count"]),
-                   self._index(snd, name), eng.buffer(name, snd["role"]),
-                   px.send if direct else snd["out"])
+            s, near, direct = snd["side"], snd["near"], snd["direct"]
+            self._gather(snd, name, px.send if direct else snd["out"])
             for src, dst, k in ([] if direct else snd["runs"]):
                 if near:
                     mod.enqueue_copy(s.queue, px.send, snd["out"], src_offset=4 * src,
@@ -266,16 +275,13 @@ class RankHalo:
         t2 = time.perf_counter()
         done, count = [], int(self.recv_idx.size)
         for rcv in self.receivers.values():
-            s = rcv["side"]
             src = px.recv
-            if s.context != px.side.context:  # a CPU share of split memory
+            if rcv["side"].context != px.side.context:  # a CPU share of split memory
                 mod.enqueue_copy(px.side.queue, self.recv_host[:count], px.recv,
                                  is_blocking=True)
-                mod.enqueue_copy(s.queue, rcv["in"], self.recv_host[:count])
+                mod.enqueue_copy(rcv["side"].queue, rcv["in"], self.recv_host[:count])
                 src = rcv["in"]
-            scatter = eng.pair.kernel(s, ("skeleton/vector.cl",), {"T": "uint"}, "scatter")
-            done.append(scatter(s.queue, (_round_up(count),), None, np.int32(count),
-                                self._index(rcv, name), src, eng.buffer(name, rcv["role"])))
+            done.append(self._scatter(rcv, name, src))
         for ev in done:
             ev.wait()
         return self._count(t0, t1, t2)
