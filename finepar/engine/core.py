@@ -785,6 +785,10 @@ class Engine:
             self.halo = self._halo.needs
             self.setup_seconds += time.perf_counter() - t0
 
+    def after_kernels(self, exchange: str | None) -> None:
+        """Called by a waited-for row operation between its kernels and its sums' reads:
+        nothing here (a rank packs its halo: ``DistEngine.after_kernels``)."""
+
     def halo_events(self, name: str) -> list:
         """Enqueue the halo exchange of vector ``name``; returns its events."""
         self.prepare_exchange()

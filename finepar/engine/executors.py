@@ -26,6 +26,10 @@ import numpy as np
 from ..device import cl
 from .timing import StepRecord, event_seconds
 
+#: A step the host waits for submits each launch as it is enqueued
+#: (:meth:`finepar.engine.memory.Store.enqueue`'s ``flush``).
+FLUSH_EACH_LAUNCH = True
+
 
 class StaticExecutor:
     """Enqueue every launch of every role, then (unless ``wait=False``) wait, sum and
@@ -47,14 +51,19 @@ class StaticExecutor:
             ol = store.ops(op, eng.fscal[role], eng.stop[role])
             q = store.side.queue
             bound = {k: eng.arg(v, role) if k != "ia" else v for k, v in args.items()}
-            events[role] = store.enqueue(ol, bound)
+            events[role] = store.enqueue(ol, bound, flush=wait and FLUSH_EACH_LAUNCH)
             rec.launches[role] = len(events[role])
             if store.ring is not None:
                 uploads[role] = store.ring.uploads
             if ol.reduce is not None and (wait or slot is not None):
                 ol.enqueue_reduce(q, 0 if slot is None else slot)
-                if wait:
-                    reads.append((role, mod.enqueue_copy(q, ol.host, ol.reduced,
+        if wait:
+            eng.after_kernels(exchange)  # before the sums' reads, in order behind the kernels
+            for role in roles:
+                ol = eng.stores[role].ops(op, eng.fscal[role], eng.stop[role])
+                if ol.reduce is not None:
+                    reads.append((role, mod.enqueue_copy(eng.stores[role].side.queue,
+                                                         ol.host, ol.reduced,
                                                          is_blocking=False)))
         eng.last_events = events
         if not wait:

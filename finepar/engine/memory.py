@@ -622,10 +622,15 @@ class SideStore:
             L.bind(partials=out.partials)
 
     # -------------------------------------------------------------------- enqueue
-    def enqueue(self, ol: OpLaunches, bound: dict) -> list:
+    def enqueue(self, ol: OpLaunches, bound: dict, flush: bool = False) -> list:
         """Enqueue every launch of ``ol`` with the step's arguments ``bound``: a queue
         launch's counter zeroed first, a streamed chunk uploaded first (into a free ring
-        slot, on the transfer queue). Returns the launch events in order."""
+        slot, on the transfer queue). Returns the launch events in order.
+
+        ``flush``: submit each launch as it is enqueued (NVIDIA's driver holds commands
+        until a flush or a blocking call), so that the device starts the step while the
+        host enqueues the rest of it: a step the host waits for (two devices, ranks)
+        otherwise leaves the device idle for the whole of the step's enqueueing."""
         mod, q = cl(), self.side.queue
         events, uploaded = [], {}
         if self.ring is not None:
@@ -643,6 +648,8 @@ class SideStore:
             if i in ol.queue:
                 mod.enqueue_fill_buffer(q, ol.queue[i], np.zeros(1, np.int32), 0, 4)
             events.append(L.bind(**bound).enqueue(q, wait_for=wait))
+            if flush:
+                q.flush()
             last = i + 1 == len(ol.launches) or ol.piece[i + 1] != k
             if piece.streamed and last:
                 self.ring.release(k, events[-1])
