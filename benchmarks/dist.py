@@ -196,6 +196,10 @@ def _summarise(rec: dict, label: str, ranks: int, app, g, params, ref) -> dict:
                               "halo_split": r["halo"].get("split"),
                               "halo_path": r["halo"].get("path"),
                               "halo_path_reason": r["halo"].get("path_reason"),
+                              "halo_pipelined": r["halo"].get("pipelined"),
+                              "halo_order": r["halo"].get("order"),
+                              "pack_kernel_s": r["halo"].get("pack_kernel_seconds"),
+                              "unpack_kernel_s": r["halo"].get("unpack_kernel_seconds"),
                               # BFS: each level's direction, frontier, part, kernel,
                               # exchange and MPI seconds, bytes, host synchronisations
                               "levels": r.get("levels", [])} for r in rep["ranks"]]
@@ -323,6 +327,9 @@ def render(doc, args) -> str:
                 f"{p['exchange_s'] * 1e3:.1f} ms ({100 * p['exchange_fraction']:.0f}%), "
                 f"MPI {p['mpi_s'] * 1e3:.1f} ms, compute {p['compute_s'] * 1e3:.1f} ms"
                 + (f", halo {p['halo_path']}" if p.get("halo_path") else "")
+                + (f" ({p['halo_pipelined']} pipelined)" if p.get("halo_pipelined") else "")
+                + (f", pack / unpack kernels {p['pack_kernel_s'] * 1e3:.1f} / "
+                   f"{p['unpack_kernel_s'] * 1e3:.1f} ms" if p.get("pack_kernel_s") else "")
                 + (f", {p['bytes_sent'] / 1e6:.2f} MB sent / {p['bytes_received'] / 1e6:.2f} "
                    f"MB received in all" if p.get("bytes_sent") is not None else "")
                 for p in x.get("per_rank") or []) or x.get("plan", "")

@@ -8,7 +8,8 @@ API's in-memory path). A case with ``"argv"`` instead runs that ``finepar run`` 
 line on every rank (``finepar.cli.main``, ``--distributed``), rank 0 writing ``ID.npy`` and
 ``ID.json``. A case with ``"share"`` sends each rank a memory file's descriptor to every other
 (:func:`finepar.mpi.peers._share`) and rank 0 writes what each read from them. A case's
-``"exchange"`` is the communicator's for its run. Every rank runs every case (:func:`finepar.mpi.run`, the emulated
+``"exchange"`` is the communicator's for its run, its ``"devices"`` the run's. Every rank runs
+every case (:func:`finepar.mpi.run`, the emulated
 pair, ``T_f`` 64); rank 0 writes ``OUT_DIR/ID.npz`` (the answer's vectors) and ``OUT_DIR/ID.json`` (the
 report). A failing case is written as ``OUT_DIR/ID.error`` and the others still run.
 """
@@ -49,7 +50,9 @@ def main(out: str, cases_file: str) -> int:
             result, report = mpi.run(case["app"], graph, comm=comm,
                                       memory=case["memory"], gpu="emulate", threshold=64,
                                       partition=case.get("partition", "nnz"),
-                                      **case.get("params", {}))
+                                      **case.get("params", {}),
+                                      **({"devices": case["devices"]} if "devices" in case
+                                         else {}))
         except RankFailure as exc:
             if comm.rank == 0:
                 (out_dir / f"{case['id']}.error").write_text(str(exc))

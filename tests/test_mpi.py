@@ -46,6 +46,10 @@ def _cases() -> list[dict]:
             for app in ("spmv", "pagerank", "hits", "bfs") for mem in ("shared", "split")]
     out += [{"id": f"{app}-g500-gpu-exchange", "app": app, "graph": "graph500:9",
              "memory": "split", "exchange": "gpu"} for app in ("pagerank", "bfs")]
+    # the GPU alone on each rank: a row operation's halo packed behind its kernels
+    out += [{"id": f"{app}-{mem}-gpu-alone-exchange", "app": app, "graph": "directed.npz",
+             "memory": mem, "exchange": "gpu", "devices": "gpu"}
+            for app, mem in (("pagerank", "split"), ("hits", "shared"))]
     out += [{"id": "pagerank-deflated", "app": "pagerank", "graph": "deflated.npz",
              "memory": "shared"},
             {"id": "bfs-metis-mtx", "app": "bfs", "graph": "directed.mtx", "memory": "split",
@@ -226,6 +230,15 @@ def test_reports_account_for_every_row_entry_and_halo_byte(ranks, inputs):
             if k is not None:  # every iteration moved the halo, and the bytes are counted
                 assert r["halo"]["exchanges"] == k * rep["result"]["iterations"], case["id"]
                 assert r["halo"]["bytes_sent_per_iteration"] == 4 * k * r["halo"]["sent"]
+                # packed behind the step's kernels where the GPU alone runs the rank's rows
+                if case.get("devices") == "gpu" and ranks > 1:
+                    assert r["halo"]["pipelined"] == r["halo"]["exchanges"], case["id"]
+                else:  # agreed by every rank: all of them or none
+                    assert r["halo"]["pipelined"] in (0, r["halo"]["exchanges"]), case["id"]
+                if r["halo"]["sent"]:  # the packing kernels' device time, from their events
+                    assert r["halo"]["pack_kernel_seconds"] > 0, case["id"]
+                if r["halo"]["received"]:
+                    assert r["halo"]["unpack_kernel_seconds"] > 0, case["id"]
             if case["app"] == "bfs":  # each level merged once: bottom-up bits in one form,
                 f = r["frontier"]     # or top-down claims
                 assert f["merges"] + f["claims"] == rep["result"]["iterations"]
@@ -540,6 +553,8 @@ def test_pagerank_hot_columns_across_ranks(tmp_path, ranks, devices):
         assert r_kept["columns"]["gpu"]["reason"] == "not asked for"
         assert r["halo"]["renumbered"] == {x: True for x in roles}
         assert r_kept["halo"]["renumbered"] == {x: False for x in roles}
+        # what a rank receives comes in its GPU's renumbered order (ascending unpacking)
+        assert (r["halo"]["order"], r_kept["halo"]["order"]) == ("gpu columns", "ids")
         assert r["halo"]["exchanges"] == rep["result"]["iterations"]
         assert r["halo"]["bytes_sent_per_iteration"] == 4 * r["halo"]["sent"]
         assert r["halo"]["split"] == _row_split_reference(matrix, bounds, r["rank"])

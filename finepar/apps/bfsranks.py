@@ -142,7 +142,7 @@ class LevelParts:
         self.host_words(words)
         for role in engine.roles:
             self.device_words(role, words)
-        # the GPU path where the run asks for it (DistEngine.peer_exchange: a part a rank,
+        # the GPU path where the run's exchanges take it (DistEngine.peer_exchange: a part a rank,
         # closed with the engine)
         self.peers = engine.peer_exchange(engine.pair.side("gpu"), 4 * (self.nw + 2),
                                           4 * self.comm.size * (self.nw + 2), "merges")
@@ -202,7 +202,8 @@ class LevelParts:
         for role in near:  # the last merge's kernels are done with the receive region
             eng.pair.side(role).queue.finish()
         if mine:
-            mod.enqueue_copy(px.side.queue, px.send, host[at:at + mine], is_blocking=True)
+            mod.enqueue_copy(px.side.queue, px.send, host[at:at + mine], dst_offset=px.at,
+                             is_blocking=True)
         px.side.queue.finish()
         px.move([(s, 0, 4 * int(displs[s]), 4 * int(counts[s]))
                  for s in range(self.comm.size) if s != me and counts[s]])

@@ -41,8 +41,7 @@ def add_options(parser) -> None:
                         "others' memory (NVIDIA's OpenCL with cl_khr_external_memory_opaque_fd "
                         "and CUDA's driver, every rank on one host; emulated on PoCL), BFS's "
                         "level merges too; host = through page-locked host memory and MPI; "
-                        "auto (default): halos gpu where every rank can, else host, and BFS's "
-                        "merges through the host")
+                        "auto (default): gpu where every rank can, else host")
     g.add_argument("--no-shared-window", action="store_true",
                    help="move halos and gathers with MPI's own collectives even when every "
                         "rank runs on one host (by default large ones go through an MPI "

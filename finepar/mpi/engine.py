@@ -8,7 +8,9 @@ changes what crosses the ranks and nothing else, so the apps' code is shared:
 * a row operation's two sums are summed over the ranks (the apps' stop tests and
   counts see the whole graph's);
 * a vector whose halo a step exchanges (``rowop(exchange=...)``, :meth:`exchange`)
-  moves between ranks too (:class:`~finepar.mpi.halo.RankHalo`);
+  moves between ranks too (:class:`~finepar.mpi.halo.RankHalo`); on the GPU path a row
+  operation's halo is packed behind its kernels, before its sums are read, and the sums'
+  collective stands for the exchange's first barrier (:meth:`after_kernels`);
 * :meth:`read` gathers each entry from the rank owning its row;
 * a frontier bitmap that each rank fills for its own rows is merged
   (:meth:`merge_bits`), sent as a list of vertices or as the rank's words of the
@@ -77,6 +79,7 @@ class DistEngine(Engine):
         self.rank_halo: RankHalo | None = None
         self._stage: PinnedHost | None = None
         self._exchanges: list = []  # PeerExchange objects apps asked for (closed with us)
+        self._packed: str | None = None  # the halo after_kernels packed in this rowop
         self.merge_path = "host"
         self._mpi_base, self._window_base = comm.mpi_seconds, comm.window_moves
         self.stats = {"reductions": 0, "gathers": 0, "gather_seconds": 0.0, "gather_bytes": 0,
@@ -119,14 +122,28 @@ class DistEngine(Engine):
     def rowop(self, *, exchange: str | None = None, **kw):
         """:meth:`Engine.rowop` over this rank's rows; the sums are the ranks' total and
         ``exchange``'s halo also moves between the ranks."""
+        self._packed = None
         total = super().rowop(exchange=exchange, **kw)
         if total is None:
             return None
-        total = self.comm.total(total)
+        total = self.comm.total(total)  # every rank's packing done: a collective after it
         self.stats["reductions"] += 1
-        if exchange:
+        if self._packed:
+            self.rank_halo.land(self._packed)
+        elif exchange:
             self._exchange_ranks(exchange)
+        self._packed = None
         return total
+
+    def after_kernels(self, exchange: str | None) -> None:
+        """Pack ``exchange``'s halo for the other ranks behind the step's kernels, before
+        its sums are read, where :attr:`RankHalo.pipelined`: the sums' collective then
+        stands for the exchange's first barrier, and :meth:`rowop` lands it after."""
+        super().after_kernels(exchange)
+        if exchange and self.comm.size > 1:
+            self.prepare_exchange()
+            if self.rank_halo.pack(exchange):
+                self._packed = exchange
 
     def exchange(self, name: str) -> float:
         """Move vector ``name``'s halo between this rank's sides and between the ranks."""
@@ -251,10 +268,17 @@ class DistEngine(Engine):
         column, :func:`~finepar.mpi.halo.row_split`), merges, gathers, MPI time."""
         out = dict(self.stats)
         halo = self.rank_halo
+        if halo is not None:
+            halo.harvest(wait=True)
         out["halo"] = ({**halo.entries(), **{k: v for k, v in halo.stats.items()},
                         "renumbered": halo.renumbered(), "split": halo.split,
+                        "order": halo.order,
                         "path": halo.path, "path_reason": halo.path_reason}
                        if halo is not None else {"sent": 0, "received": 0, "exchanges": 0,
+                                                 "pipelined": 0,
+                                                 "order": None,
+                                                 "pack_kernel_seconds": 0.0,
+                                                 "unpack_kernel_seconds": 0.0,
                                                  "seconds": 0.0, "mpi_seconds": 0.0,
                                                  "bytes_sent": 0, "bytes_received": 0,
                                                  "renumbered": {}, "split": None,
@@ -266,8 +290,9 @@ class DistEngine(Engine):
 
     def peer_exchange(self, side, send_bytes: int, recv_bytes: int, what: str):
         """Regions for an app's own exchanges GPU to GPU (BFS's level merges) where the
-        run asks for the GPU path (``--exchange gpu``; ``auto`` keeps them on the host
-        until a run has measured the path for them), else None (collective).
+        run's path is the GPU's (:func:`~finepar.mpi.peers.choose`: ``auto`` where every
+        rank's GPU can share its memory, ``gpu`` or its emulation), else None
+        (collective).
 
         Returns
         -------
@@ -277,17 +302,20 @@ class DistEngine(Engine):
         Raises
         ------
         RankFailure
-            On every rank, where the path was asked for and cannot be had.
+            On every rank, where ``--exchange gpu`` asked for the path and it cannot be had.
         """
         comm = self.comm
-        if comm.exchange != "gpu" or comm.size == 1:
+        if comm.exchange == "host" or comm.size == 1:
             return None
-        path, _ = choose(comm, side, True, self.pair.emulated)  # a usage error if impossible
+        path, _ = choose(comm, side, "gpu" in self.roles, self.pair.emulated)
+        if path == "host":
+            return None
         try:
             px = PeerExchange(comm, side, send_bytes, recv_bytes, path)
         except PeerUnavailable as exc:  # raised on every rank alike
-            comm.agree(UsageError(f"--exchange gpu ({what}): {exc}"))
-            raise
+            if comm.exchange == "gpu":
+                comm.agree(UsageError(f"--exchange gpu ({what}): {exc}"))
+            return None
         self._exchanges.append(px)
         self.merge_path = path
         return px
@@ -309,7 +337,9 @@ class DistEngine(Engine):
         for k in self.stats:
             self.stats[k] = 0.0 if isinstance(self.stats[k], float) else 0
         if self.rank_halo is not None:
-            for k in ("exchanges", "seconds", "mpi_seconds", "bytes_sent", "bytes_received"):
+            self.rank_halo.harvest(wait=True)  # the warm-up's kernels stay out
+            for k in ("exchanges", "pipelined", "seconds", "mpi_seconds", "bytes_sent",
+                      "bytes_received", "pack_kernel_seconds", "unpack_kernel_seconds"):
                 self.rank_halo.stats[k] = 0.0 if "seconds" in k else 0
 
 

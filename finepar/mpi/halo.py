@@ -22,6 +22,7 @@ input's numbering. Frontier bitmaps are merged separately
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -56,23 +57,35 @@ class RankHalo:
     send_counts, recv_counts : ndarray of int64, shape (P,)
         Entries sent to / received from each rank per exchange.
     stats : dict
-        ``exchanges``, ``seconds`` (wall, packing to unpacking), ``mpi_seconds`` (the
-        ``MPI_Alltoallv``; on the GPU path its two barriers and the GPUs' copies),
+        ``exchanges``, ``pipelined`` (those packed behind a row operation's kernels:
+        :meth:`pack`), ``seconds`` (wall, packing to unpacking; a pipelined one: its
+        packing's enqueue, copies and unpacking's enqueue), ``mpi_seconds`` (the
+        ``MPI_Alltoallv``; on the GPU path its barriers and the GPUs' copies),
+        ``pack_kernel_seconds`` and ``unpack_kernel_seconds`` (the device's time in
+        the packing and unpacking kernels, from their events: :meth:`harvest`),
         ``bytes_sent``, ``bytes_received`` (totals over the exchanges).
     path, path_reason : str
         How the exchanges go (``gpu``, ``emulated``, ``host``:
         :func:`~finepar.mpi.peers.choose`) and why.
+    order : str
+        How the entries a rank receives from each owner are ordered: ``gpu columns``
+        (by their place in this rank's GPU's renumbered columns) or ``ids``.
+    pipelined : bool
+        A row operation's exchange is packed behind its kernels and landed after its
+        sums' collective (:meth:`pack`, :meth:`land`): the GPU path, every rank running
+        its rows on its GPU's queue alone.
     """
 
     def __init__(self, engine, comm: Communicator, partition: RowPartition):
         self.engine, self.comm = engine, comm
+        self._timed: list = []  # (stats key, event) of packing and unpacking kernels
         t0 = time.perf_counter()
         cols = np.flatnonzero(_read_columns(engine.matrix))
         owners = partition.owner(cols)
         far = owners != comm.rank
         need, need_owner = cols[far], owners[far]
         order = np.argsort(need_owner, kind="stable")
-        need = need[order].astype(np.int32)
+        need = self._receiver_order(need[order].astype(np.int32), need_owner[order])
         self.recv_counts = np.bincount(need_owner, minlength=comm.size).astype(np.int64)
         self.send_counts = comm.alltoall_counts(self.recv_counts)
         asked = comm.alltoallv(need, self.recv_counts, self.send_counts)
@@ -84,8 +97,26 @@ class RankHalo:
         self._buffers(asked, side, asker)
         self._peers()
         self.split = row_split(engine.matrix, partition.mask(comm.rank))
-        self.stats = {"exchanges": 0, "seconds": 0.0, "mpi_seconds": 0.0, "bytes_sent": 0,
-                      "bytes_received": 0, "setup_seconds": time.perf_counter() - t0}
+        self.stats = {"exchanges": 0, "pipelined": 0, "seconds": 0.0, "mpi_seconds": 0.0,
+                      "pack_kernel_seconds": 0.0, "unpack_kernel_seconds": 0.0,
+                      "bytes_sent": 0, "bytes_received": 0,
+                      "setup_seconds": time.perf_counter() - t0}
+
+    def _receiver_order(self, need: np.ndarray, owner: np.ndarray) -> np.ndarray:
+        """``need`` (int32, grouped by ``owner``) ordered within each owner's group by
+        where this rank's GPU keeps each entry in its renumbered columns, so that its
+        unpacking writes in ascending order (owners keep the order they are asked in);
+        as it is (ascending ids) where the GPU's columns keep their numbers, or where
+        ``FINEPAR_HALO_ORDER=columns`` asks for that order (for measuring the two)."""
+        eng = self.engine
+        c = getattr(eng, "columns", {}).get("gpu")
+        self.order = "ids"
+        if (c is None or not c.applied or not need.size
+                or os.environ.get("FINEPAR_HALO_ORDER") == "columns"):
+            return need
+        self.order = "gpu columns"
+        at = c.perm_host(eng.pair.side("gpu"))[need].astype(np.int64)
+        return need[np.argsort((owner.astype(np.int64) << 32) | at)]
 
     def _side_codes(self, rows: np.ndarray) -> np.ndarray:
         """0 where the CPU's share holds a row, 1 where the GPU's does (one code when one
@@ -139,7 +170,7 @@ class RankHalo:
         eng, comm = self.engine, self.comm
         side = eng.pair.side("gpu")
         self.path, self.path_reason = choose(comm, side, "gpu" in eng.roles, eng.pair.emulated)
-        self.peers = None
+        self.peers, self.pipelined, self._packed = None, False, None
         if self.path == "host":
             return
         total = int(self.send_counts.sum())
@@ -154,6 +185,10 @@ class RankHalo:
         for snd in self.senders:  # on the GPU's context; alone: it packs in place
             snd["near"] = snd["side"].context == side.context
             snd["direct"] = snd["near"] and snd["count"] == total
+        # one queue for every role: the unpacking, left in flight, is in order before the
+        # next step's kernels (two queues of one context, shared memory, are not)
+        mine = all(eng.pair.side(r).queue == side.queue for r in eng.roles)
+        self.pipelined = all(comm.allgather(mine))  # every rank, or none: barriers pair up
         starts = np.concatenate(([0], np.cumsum(self.send_counts)[:-1]))
         every = comm.allgather_ints(starts)  # row r: where rank r's part for each rank starts
         at = np.concatenate(([0], np.cumsum(self.recv_counts)[:-1]))
@@ -190,21 +225,38 @@ class RankHalo:
         """Entries sent and received per exchange."""
         return {"sent": int(self.send_counts.sum()), "received": int(self.recv_counts.sum())}
 
-    def _gather(self, snd: dict, name: str, out) -> None:
+    def _gather(self, snd: dict, name: str, out, at: int = 0) -> None:
         """Enqueue sender ``snd``'s packing of vector ``name``'s asked entries into
-        ``out``."""
+        ``out`` from byte ``at``."""
         eng, s = self.engine, snd["side"]
-        gather = eng.pair.kernel(s, ("skeleton/vector.cl",), {"T": "uint"}, "gather")
-        gather(s.queue, (_round_up(snd["count"]),), None, np.int32(snd["count"]),
-               self._index(snd, name), eng.buffer(name, snd["role"]), out)
+        gather = eng.pair.kernel(s, ("skeleton/vector.cl",), {"T": "uint"}, "gather_to")
+        self._timed.append(("pack_kernel_seconds", gather(
+            s.queue, (_round_up(snd["count"]),), None, np.int32(snd["count"]),
+            self._index(snd, name), eng.buffer(name, snd["role"]), out, np.int32(at // 4))))
 
     def _scatter(self, rcv: dict, name: str, src):
         """Enqueue receiver ``rcv``'s unpacking of ``src`` into vector ``name``; its
         event."""
         eng, s, count = self.engine, rcv["side"], int(self.recv_idx.size)
         scatter = eng.pair.kernel(s, ("skeleton/vector.cl",), {"T": "uint"}, "scatter")
-        return scatter(s.queue, (_round_up(count),), None, np.int32(count),
-                       self._index(rcv, name), src, eng.buffer(name, rcv["role"]))
+        ev = scatter(s.queue, (_round_up(count),), None, np.int32(count),
+                     self._index(rcv, name), src, eng.buffer(name, rcv["role"]))
+        self._timed.append(("unpack_kernel_seconds", ev))
+        return ev
+
+    def harvest(self, wait: bool = False) -> None:
+        """Add the packing and unpacking kernels' device seconds (their profiling
+        events) to :attr:`stats`: those finished, or all of them after waiting
+        (``wait``)."""
+        done, keep = cl().command_execution_status.COMPLETE, []
+        for key, ev in self._timed:
+            if wait:
+                ev.wait()
+            if ev.command_execution_status == done:
+                self.stats[key] += (ev.profile.end - ev.profile.start) * 1e-9
+            else:
+                keep.append((key, ev))
+        self._timed = keep
 
     def exchange(self, name: str) -> float:
         """Move vector ``name``'s halo between the ranks now (collective). Returns the
@@ -251,28 +303,43 @@ class RankHalo:
         """:meth:`exchange` GPU to GPU: each side packs into the GPU's send region (a CPU
         share through the host), the GPUs copy (:meth:`PeerExchange.move`), each side
         unpacks from the receive region (a CPU share through the host)."""
-        mod, px = cl(), self.peers
         t0 = time.perf_counter()
-        queues = {}
+        for q in self._pack_peers(name):
+            q.finish()
+        t1 = time.perf_counter()
+        self.peers.move(self.pulls)
+        t2 = time.perf_counter()
+        for ev in self._unpack_peers(name):
+            ev.wait()
+        return self._count(t0, t1, t2)
+
+    def _pack_peers(self, name: str) -> list:
+        """Enqueue every side's packing of ``name``'s halo into the send region (a CPU
+        share of split memory through the host, blocking); the queues that do it."""
+        mod, px = cl(), self.peers
+        queues = {id(px.side.queue): px.side.queue}
         for snd in self.senders:
             s, near, direct = snd["side"], snd["near"], snd["direct"]
-            self._gather(snd, name, px.send if direct else snd["out"])
+            if direct:
+                self._gather(snd, name, px.send, px.at)
+            else:
+                self._gather(snd, name, snd["out"])
             for src, dst, k in ([] if direct else snd["runs"]):
                 if near:
                     mod.enqueue_copy(s.queue, px.send, snd["out"], src_offset=4 * src,
-                                     dst_offset=4 * dst, byte_count=4 * k)
+                                     dst_offset=px.at + 4 * dst, byte_count=4 * k)
                 else:  # a CPU share of split memory: through the host
                     mod.enqueue_copy(s.queue, self.send_host[dst:dst + k], snd["out"],
                                      src_offset=4 * src, is_blocking=True)
                     mod.enqueue_copy(px.side.queue, px.send, self.send_host[dst:dst + k],
-                                     dst_offset=4 * dst)
+                                     dst_offset=px.at + 4 * dst)
             queues[id(s.queue)] = s.queue
-        queues[id(px.side.queue)] = px.side.queue
-        for q in queues.values():
-            q.finish()
-        t1 = time.perf_counter()
-        px.move(self.pulls)
-        t2 = time.perf_counter()
+        return list(queues.values())
+
+    def _unpack_peers(self, name: str) -> list:
+        """Enqueue every side's unpacking of the receive region into ``name`` (a CPU
+        share of split memory through the host); their events."""
+        mod, px = cl(), self.peers
         done, count = [], int(self.recv_idx.size)
         for rcv in self.receivers.values():
             src = px.recv
@@ -282,9 +349,43 @@ class RankHalo:
                 mod.enqueue_copy(rcv["side"].queue, rcv["in"], self.recv_host[:count])
                 src = rcv["in"]
             done.append(self._scatter(rcv, name, src))
-        for ev in done:
-            ev.wait()
-        return self._count(t0, t1, t2)
+        return done
+
+    # ------------------------------------------------- a row operation's halo, pipelined
+    def pack(self, name: str) -> bool:
+        """Enqueue the packing of vector ``name``'s halo now, behind the row operation's
+        kernels and before its sums are read, where the exchange can be pipelined with
+        the step (:attr:`pipelined`); then :meth:`land` after the sums' collective.
+
+        Returns
+        -------
+        bool
+            Whether it was packed (else the caller runs :meth:`exchange` after the sums).
+        """
+        if not self.pipelined:
+            return False
+        t0 = time.perf_counter()
+        self._pack_peers(name)
+        self._packed = (name, time.perf_counter() - t0)
+        return True
+
+    def land(self, name: str) -> float:
+        """The rest of :meth:`pack`'s exchange, after a collective every rank entered once
+        its packing was done (the row operation's sums: each rank's read of them waited
+        for its packing, in order on its GPU's queue): the GPUs' copies with no barrier,
+        then the unpacking enqueued, not waited for (the next step's kernels follow it in
+        order on the same queue). Returns the exchange's host seconds."""
+        packed, self._packed = self._packed, None
+        if packed is None or packed[0] != name:
+            raise RuntimeError(f"land({name!r}) without pack({name!r})")
+        t1 = time.perf_counter()
+        self.harvest()
+        self.peers.move(self.pulls, barrier=False)
+        t2 = time.perf_counter()
+        self._unpack_peers(name)
+        self.peers.side.queue.flush()  # NVIDIA's driver holds commands until a flush
+        self.stats["pipelined"] += 1
+        return self._count(t1 - packed[1], t1, t2)
 
 
 def _read_columns(matrix) -> np.ndarray:

@@ -9,9 +9,8 @@ but two barriers. Elsewhere halos go through page-locked host memory and MPI
 path with the copies emulated through an MPI shared window, so its layout is tested on
 every machine.
 
-BFS's level merges take the same path when the run asks for it (``--exchange gpu``,
-:meth:`finepar.mpi.engine.DistEngine.peer_exchange`): ``auto`` keeps them on the host
-until a run on GPUs has measured the path for them.
+BFS's level merges take the same path
+(:meth:`finepar.mpi.engine.DistEngine.peer_exchange`).
 
 Paths (:func:`choose`): ``gpu`` (CUDA peer copies), ``emulated`` (the same layout through
 host memory; asked for on PoCL only), ``host`` (the pinned host path of
@@ -86,6 +85,14 @@ class PeerExchange:
     """A send and a receive region on this rank's GPU, and the peers' send regions
     mapped for it (collective to make: every rank of the host, in rank order).
 
+    The send region is double: exchanges alternate between its two halves (every rank
+    in step, as every exchange is collective), so a rank may pack its next exchange
+    while a slower peer still copies out of the last one, and :meth:`move` needs no
+    barrier after the copies: a half is written again only two exchanges later, after
+    a synchronisation every peer enters once its copies are done. Writers address the
+    current half by its byte offset :attr:`at` (no sub-buffers: the region is one
+    buffer, imported or not).
+
     Parameters
     ----------
     comm : Communicator
@@ -93,14 +100,20 @@ class PeerExchange:
     side : Side
         The rank's GPU side: kernels write :attr:`send` and read :attr:`recv` there.
     send_bytes, recv_bytes : int
-        Sizes of the two regions.
+        Sizes of the two regions (the send region's, each half).
     path : str
         ``gpu`` or ``emulated`` (:func:`choose`).
 
     Attributes
     ----------
-    send, recv : pyopencl.Buffer
-        The regions, on ``side``.
+    send : pyopencl.Buffer
+        The send region, on ``side``: both halves.
+    at : int
+        Byte offset in :attr:`send` of the half the next exchange packs into.
+    halves : list of int
+        Every rank's half, in bytes (a peer's halves lie at its own offsets).
+    recv : pyopencl.Buffer
+        The receive region, on ``side``.
 
     Raises
     ------
@@ -112,15 +125,17 @@ class PeerExchange:
     def __init__(self, comm, side, send_bytes: int, recv_bytes: int, path: str):
         self.comm, self.side, self.path = comm, side, path
         self.mems, self.views, self.window = [], {}, None
+        self.half = -(-max(int(send_bytes), 1) // 64) * 64
+        self.halves = [int(h) for h in comm.allgather(self.half)]  # every rank's: its layout
+        self.parity = 0
         if path == "emulated":
-            self.send = alloc(side, nbytes=send_bytes)
+            self.send = alloc(side, nbytes=2 * self.half)
             self.recv = alloc(side, nbytes=recv_bytes)
             self.window = NodeWindow(comm.MPI, comm.node)
-            self.window.ensure(max(int(comm.maximum(send_bytes)), 1))
+            self.window.ensure(2 * max(self.halves))
             self._host = np.empty(max(int(recv_bytes), 1), np.uint8)
-            self._sent = int(send_bytes)
             return
-        self._agree(self._allocate, send_bytes, recv_bytes)
+        self._agree(self._allocate, recv_bytes)
         try:
             got = _share(comm.node, self.mems[0].fd, self.mems[0].size)
         except PeerUnavailable:
@@ -128,9 +143,18 @@ class PeerExchange:
             raise
         self._agree(self._map, got)
 
-    def _allocate(self, send_bytes: int, recv_bytes: int) -> None:
-        for nbytes in (send_bytes, recv_bytes):
-            self.mems.append(PeerMemory(self.side, nbytes))
+    @property
+    def at(self) -> int:
+        return self.parity * self.half
+
+    def peer_at(self, rank: int) -> int:
+        """Byte offset in ``rank``'s send region of the half this exchange reads (each
+        rank's halves are as long as its own sends)."""
+        return self.parity * self.halves[rank]
+
+    def _allocate(self, recv_bytes: int) -> None:
+        self.mems.append(PeerMemory(self.side, 2 * self.half))
+        self.mems.append(PeerMemory(self.side, recv_bytes))
         self.mems[1].forget_descriptor()  # the receive region is this rank's alone
         self.send, self.recv = (m.buffer for m in self.mems)
 
@@ -160,33 +184,38 @@ class PeerExchange:
                 self.close()
                 raise PeerUnavailable(f"rank {rank}: {why}")
 
-    def move(self, pulls: list[tuple[int, int, int, int]]) -> None:
+    def move(self, pulls: list[tuple[int, int, int, int]], barrier: bool = True) -> None:
         """Copy each ``(rank, src, dst, nbytes)`` of ``pulls`` from byte ``src`` of
-        ``rank``'s send region into byte ``dst`` of this rank's receive region
-        (collective). Every write to :attr:`send` must be finished; on return the
-        receive region holds the copies for this rank's queue, and every peer has
-        finished copying out of this rank's send region."""
-        node = self.comm.node
+        ``rank``'s :attr:`send` into byte ``dst`` of this rank's receive region
+        (collective), then turn to the other half of the send region.
+
+        Every write to :attr:`send` must be finished, on every rank: ``barrier=False``
+        where a collective since those writes has made sure of it (the sums' allgather
+        of a row operation, :meth:`finepar.mpi.halo.RankHalo.land`). On return the
+        receive region holds the copies for this rank's queue."""
         if self.window is not None:
             self._move_emulated(pulls)
-            return
-        node.Barrier()
-        drv = driver()
-        drv.current_again()
-        dst0 = self.mems[1].ptr
-        for rank, src, dst, nbytes in pulls:
-            drv.copy(dst0 + dst, self.views[rank].ptr + src, nbytes)
-        drv.synchronize()
-        node.Barrier()
+        else:
+            if barrier:
+                self.comm.node.Barrier()
+            drv = driver()
+            drv.current_again()
+            dst0 = self.mems[1].ptr
+            for rank, src, dst, nbytes in pulls:
+                drv.copy(dst0 + dst, self.views[rank].ptr + self.peer_at(rank) + src, nbytes)
+            drv.synchronize()
+        self.parity ^= 1
 
     def _move_emulated(self, pulls) -> None:
+        """:meth:`move` through the window: each rank's whole send region (both halves,
+        the layout the GPUs' copies address) into its slot, the pulls out of the peers'."""
         win, mod, queue = self.window, cl(), self.side.queue
-        if self._sent:
-            mod.enqueue_copy(queue, win.slots[win.rank][:self._sent], self.send,
-                             is_blocking=True)
+        mod.enqueue_copy(queue, win.slots[win.rank][:2 * self.half], self.send,
+                         is_blocking=True)
         win.fence()
         for rank, src, dst, nbytes in pulls:
-            self._host[dst:dst + nbytes] = win.slots[rank][src:src + nbytes]
+            at = self.peer_at(rank) + src
+            self._host[dst:dst + nbytes] = win.slots[rank][at:at + nbytes]
         win.fence()
         if pulls:
             mod.enqueue_copy(queue, self.recv, self._host, is_blocking=True)

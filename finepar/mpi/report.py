@@ -43,7 +43,10 @@ def rank_record(comm, eng, rs: dict, rows, result, times: dict, source: str, tun
                  "cpu_nnz": st.get("cpu_nnz", 0), "gpu_rows": st.get("gpu_rows", 0),
                  "gpu_nnz": st.get("gpu_nnz", 0)},
         "halo": {"sent": halo["sent"], "received": halo["received"],
-                 "exchanges": halo["exchanges"],
+                 "exchanges": halo["exchanges"], "pipelined": halo["pipelined"],
+                 "order": halo["order"],
+                 "pack_kernel_seconds": halo["pack_kernel_seconds"],
+                 "unpack_kernel_seconds": halo["unpack_kernel_seconds"],
                  "bytes_sent_per_iteration": halo["bytes_sent"] / iters,
                  "bytes_received_per_iteration": halo["bytes_received"] / iters,
                  "seconds": halo["seconds"], "mpi_seconds": halo["mpi_seconds"],
@@ -127,7 +130,9 @@ class DistReport(Stamped):
         answer was checked by range (:func:`finepar.mpi.verify.check_answer`).
     ranks : list of dict
         One per rank (:func:`rank_record`): ``rows``, ``nnz``, ``plan``, ``halo``
-        (entries per exchange, bytes per iteration, seconds), ``frontier`` (bottom-up
+        (entries per exchange, bytes per iteration, seconds, ``pipelined``: exchanges
+        packed behind their step's kernels, the packing and unpacking kernels' device
+        seconds, the received entries' ``order``), ``frontier`` (bottom-up
         ``merges`` by form, top-down ``claims`` and those merged as lists, parents
         ``routed``, bytes sent and received), ``bytes_sent`` and ``bytes_received`` (every
         exchange between ranks), ``levels`` (BFS: each level's direction, frontier,
@@ -187,7 +192,9 @@ class DistReport(Stamped):
                                         if moves else "MPI's collectives"))
         halo = self.ranks[0]["halo"]
         if halo.get("path"):
-            lines.append(f"  halo       {_PATHS[halo['path']]} ({halo['path_reason']})")
+            piped = (f"; {halo['pipelined']} of {halo['exchanges']} packed behind their "
+                     f"step's kernels" if halo.get("pipelined") else "")
+            lines.append(f"  halo       {_PATHS[halo['path']]} ({halo['path_reason']}{piped})")
         thr = self.throughput
         rate = (f"{thr['teps'] / 1e9:.4f} GTEPS" if "teps" in thr
                 else f"{thr['nnz_per_s'] / 1e9:.4f} Gnnz/s")

@@ -16,6 +16,15 @@ __kernel void gather(const int n, __global const int *restrict idx,
     if (i < n) out[i] = src[idx[i]];
 }
 
+/* out[at + i] = src[idx[i]]: a gather into a region at word offset at */
+__kernel void gather_to(const int n, __global const int *restrict idx,
+                        __global const T *restrict src, __global T *restrict out,
+                        const int at)
+{
+    const int i = (int)get_global_id(0);
+    if (i < n) out[at + i] = src[idx[i]];
+}
+
 /* dst[idx[i]] = in[i] */
 __kernel void scatter(const int n, __global const int *restrict idx,
                       __global const T *restrict in, __global T *restrict dst)
