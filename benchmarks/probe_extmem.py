@@ -12,7 +12,9 @@ Two processes (a fork, one GPU each), through :mod:`finepar.device.peer` (the pr
 first form, at 56aa78f, carried its own ctypes calls: the committed run's). For each size and ``--repeats`` times: rank 0's OpenCL
 kernel rewrites its buffer and finishes; rank 1 copies it into its own imported buffer by
 CUDA, then reads the first and last words back through OpenCL (the whole chain checked).
-GB/s of the copy alone and of the round (kernel, finish, message, copy, read). Each step's
+GB/s of the copy alone and of the round (kernel, finish, message, copy, read). First, rank 0
+checks whether a kernel writing a sub-buffer of the imported memory lands at its offset
+(``sub_buffer`` in its report). Each step's
 outcome, an error included, is in the JSON, written at the end; where there is one GPU both
 ranks use it.
 
@@ -64,6 +66,22 @@ class Rank:
         self.touch = self.mod.Kernel(self.mod.Program(ctx, KERNEL).build(), "touch")
         report["imported"] = True
 
+    def sub_buffer_check(self, words: int = 1 << 16) -> dict:
+        """Whether a kernel writing a sub-buffer of the imported memory (the second half)
+        lands at that offset of the memory: the parent buffer read back through OpenCL,
+        both halves."""
+        half = 4 * words
+        q = self.side.queue
+        self.mod.enqueue_fill_buffer(q, self.mem.buffer, np.uint32(0), 0, 2 * half)
+        sub = self.mem.buffer.get_sub_region(half, half)
+        self.touch(q, (words,), None, sub, np.uint32(7))
+        back = np.empty(2 * words, np.uint32)
+        self.mod.enqueue_copy(q, back, self.mem.buffer, is_blocking=True)
+        want = 7 + np.arange(words, dtype=np.uint32)
+        return {"second_half_right": bool(np.array_equal(back[words:], want)),
+                "first_half_untouched": bool(not back[:words].any()),
+                "first_half_holds_the_write": bool(np.array_equal(back[:words], want))}
+
     def map_peer(self, fd: int, size: int) -> None:
         from finepar.device.peer import PeerView
         self.peer = PeerView(fd, size)
@@ -103,6 +121,12 @@ def rank_main(rank: int, sock, args, sizes: list[int]) -> dict:
     report: dict = {"rank": rank, "steps": []}
     try:
         me = Rank(rank, max(sizes), report)
+        if rank == 0:
+            try:
+                report["sub_buffer"] = me.sub_buffer_check()
+            except Exception as exc:  # noqa: BLE001 - the probe reports what it found
+                report["sub_buffer"] = {"error": f"{type(exc).__name__}: {exc}"}
+            log(f"sub-buffer of imported memory: {report['sub_buffer']}")
         send(sock, {"size": me.size}, [me.fd])
         peer, fds = recv(sock)
         me.map_peer(fds[0], peer["size"])

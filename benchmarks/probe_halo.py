@@ -1,0 +1,113 @@
+"""Which part of the GPU path's halo exchange a wrong or slow distributed PageRank comes
+from (issue 32): the same run under ``mpiexec -n P``, once per variant of the exchange,
+each variant made by replacing one method of :mod:`finepar.mpi` in this process only.
+
+Variants (``--variants``, in order):
+
+* ``default``: the library as it is (packed behind the step's kernels where the GPU runs
+  the rank's rows alone, the send region's halves alternating, no barrier after the copies);
+* ``unpipelined``: every exchange after the step's sums (:meth:`RankHalo.pack` refuses);
+* ``barriers``: a barrier after the GPUs' copies too (as before the halves alternated);
+* ``waited``: the pipelined unpacking waited for before the next step is enqueued;
+* ``unflushed``: a step's launches submitted only when the host waits for its sums (no
+  flush as each is enqueued: ``finepar.engine.executors.FLUSH_EACH_LAUNCH`` off).
+
+Per variant, rank 0 records the iterations, whether the run converged, the run's seconds and
+the L1 distance of the scores from the first variant's that converged. One JSON line per variant in ``--json``'s file as it goes.
+
+    mpiexec -n 2 python benchmarks/probe_halo.py graph500:22 --json $OUT/probe_halo.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+VARIANTS = ("default", "unpipelined", "barriers", "waited", "unflushed")
+
+
+def patch(variant: str) -> None:
+    """Replace the method ``variant`` changes (this process only), the others restored."""
+    from finepar.engine import executors
+    from finepar.mpi import halo, peers
+    for cls, name, fn in ORIGINALS:
+        setattr(cls, name, fn)
+    if variant == "unflushed":
+        executors.FLUSH_EACH_LAUNCH = False
+    elif variant == "unpipelined":
+        halo.RankHalo.pack = lambda self, name: False
+    elif variant == "barriers":
+        move = peers.PeerExchange.move
+
+        def move_then_barrier(self, pulls, barrier=True):
+            move(self, pulls, barrier)
+            if self.window is None:
+                self.comm.node.Barrier()
+        peers.PeerExchange.move = move_then_barrier
+    elif variant == "waited":
+        land = halo.RankHalo.land
+
+        def land_and_wait(self, name):
+            out = land(self, name)
+            self.peers.side.queue.finish()
+            return out
+        halo.RankHalo.land = land_and_wait
+
+
+def _originals() -> list:
+    from finepar.engine import executors
+    from finepar.mpi import halo, peers
+    return [(executors, "FLUSH_EACH_LAUNCH", executors.FLUSH_EACH_LAUNCH),
+            (halo.RankHalo, "pack", halo.RankHalo.pack),
+            (halo.RankHalo, "land", halo.RankHalo.land),
+            (peers.PeerExchange, "move", peers.PeerExchange.move)]
+
+
+ORIGINALS: list = []
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("graph", help="a graph500:SCALE spec or a file")
+    p.add_argument("--variants", default=",".join(VARIANTS))
+    p.add_argument("--devices", default="auto", help="each rank's devices (auto, gpu, cpu)")
+    p.add_argument("--json", required=True)
+    args = p.parse_args(argv)
+    from finepar import mpi
+    from finepar.mpi.comm import Communicator
+    comm = Communicator()
+    ORIGINALS[:] = _originals()
+    base = None
+    for variant in args.variants.split(","):
+        if variant not in VARIANTS:
+            raise SystemExit(f"--variants: {variant!r} is not one of {', '.join(VARIANTS)}")
+        patch(variant)
+        t0 = time.perf_counter()
+        result, report = mpi.run("pagerank", args.graph, comm=comm, devices=args.devices)
+        wall = time.perf_counter() - t0
+        if comm.rank:
+            continue
+        scores = np.asarray(result.values, np.float64)
+        if base is None and result.converged:
+            base = scores
+        rec = {"variant": variant, "iterations": result.iterations,
+               "converged": bool(result.converged), "run_s": report.timings["run"],
+               "wall_s": wall, "l1_to_first_converged": (float(np.abs(scores - base).sum())
+                                                         if base is not None else None),
+               "halo": [{k: r["halo"].get(k) for k in ("path", "pipelined", "exchanges",
+                                                        "order", "pack_kernel_seconds",
+                                                        "unpack_kernel_seconds", "seconds")}
+                        for r in report.ranks],
+               "compute_s": [r["timings"]["compute"] for r in report.ranks]}
+        print(json.dumps(rec), flush=True)
+        with open(args.json, "a", encoding="utf-8") as f:
+            f.write(json.dumps(rec) + "\n")
+    comm.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
