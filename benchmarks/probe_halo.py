@@ -21,7 +21,9 @@ the L1 distance of the scores from the first variant's that converged. One JSON 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
+import pstats
 import time
 
 import numpy as np
@@ -67,6 +69,28 @@ def _originals() -> list:
 
 
 ORIGINALS: list = []
+#: The profile of the last PageRank iterations (the timed run's), where asked for.
+PROFILED: list = []
+
+
+def profile_iterations() -> None:
+    """Run each call of PageRank's step-by-step iterations under a fresh cProfile (the
+    last one, the timed run's, is kept in :data:`PROFILED`)."""
+    from finepar.apps.pagerank import PageRank
+    loop = PageRank._host_iterations
+    if getattr(loop, "profiled", False):
+        return
+
+    def profiled(self, *args, **kw):
+        prof = cProfile.Profile()
+        PROFILED[:] = [prof]
+        prof.enable()
+        try:
+            return loop(self, *args, **kw)
+        finally:
+            prof.disable()
+    profiled.profiled = True
+    PageRank._host_iterations = profiled
 
 
 def main(argv=None) -> int:
@@ -74,6 +98,10 @@ def main(argv=None) -> int:
     p.add_argument("graph", help="a graph500:SCALE spec or a file")
     p.add_argument("--variants", default=",".join(VARIANTS))
     p.add_argument("--devices", default="auto", help="each rank's devices (auto, gpu, cpu)")
+    p.add_argument("--profile", action="store_true",
+                   help="rank 0 profiles each variant's timed iterations (cProfile): "
+                        "JSON.VARIANT.prof beside --json, the 25 functions of most own time "
+                        "printed")
     p.add_argument("--json", required=True)
     args = p.parse_args(argv)
     from finepar import mpi
@@ -85,9 +113,15 @@ def main(argv=None) -> int:
         if variant not in VARIANTS:
             raise SystemExit(f"--variants: {variant!r} is not one of {', '.join(VARIANTS)}")
         patch(variant)
+        if args.profile and comm.rank == 0:
+            profile_iterations()
         t0 = time.perf_counter()
         result, report = mpi.run("pagerank", args.graph, comm=comm, devices=args.devices)
         wall = time.perf_counter() - t0
+        if PROFILED:
+            prof = PROFILED.pop()
+            prof.dump_stats(f"{args.json}.{variant}.prof")
+            pstats.Stats(prof).sort_stats("tottime").print_stats(25)
         if comm.rank:
             continue
         scores = np.asarray(result.values, np.float64)
