@@ -261,6 +261,7 @@ class RankHalo:
     def exchange(self, name: str) -> float:
         """Move vector ``name``'s halo between the ranks now (collective). Returns the
         exchange's wall seconds."""
+        self.harvest()
         if self.peers is not None:
             return self._exchange_peers(name)
         mod = cl()
@@ -365,6 +366,7 @@ class RankHalo:
         if not self.pipelined:
             return False
         t0 = time.perf_counter()
+        self.harvest()  # the last exchange's kernels, while the device runs this step's
         self._pack_peers(name)
         self._packed = (name, time.perf_counter() - t0)
         return True
@@ -379,7 +381,6 @@ class RankHalo:
         if packed is None or packed[0] != name:
             raise RuntimeError(f"land({name!r}) without pack({name!r})")
         t1 = time.perf_counter()
-        self.harvest()
         self.peers.move(self.pulls, barrier=False)
         t2 = time.perf_counter()
         self._unpack_peers(name)
