@@ -25,6 +25,7 @@ import cProfile
 import json
 import pstats
 import time
+import traceback
 
 import numpy as np
 
@@ -116,7 +117,11 @@ def main(argv=None) -> int:
         if args.profile and comm.rank == 0:
             profile_iterations()
         t0 = time.perf_counter()
-        result, report = mpi.run("pagerank", args.graph, comm=comm, devices=args.devices)
+        try:
+            result, report = mpi.run("pagerank", args.graph, comm=comm, devices=args.devices)
+        except Exception:  # noqa: BLE001 - one rank's error ends every rank, not a hang
+            traceback.print_exc()
+            comm.abort(1)
         wall = time.perf_counter() - t0
         if PROFILED:
             prof = PROFILED.pop()
