@@ -9,6 +9,7 @@ Variants (``--variants``, in order):
 * ``unpipelined``: every exchange after the step's sums (:meth:`RankHalo.pack` refuses);
 * ``barriers``: a barrier after the GPUs' copies too (as before the halves alternated);
 * ``waited``: the pipelined unpacking waited for before the next step is enqueued;
+* ``ids``: what a rank receives in ascending ids, not in its GPU's renumbered order;
 * ``unflushed``: a step's launches submitted only when the host waits for its sums (no
   flush as each is enqueued: ``finepar.engine.executors.FLUSH_EACH_LAUNCH`` off).
 
@@ -29,7 +30,7 @@ import traceback
 
 import numpy as np
 
-VARIANTS = ("default", "unpipelined", "barriers", "waited", "unflushed")
+VARIANTS = ("default", "unpipelined", "barriers", "waited", "unflushed", "ids")
 
 
 def patch(variant: str) -> None:
@@ -40,6 +41,11 @@ def patch(variant: str) -> None:
         setattr(cls, name, fn)
     if variant == "unflushed":
         executors.FLUSH_EACH_LAUNCH = False
+    elif variant == "ids":
+        def in_ids(self, need, owner):
+            self.order = "ids"
+            return need
+        halo.RankHalo._receiver_order = in_ids
     elif variant == "unpipelined":
         halo.RankHalo.pack = lambda self, name: False
     elif variant == "barriers":
@@ -65,6 +71,7 @@ def _originals() -> list:
     from finepar.mpi import halo, peers
     return [(executors, "FLUSH_EACH_LAUNCH", executors.FLUSH_EACH_LAUNCH),
             (halo.RankHalo, "pack", halo.RankHalo.pack),
+            (halo.RankHalo, "_receiver_order", halo.RankHalo._receiver_order),
             (halo.RankHalo, "land", halo.RankHalo.land),
             (peers.PeerExchange, "move", peers.PeerExchange.move)]
 

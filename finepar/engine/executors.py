@@ -45,10 +45,10 @@ class StaticExecutor:
         rec = StepRecord("rowop", roles)
         events: dict[str, list] = {r: [] for r in roles}
         uploads: dict[str, list] = {}
-        reads = []
+        reads, ols = [], {}
         for role in roles:
             store = eng.stores[role]
-            ol = store.ops(op, eng.fscal[role], eng.stop[role])
+            ol = ols[role] = store.ops(op, eng.fscal[role], eng.stop[role])
             q = store.side.queue
             bound = {k: eng.arg(v, role) if k != "ia" else v for k, v in args.items()}
             events[role] = store.enqueue(ol, bound, flush=wait and FLUSH_EACH_LAUNCH)
@@ -59,8 +59,7 @@ class StaticExecutor:
                 ol.enqueue_reduce(q, 0 if slot is None else slot)
         if wait:
             eng.after_kernels(exchange)  # before the sums' reads, in order behind the kernels
-            for role in roles:
-                ol = eng.stores[role].ops(op, eng.fscal[role], eng.stop[role])
+            for role, ol in ols.items():
                 if ol.reduce is not None:
                     reads.append((role, mod.enqueue_copy(eng.stores[role].side.queue,
                                                          ol.host, ol.reduced,

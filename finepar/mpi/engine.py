@@ -132,7 +132,6 @@ class DistEngine(Engine):
             self.rank_halo.land(self._packed)
         elif exchange:
             self._exchange_ranks(exchange)
-        self._packed = None
         return total
 
     def after_kernels(self, exchange: str | None) -> None:

@@ -22,7 +22,6 @@ input's numbering. Frontier bitmaps are merged separately
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
@@ -106,13 +105,11 @@ class RankHalo:
         """``need`` (int32, grouped by ``owner``) ordered within each owner's group by
         where this rank's GPU keeps each entry in its renumbered columns, so that its
         unpacking writes in ascending order (owners keep the order they are asked in);
-        as it is (ascending ids) where the GPU's columns keep their numbers, or where
-        ``FINEPAR_HALO_ORDER=columns`` asks for that order (for measuring the two)."""
+        as it is (ascending ids) where the GPU's columns keep their numbers."""
         eng = self.engine
         c = getattr(eng, "columns", {}).get("gpu")
         self.order = "ids"
-        if (c is None or not c.applied or not need.size
-                or os.environ.get("FINEPAR_HALO_ORDER") == "columns"):
+        if c is None or not c.applied or not need.size:
             return need
         self.order = "gpu columns"
         at = c.perm_host(eng.pair.side("gpu"))[need].astype(np.int64)

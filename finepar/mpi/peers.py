@@ -4,7 +4,7 @@ Where every rank runs on one host and every rank's GPU can share its memory
 (:mod:`finepar.device.peer`), a rank's halo is packed into device memory the other ranks
 have mapped, and each rank copies what it receives straight out of its peers' memory
 into its own, GPU to GPU (NVLink on the lent machines): no host memory, no MPI message
-but two barriers. Elsewhere halos go through page-locked host memory and MPI
+but a barrier before the copies. Elsewhere halos go through page-locked host memory and MPI
 (:mod:`finepar.mpi.halo`). On the emulated pair (PoCL), ``--exchange gpu`` runs the same
 path with the copies emulated through an MPI shared window, so its layout is tested on
 every machine.
