@@ -294,3 +294,51 @@ def test_max_lanes_is_a_power_of_two():
         with pytest.raises(ValueError, match="power of two"):
             RowOp("bfs", "apps/bfs/rowop.cl", max_lanes=bad)
     assert RowOp("bfs", "apps/bfs/rowop.cl", max_lanes=8).max_lanes == 8
+
+
+@pytest.mark.parametrize("app", ["bfs", "sssp", "cc", "coloring", "pagerank"])
+@pytest.mark.parametrize("devices", ["cpu", "gpu", "auto"])
+def test_an_engine_goes_when_its_run_returns(pairs, monkeypatch, app, devices):
+    """No reference cycle keeps a run's engine (and its device buffers) alive after
+    ``finepar.run`` returns: the app's helpers in ``engine.state`` (frontier queues,
+    walks, Afforest) hold it weakly (:class:`finepar.engine.backref.EngineRef`), so it
+    goes by reference counting, not at a cycle collection inside a later run's steps."""
+    import gc
+    import weakref
+    made = []
+    init = Engine.__init__
+
+    def tracked(self, *args, **kw):
+        init(self, *args, **kw)
+        made.append(weakref.ref(self))
+    monkeypatch.setattr(Engine, "__init__", tracked)
+    g = shared_graph("ca-GrQc.mtx")
+    gc.collect()
+    gc.disable()
+    try:
+        result, _ = api.run(app, g, pair=pairs["split"], devices=devices, cache=False)
+        assert made, "the run made no engine"
+        assert result.values is not None
+        del result
+        alive = [ref for ref in made if ref() is not None]
+        assert not alive, f"{len(alive)} of {len(made)} engines outlived the run"
+    finally:
+        gc.enable()
+
+
+def test_a_helper_after_its_engine_says_so():
+    """A helper's weak back-reference read after its engine is gone raises, naming the
+    helper (no silent None)."""
+    from finepar.engine.backref import EngineRef
+
+    class Helper:
+        engine = EngineRef()
+
+    class Owner:
+        pass
+    h, owner = Helper(), Owner()
+    h.engine = owner
+    assert h.engine is owner
+    del owner
+    with pytest.raises(ReferenceError, match="Helper: its engine is gone"):
+        h.engine

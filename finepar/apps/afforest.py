@@ -32,6 +32,7 @@ from ..engine import Engine
 from ..device import cl, filled
 from ..device import read_staged
 from ..engine.frontier import FrontierQueue
+from ..engine.backref import EngineRef
 
 #: Neighbour-sampling rounds (the paper's k).
 ROUNDS = 2
@@ -61,6 +62,8 @@ class Afforest:
     queue : FrontierQueue
         The vertices outside the giant component, and the final hooking's advance.
     """
+
+    engine = EngineRef()  # weak: the engine's state holds this
 
     def __init__(self, engine: Engine, role: str, graph=None, sampled_off_list: bool = False):
         sym = engine.matrix if graph is None else graph

@@ -52,6 +52,7 @@ from ..engine import Engine
 from ..engine.frontier import PushRun
 from ..engine.timing import event_seconds
 from ..engine.trace import FrontierTrace
+from ..engine.backref import EngineRef
 
 #: The kernels of the merges, the levels' marks and the parents.
 SOURCES = ("apps/bfs/ranks.cl",)
@@ -123,6 +124,8 @@ class LevelParts:
         The GPU path's regions (``--exchange gpu``: a part of ``nw + 2`` words a rank),
         else None: the parts go through the host.
     """
+
+    engine = EngineRef()  # weak: the engine's state holds this
 
     def __init__(self, engine, push: str, n: int):
         self.engine, self.comm, self.push, self.n = engine, engine.comm, push, n

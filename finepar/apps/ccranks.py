@@ -42,6 +42,7 @@ from ..device import PinnedHost, cl, filled, read_staged
 from ..engine.timing import event_seconds
 from ..graph import INT32_MAX, Graph, pattern_values
 from .afforest import ROUNDS, Afforest
+from ..engine.backref import EngineRef
 
 #: Most ranks (a root's attached giants are the bits of a 32-bit word, bit 31 a flag).
 MAX_RANKS = 31
@@ -228,6 +229,8 @@ class RankComponents:
         one wait to the next), with :meth:`CrossEdges.describe`'s; :meth:`finished` adds what
         needs the run's end.
     """
+
+    engine = EngineRef()  # weak: the engine's state holds this
 
     def __init__(self, engine, role: str):
         comm, part = engine.comm, engine.partition
@@ -487,6 +490,8 @@ class GatheredSolve:
     P : int
         Ranks, at most :data:`MAX_RANKS`.
     """
+
+    engine = EngineRef()  # weak: the engine's state holds this
 
     def __init__(self, engine, role: str, program, n: int, P: int):
         self.engine, self.role, self.P = engine, role, P

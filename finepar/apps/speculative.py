@@ -19,6 +19,7 @@ import numpy as np
 from ..engine import Engine
 from ..device import cl
 from ..device import read_staged
+from ..engine.backref import EngineRef
 
 #: Rows with more entries take a work-group each.
 LONG_ROW = 256
@@ -36,6 +37,8 @@ class SpeculativeColoring:
     role : str
         A role that holds the whole CSR (:meth:`Engine.push_roles`).
     """
+
+    engine = EngineRef()  # weak: the engine's state holds this
 
     def __init__(self, engine: Engine, role: str):
         sym = engine.matrix

@@ -37,6 +37,7 @@ from .reads import read_buffers
 from .trace import FrontierTrace
 from ..errors import DeviceError
 from ..device import cl, filled, write_async
+from .backref import EngineRef
 
 #: Most levels of one batch of ``advance`` launches (one read of their tallies).
 MAX_BATCH = 64
@@ -83,6 +84,8 @@ class RowMover:
     push : str
         The push role.
     """
+
+    engine = EngineRef()  # weak: the engine's state holds this
 
     def __init__(self, engine: Engine, push: str):
         from ..device import alloc
@@ -423,6 +426,8 @@ class FrontierQueue:
     edges : int
         Their out-edges (the next advance's work-items).
     """
+
+    engine = EngineRef()  # weak: the engine's state holds this
 
     def __init__(self, engine: Engine, role: str, graph, sources: tuple, defines: dict | None = None,
                  *, with_data: bool = False, local: bool = True, refill: bool = False,

@@ -34,6 +34,7 @@ import numpy as np
 
 from ..device import cl, write_async
 from .reads import read_buffers
+from .backref import EngineRef
 
 #: Most levels one ``walk`` launch runs (a deeper walk launches again).
 MAX_WALK_LEVELS = 4096
@@ -133,6 +134,8 @@ class CpuWalk:
         :data:`RESULTS_N` vertices each walk reads them with its own results, in one wait
         (:meth:`read_out`), for a run the walk ends.
     """
+
+    engine = EngineRef()  # weak: the engine's state holds this
 
     def __init__(self, engine, graph, names: tuple, push: str, push_level_seconds: float,
                  fixed: int | None = None, results: tuple = ()):
