@@ -162,8 +162,8 @@ def test_level_records(ranks, case, graphs):
     the bytes each rank sent and received (the others' parts), where the merged claims
     were counted (from the parts where one rank claimed or the lists are short, else on
     the device), the host synchronisations (exactly, with one role a rank), and the
-    parents handed to their owners (each rank's claims of other ranks' vertices, counted
-    from scipy's levels)."""
+    parents handed to their owners (each rank's claims of other ranks' vertices past the
+    root's children, counted from scipy's levels)."""
     from finepar.apps.bfs import bfs_levels
     from finepar.apps.bfsranks import HOST_UNION
     out = launched(ranks, graphs)
@@ -191,7 +191,8 @@ def test_level_records(ranks, case, graphs):
                 mine = claimed(graph, level, lo, hi, d)
                 words, as_list = nw, mine.size <= nw
                 owner = np.searchsorted(bounds, mine, side="right") - 1
-                handed[r] += np.bincount(owner, minlength=ranks)
+                if d > 0:  # the root's children: their owners set the root, none handed
+                    handed[r] += np.bincount(owner, minlength=ranks)
                 handed[r, r] = 0
             else:  # its own vertices found, or its own words
                 mine = np.flatnonzero(level[lo:hi] == d + 1)

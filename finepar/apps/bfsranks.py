@@ -34,7 +34,9 @@ end: each rank sends the (vertex, parent) pairs it holds for other ranks' vertic
 on the device) to their owners, once. (An owner finding them from the levels every rank
 holds, an in-neighbour one level up, sends nothing, but a work-item's scan of a hub
 neighbour's row for the root took 89 ms on an H100 at Graph500 scale 26, against the
-hand-over's 2.8 ms: 2026-11-27.)
+hand-over's 2.8 ms: 2026-11-27.) The root's children are the exception: their parent is
+the root whoever claimed them, so their owner sets it from their level and no pair is
+sent for them (at Graph500 scale 26 on two ranks they were every pair: 1 M of them).
 
 Each level leaves a record (``st['rank_levels']``, the report's ``levels`` per rank):
 direction, frontier, found, the part's form and size, kernel, exchange and MPI seconds,
@@ -57,7 +59,7 @@ from ..engine.backref import EngineRef
 #: The kernels of the merges, the levels' marks and the parents.
 SOURCES = ("apps/bfs/ranks.cl",)
 KERNELS = ("bits_from_list", "or_words", "own_part", "list_edges", "mark_bits",
-           "claimed_pairs", "set_parents")
+           "claimed_pairs", "set_parents", "root_children")
 #: A part's form: a vertex list, or a run of bitmap words.
 AS_LIST, AS_WORDS = 0, 1
 FORMS = {AS_LIST: "list", AS_WORDS: "words"}
@@ -617,6 +619,11 @@ def _hand_over(engine: Engine, st: dict, parts: LevelParts, comm) -> dict:
                                                is_blocking=False))
         _launch(engine, push, "set_parents", got // 2,
                 (np.int32(got // 2), dev, np.int32(0), parent))
+    lo, hi = (int(b) for b in bounds[comm.rank:comm.rank + 2])
+    if hi > lo:  # the root's children: their parent is the root (no pair was sent)
+        _launch(engine, push, "root_children", hi - lo,
+                (np.int32(lo), np.int32(hi), np.int32(st["root"]),
+                 engine.buffer("level", push), parent))
     engine.stats["routed"] += mine // 2
     engine.stats["routed_bytes"] += 4 * mine
     seconds = time.perf_counter() - t0

@@ -133,9 +133,10 @@ void mark_bits(const int nw, const int n, __global const uint *restrict words,
 
 /* The (vertex, parent) pairs of the vertices lo .. hi - 1 (another rank's) that this
  * rank claimed, the root excepted (it has a parent wherever a top-down level claimed
- * it), appended at out[2 * counts[0] ..]; counts[slot] counts this launch's (the ranks'
- * launches run one after another, so each rank's pairs are contiguous); at most cap
- * pairs written. */
+ * it), and the root's children excepted (their parent is the root, which their owner
+ * sets itself: root_children), appended at out[2 * counts[0] ..]; counts[slot] counts
+ * this launch's (the ranks' launches run one after another, so each rank's pairs are
+ * contiguous); at most cap pairs written. */
 __kernel void claimed_pairs(const int lo, const int hi, const int root,
                             __global const int *restrict parent, __global int *counts,
                             const int slot, __global int *out, const int cap)
@@ -143,13 +144,24 @@ __kernel void claimed_pairs(const int lo, const int hi, const int root,
     const int v = lo + (int)get_global_id(0);
     if (v >= hi || v == root) return;
     const int p = parent[v];
-    if (p < 0) return;
+    if (p < 0 || p == root) return;
     const int at = atomic_inc(&counts[0]);
     atomic_inc(&counts[slot]);
     if (at < cap) {
         out[2 * at] = v;
         out[2 * at + 1] = p;
     }
+}
+
+/* parent[v] <- root for this rank's vertices lo .. hi - 1 at level 1 with no parent yet:
+ * the root's children, which another rank's first top-down level claimed (the root is
+ * the one vertex of level 0, so it is their parent whoever claimed them; Graph500's
+ * rule holds). Nothing crosses the ranks for them. */
+__kernel void root_children(const int lo, const int hi, const int root,
+                            __global const int *restrict level, __global int *parent)
+{
+    const int v = lo + (int)get_global_id(0);
+    if (v < hi && level[v] == 1 && parent[v] < 0) parent[v] = root;
 }
 
 /* parent[v] <- p for the count pairs (v, p) at src[2 * (off + i)] where v has none (its
