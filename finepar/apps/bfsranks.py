@@ -19,7 +19,8 @@ the device into its place in page-locked host memory, one ``allgatherv`` in plac
 others' parts written to the device and OR-ed into the frontier bitmap by kernels
 (``opencl/apps/bfs/ranks.cl``), which then marks the new vertices' levels, left
 enqueued. With ``--exchange gpu`` the parts move GPU to GPU instead
-(:mod:`finepar.mpi.peers`): each rank's part goes into its send region, every other
+(:mod:`finepar.mpi.peers`): each rank's part goes into its send region (a bottom-up
+level's copied there on the device, with no read to the host), every other
 rank's is copied into the receive region by the rank's GPU, and the kernels on the GPU
 read them there (a top-down level's parts, and a CPU share's, are copied on to the
 host). A level's host waits are its reads: a bottom-up level's header (its found
@@ -193,12 +194,13 @@ class LevelParts:
         return int(count), int(edges)
 
     def _gpu_to_gpu(self, targets: tuple, host: np.ndarray, counts: np.ndarray,
-                    displs: np.ndarray, at: int, mine: int, host_copy) -> tuple:
-        """With :attr:`peers` (``--exchange gpu``): this rank's part into the send region,
-        every other rank's pulled into the receive region at its displacement
-        (collective), and copied on to ``host`` where a role outside the GPU's context
-        or ``host_copy`` (a top-down level: its parts are counted on the host) needs
-        them; the roles whose kernels read the receive region. Else ``()``."""
+                    displs: np.ndarray, at: int, mine: int, host_copy, source=None) -> tuple:
+        """With :attr:`peers` (``--exchange gpu``): this rank's part into the send region
+        (from ``source``, ``(buffer, first word)`` on the GPU, where given: a copy on the
+        device; else from ``host``), every other rank's pulled into the receive region at
+        its displacement (collective), and copied on to ``host`` where a role outside the
+        GPU's context or ``host_copy`` (a top-down level: its parts are counted on the
+        host) needs them; the roles whose kernels read the receive region. Else ``()``."""
         px = self.peers
         if px is None:
             return ()
@@ -206,7 +208,10 @@ class LevelParts:
         near = tuple(r for r in targets if eng.pair.side(r).context == px.side.context)
         for role in near:  # the last merge's kernels are done with the receive region
             eng.pair.side(role).queue.finish()
-        if mine:
+        if mine and source is not None:
+            mod.enqueue_copy(px.side.queue, px.send, source[0], src_offset=4 * source[1],
+                             dst_offset=px.at, byte_count=4 * mine)
+        elif mine:
             mod.enqueue_copy(px.side.queue, px.send, host[at:at + mine], dst_offset=px.at,
                              is_blocking=True)
         px.side.queue.finish()
@@ -227,7 +232,7 @@ class LevelParts:
         self.pending = []
 
     def merge(self, target: str, roles: tuple, form: int, size: int, first: int,
-              sums: tuple, fill, tail: int = 0) -> tuple[np.ndarray, dict]:
+              sums: tuple, fill, tail: int = 0, source=None) -> tuple[np.ndarray, dict]:
         """Merge every rank's part into bitmap ``target`` on ``roles`` (collective).
 
         Parameters
@@ -247,6 +252,10 @@ class LevelParts:
         tail : int
             Words every part carries after its ``size`` (a top-down level's out-degrees
             of its claims, which its rank knows only with them).
+        source : tuple, optional
+            ``(role, buffer, first word)``: where this rank's part lies on a device. Where
+            the part goes GPU to GPU from that device's context, it is copied on the
+            device into the send region and ``fill`` is not called (no host round trip).
 
         Returns
         -------
@@ -264,9 +273,13 @@ class LevelParts:
         total, me = int(counts.sum()), comm.rank
         at, mine = int(displs[me]), int(counts[me])
         host = self.host_words(total)
-        fill(host[at:at + mine])
+        direct = (source is not None and self.peers is not None and not tail
+                  and eng.pair.side(source[0]).context == self.peers.side.context)
+        if not direct:
+            fill(host[at:at + mine])
         targets = _distinct(eng, target, roles)
-        near = self._gpu_to_gpu(targets, host, counts, displs, at, mine, tail or None)
+        near = self._gpu_to_gpu(targets, host, counts, displs, at, mine, tail or None,
+                                source[1:] if direct else None)
         if total and self.peers is None:  # every rank's part, this rank's in place
             comm.allgatherv(host[at:at + mine], counts=counts, out=host[:total])
         mod = cl()
@@ -487,7 +500,8 @@ def _bottom_up(app, engine: Engine, st: dict, it: int, where: str, size: int, ed
         def fill(host):
             parts.read(role, [(host, nxt, w0)])
     meta, info = parts.merge("next", tuple(engine.roles), form, part, w0,
-                             (found, found_edges), fill)
+                             (found, found_edges), fill,
+                             source=(role, *((dev, 0) if form == AS_LIST else (nxt, w0))))
     _stats(engine, "merges", FORMS[form], info)
     engine.swap("front", "next")
     engine.fill("next", 0)
