@@ -40,7 +40,11 @@ CASES = ([{"id": f"{g}-{mem}", "graph": g, "memory": mem, "params": {}}
          # and its parts GPU to GPU (emulated): a bottom-up part is copied into the send
          # region on the device, never read to the host
          + [{"id": f"{g}-gpu-exchange", "graph": g, "memory": "split", "exchange": "gpu",
-             "params": {"devices": "gpu"}} for g in ("graph500:10", "directed.npz")])
+             "params": {"devices": "gpu"}} for g in ("graph500:10", "directed.npz")]
+         # every level top-down: parents handed from each rank to several owners
+         + [{"id": "directed-top-down-gpu-exchange", "graph": "directed.npz",
+             "memory": "split", "exchange": "gpu",
+             "params": {"devices": "gpu", "root": 3, "direction": "top-down"}}])
 
 
 @pytest.fixture(scope="module")
@@ -147,13 +151,14 @@ def expected_syncs(rec: dict, gpu_path: bool = False) -> int:
     path, ``gpu_path``, the part goes on the device); a top-down level reads the advance's
     tally, then its claims with their out-degrees where it has any, and the merged
     frontier's count where the parts cannot give it; the parents' hand-over reads its
-    counts, then any pairs."""
+    counts, then any pairs (not on the GPU path)."""
     from finepar.apps.bfsranks import PEEK
     if rec["direction"] == "bottom-up":
         return 1 if gpu_path or (rec["form"] == "list" and rec["part"] <= PEEK) else 2
     if rec["direction"] == "top-down":
         return 1 + (rec["own_found"] > 0) + (rec["counted"] == "device")
-    return 1 + (rec["own_found"] > 0)  # the pairs' counts, then the pairs
+    # the pairs' counts, then any pairs (on the GPU path they stay on the devices)
+    return 1 + (rec["own_found"] > 0 and not gpu_path)
 
 
 @pytest.mark.slow
@@ -224,7 +229,9 @@ def test_level_records(ranks, case, graphs):
         last = recs[r][depth]
         assert last["direction"] == "parents" and len(recs[r]) == depth + 1
         if one_role:
-            assert last["host_syncs"] == expected_syncs(last)
+            gpu_path = case.get("exchange") == "gpu" and ranks > 1
+            assert last["host_syncs"] == expected_syncs(last, gpu_path)
+            assert last["path"] == ("gpu" if gpu_path else "host")
         assert last["own_found"] == handed[r].sum()
         assert last["bytes_sent"] == 8 * handed[r].sum()
         assert last["bytes_received"] == 8 * handed[:, r].sum()

@@ -32,7 +32,8 @@ else on the device. No n-long host array is touched a level. The direction is Be
 rule (:meth:`~finepar.apps.bfs.BFS.wants_pull`) on the merged frontier's size and
 edges, which every rank has alike. A vertex another rank claimed gets its parent at the
 end: each rank sends the (vertex, parent) pairs it holds for other ranks' vertices (found
-on the device) to their owners, once. (An owner finding them from the levels every rank
+on the device) to their owners, once (GPU to GPU through the merges' regions where they
+fit, with one host wait for the counts). (An owner finding them from the levels every rank
 holds, an in-neighbour one level up, sends nothing, but a work-item's scan of a hub
 neighbour's row for the root took 89 ms on an H100 at Graph500 scale 26, against the
 hand-over's 2.8 ms: 2026-11-27.) The root's children are the exception: their parent is
@@ -66,6 +67,11 @@ AS_LIST, AS_WORDS = 0, 1
 FORMS = {AS_LIST: "list", AS_WORDS: "words"}
 #: Words of a bottom-up level's list read with its header (one read where it fits).
 PEEK = 16384
+#: The fewest words a rank's part of the GPU path's regions holds (256 KiB): a level's
+#: part needs ``ceil(n / 32) + 2``, the parents' hand-over two a pair, which goes GPU to
+#: GPU where every rank's pairs fit (Graph500 scale 26 on two ranks: 16 pairs once the
+#: root's children need none).
+REGION_WORDS = 1 << 16
 #: The most claims over every rank whose union a top-down level counts on the host.
 HOST_UNION = 65536
 
@@ -124,8 +130,8 @@ class LevelParts:
         Page-locked: ``hdr``'s four words, then up to :data:`PEEK` words of the part read
         with them.
     peers : PeerExchange or None
-        The GPU path's regions (``--exchange gpu``: a part of ``nw + 2`` words a rank),
-        else None: the parts go through the host.
+        The GPU path's regions (``--exchange gpu``: a part of ``nw + 2`` words a rank, at
+        least :data:`REGION_WORDS`), else None: the parts go through the host.
     """
 
     engine = EngineRef()  # weak: the engine's state holds this
@@ -149,9 +155,11 @@ class LevelParts:
         for role in engine.roles:
             self.device_words(role, words)
         # the GPU path where the run's exchanges take it (DistEngine.peer_exchange: a part a rank,
-        # closed with the engine)
-        self.peers = engine.peer_exchange(engine.pair.side("gpu"), 4 * (self.nw + 2),
-                                          4 * self.comm.size * (self.nw + 2), "merges")
+        # closed with the engine); at least REGION_WORDS, so a small graph's parents'
+        # hand-over fits too
+        region = max(self.nw + 2, REGION_WORDS)
+        self.peers = engine.peer_exchange(engine.pair.side("gpu"), 4 * region,
+                                          4 * self.comm.size * region, "merges")
 
     def host_words(self, words: int) -> np.ndarray:
         """The page-locked host words, at least ``words`` of them."""
@@ -591,7 +599,7 @@ def _finish(app, engine: Engine, st: dict, where: str) -> dict:
     side holds its own rows. Returns the step's record."""
     parts, comm = st["parts"], engine.comm
     out = {"own_found": 0, "form": "pairs", "part": 0, "bytes_sent": 0, "bytes_received": 0,
-           "exchange_s": 0.0, "mpi_s": 0.0}
+           "exchange_s": 0.0, "mpi_s": 0.0, "path": None}
     if where == "marks":
         _move(st, True, app.sync_vectors)
     if st["top_down"]:
@@ -602,7 +610,9 @@ def _finish(app, engine: Engine, st: dict, where: str) -> dict:
 
 def _hand_over(engine: Engine, st: dict, parts: LevelParts, comm) -> dict:
     """The parents' hand-over of :func:`_finish` (collective): pairs found on the device,
-    grouped by owner (one launch per other rank, in rank order)."""
+    grouped by owner (one launch per other rank, in rank order), every rank's counts
+    gathered, then the pairs moved GPU to GPU where the level merges' regions hold them
+    (:func:`_pairs_gpu`), else through the host (:func:`_pairs_host`)."""
     push = st["push_role"]
     t0, m0 = time.perf_counter(), comm.mpi_seconds
     parts.wait()
@@ -621,18 +631,15 @@ def _hand_over(engine: Engine, st: dict, parts: LevelParts, comm) -> dict:
     counts = np.zeros(comm.size + 1, np.int32)
     engine.read_buffer(push, counts, parts.counts)
     engine.drain()
-    send = 2 * counts[1:].astype(np.int64)
-    recv = comm.alltoall_counts(send)
-    mine, got = int(send.sum()), int(recv.sum())
-    host = parts.host_words(mine + got)
-    parts.read(push, [(host[:mine], dev, 0)])
-    comm.alltoallv(host[:mine], send, recv, out=host[mine:mine + got])
+    words = 2 * comm.allgather_ints(counts[1:])  # [sender, owner]: the words of pairs
+    mine, got = int(words[comm.rank].sum()), int(words[:, comm.rank].sum())
+    px = parts.peers
+    on_gpu = (px is not None and side.context == px.side.context  # alike on every rank
+              and all(4 * int(w) <= h for w, h in zip(words.sum(axis=1), px.halves)))
+    src = (_pairs_gpu if on_gpu else _pairs_host)(parts, push, dev, words)
     if got:
-        dev = parts.device_words(push, got)
-        parts.pending.append(cl().enqueue_copy(side.queue, dev, host[mine:mine + got],
-                                               is_blocking=False))
         _launch(engine, push, "set_parents", got // 2,
-                (np.int32(got // 2), dev, np.int32(0), parent))
+                (np.int32(got // 2), src, np.int32(0), parent))
     lo, hi = (int(b) for b in bounds[comm.rank:comm.rank + 2])
     if hi > lo:  # the root's children: their parent is the root (no pair was sent)
         _launch(engine, push, "root_children", hi - lo,
@@ -644,5 +651,43 @@ def _hand_over(engine: Engine, st: dict, parts: LevelParts, comm) -> dict:
     engine.stats["merge_seconds"] += seconds
     engine.stats["merge_bytes_received"] += 4 * got
     return {"own_found": mine // 2, "form": "pairs", "part": mine, "bytes_sent": 4 * mine,
-            "bytes_received": 4 * got, "exchange_s": seconds,
-            "mpi_s": comm.mpi_seconds - m0}
+            "bytes_received": 4 * got, "exchange_s": seconds, "path": "gpu" if on_gpu
+            else "host", "mpi_s": comm.mpi_seconds - m0}
+
+
+def _pairs_host(parts: LevelParts, push: str, dev, words: np.ndarray):
+    """The hand-over's pairs through the host: this rank's read from ``dev`` (one wait),
+    an ``alltoallv``, the pairs it receives written to the push side; their buffer."""
+    comm, me = parts.comm, parts.comm.rank
+    send, recv = words[me], words[:, me]
+    mine, got = int(send.sum()), int(recv.sum())
+    host = parts.host_words(mine + got)
+    parts.read(push, [(host[:mine], dev, 0)])
+    comm.alltoallv(host[:mine], send, recv, out=host[mine:mine + got])
+    if not got:
+        return None
+    dev = parts.device_words(push, got)
+    parts.pending.append(cl().enqueue_copy(parts.engine.pair.side(push).queue, dev,
+                                           host[mine:mine + got], is_blocking=False))
+    return dev
+
+
+def _pairs_gpu(parts: LevelParts, push: str, dev, words: np.ndarray):
+    """The hand-over's pairs GPU to GPU, through the level merges' regions (every rank's
+    pairs fit a half of its send region): this rank's copied into its send region on the
+    device, each owner's pulled by the owner's GPU (grouped by owner in rank order, so
+    each sender's part for an owner starts at the words it sends to the owners before);
+    the receive region, where the pairs lie from word 0."""
+    px, me, mod = parts.peers, parts.comm.rank, cl()
+    mine = int(words[me].sum())
+    if mine:
+        mod.enqueue_copy(px.side.queue, px.send, dev, dst_offset=px.at, byte_count=4 * mine)
+    px.side.queue.finish()  # the copy, and the last merge's kernels on the receive region
+    before = np.cumsum(words, axis=1) - words  # [sender, owner]: words ahead of the owner's
+    pulls, at = [], 0
+    for r in range(parts.comm.size):
+        if r != me and words[r, me]:
+            pulls.append((r, 4 * int(before[r, me]), 4 * at, 4 * int(words[r, me])))
+            at += int(words[r, me])
+    px.move(pulls)
+    return px.recv
