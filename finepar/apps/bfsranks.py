@@ -216,13 +216,7 @@ class LevelParts:
         near = tuple(r for r in targets if eng.pair.side(r).context == px.side.context)
         for role in near:  # the last merge's kernels are done with the receive region
             eng.pair.side(role).queue.finish()
-        if mine and source is not None:
-            mod.enqueue_copy(px.side.queue, px.send, source[0], src_offset=4 * source[1],
-                             dst_offset=px.at, byte_count=4 * mine)
-        elif mine:
-            mod.enqueue_copy(px.side.queue, px.send, host[at:at + mine], dst_offset=px.at,
-                             is_blocking=True)
-        px.side.queue.finish()
+        self.post(mine, source, host[at:at + mine])
         px.move([(s, 0, 4 * int(displs[s]), 4 * int(counts[s]))
                  for s in range(self.comm.size) if s != me and counts[s]])
         total = int(counts.sum())
@@ -232,6 +226,20 @@ class LevelParts:
                     mod.enqueue_copy(px.side.queue, host[a:b], px.recv, src_offset=4 * a)
             px.side.queue.finish()
         return near
+
+    def post(self, mine: int, source=None, host_part=None) -> None:
+        """This rank's ``mine`` words into the current half of the send region, from
+        ``source`` (``(buffer, first word)`` on the GPU's context: a copy on the device)
+        or else ``host_part``, and done (with the GPU's earlier commands, the last merge's
+        kernels on the receive region among them) before the peers copy out of it."""
+        px, mod = self.peers, cl()
+        if mine and source is not None:
+            mod.enqueue_copy(px.side.queue, px.send, source[0], src_offset=4 * source[1],
+                             dst_offset=px.at, byte_count=4 * mine)
+        elif mine:
+            mod.enqueue_copy(px.side.queue, px.send, host_part, dst_offset=px.at,
+                             is_blocking=True)
+        px.side.queue.finish()
 
     def wait(self) -> None:
         """The last merge's uploads are done (their host words may be overwritten)."""
@@ -678,11 +686,8 @@ def _pairs_gpu(parts: LevelParts, push: str, dev, words: np.ndarray):
     device, each owner's pulled by the owner's GPU (grouped by owner in rank order, so
     each sender's part for an owner starts at the words it sends to the owners before);
     the receive region, where the pairs lie from word 0."""
-    px, me, mod = parts.peers, parts.comm.rank, cl()
-    mine = int(words[me].sum())
-    if mine:
-        mod.enqueue_copy(px.side.queue, px.send, dev, dst_offset=px.at, byte_count=4 * mine)
-    px.side.queue.finish()  # the copy, and the last merge's kernels on the receive region
+    px, me = parts.peers, parts.comm.rank
+    parts.post(int(words[me].sum()), (dev, 0))
     before = np.cumsum(words, axis=1) - words  # [sender, owner]: words ahead of the owner's
     pulls, at = [], 0
     for r in range(parts.comm.size):
