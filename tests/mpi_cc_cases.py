@@ -3,8 +3,9 @@
     mpiexec -n P python tests/mpi_cc_cases.py OUT_DIR CASES.json
 
 ``CASES.json`` lists cases ``{"id", "graph", "memory", "partition", "params",
-"min_records"}`` (``min_records``: the records' first buffer, small enough to overflow);
-every
+"min_records", "peek_records", "exchange"}`` (``min_records``: the records' first buffer,
+small enough to overflow; ``peek_records``: the records read with their count, small
+enough that the rest take a second read; ``exchange``: the communicator's); every
 rank runs every case (:func:`finepar.mpi.run` of ``cc``, the emulated pair, ``T_f`` 64);
 rank 0 writes ``OUT_DIR/ID.npy`` (the labels) and ``OUT_DIR/ID.json``: the report, the
 partition's bounds and every rank's counts of the exchange (``result.extra['ranks']``,
@@ -28,9 +29,11 @@ def main(out: str, cases_file: str) -> int:
     from finepar.mpi.comm import Communicator, RankFailure
     comm = Communicator()
     out_dir = Path(out)
-    first = ccranks.MIN_RECORDS
+    first, peek = ccranks.MIN_RECORDS, ccranks.PEEK_RECORDS
     for case in json.loads(Path(cases_file).read_text()):
         ccranks.MIN_RECORDS = case.get("min_records", first)
+        ccranks.PEEK_RECORDS = case.get("peek_records", peek)
+        comm.exchange = case.get("exchange", "auto")
         try:
             result, report = mpi.run("cc", case["graph"], comm=comm, memory=case["memory"],
                                       gpu="emulate", threshold=64,

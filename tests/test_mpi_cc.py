@@ -21,7 +21,7 @@ from scipy.sparse import csgraph, csr_matrix
 
 pytest.importorskip("mpi4py")
 
-from finepar.apps.ccranks import PROBES  # noqa: E402
+from finepar.apps.ccranks import PEEK_RECORDS, PROBES  # noqa: E402
 from test_mpi import launch  # noqa: E402  (one mpiexec of a cases runner)
 
 HERE = Path(__file__).resolve().parent
@@ -32,6 +32,12 @@ CASES = ([{"id": f"spanning-{mem}", "graph": "spanning.npz", "memory": mem}
          + [{"id": "nogiant-split", "graph": "nogiant.npz", "memory": "split"},
             {"id": "nogiant-overflow", "graph": "nogiant.npz", "memory": "shared",
              "min_records": 1},
+            {"id": "nogiant-peek-gpu-exchange", "graph": "nogiant.npz", "memory": "split",
+             "peek_records": 3, "exchange": "gpu"},
+            {"id": "spanning-gpu-exchange", "graph": "spanning.npz", "memory": "split",
+             "exchange": "gpu"},
+            {"id": "g500-10-gpu-exchange", "graph": "graph500:10", "memory": "shared",
+             "exchange": "gpu"},
             {"id": "g500-9-split", "graph": "graph500:9", "memory": "split"},
             {"id": "g500-10-shared", "graph": "graph500:10", "memory": "shared"}])
 
@@ -203,6 +209,14 @@ def test_labels_and_exchange_counts(ranks, case, inputs):
         small = case.get("min_records") and e["records"] > e["cross_edges"] // 16
         assert p["records_grown"] == (1 if small else 0) and p["hooks"] == 1, r
         assert p["rounds"] == 3  # the giant bits, the sizes, the records
+        # the bits GPU to GPU where asked (PoCL: the path's emulation), else the host
+        assert p["bits_path"] == ("emulated" if case.get("exchange") == "gpu" else "host")
+        # host waits: Afforest's sample, the bits (their read, or their kernel before the
+        # peers' copies), each hooking with its records' count and first records, the
+        # giant's rows where the sample missed a link, the records past the first read
+        peek = case.get("peek_records", PEEK_RECORDS)
+        assert p["waits"] == 2 + p["hooks"] + (not p["probe_found"]) + (
+            p["records"] > peek), r
         assert p["records_to"] == e["records_to"], r
         assert p["bytes_sent"] == 4 * p["bit_words_sent"] + 4 * (ranks - 1) * (
             2 + 3 * ranks + 4 * p["records"])

@@ -42,7 +42,7 @@ from ..graph import Graph
 from . import register
 from ..device import cl
 from .afforest import ROUNDS, Afforest
-from .ccranks import PHASES, RankComponents, across_ranks
+from .ccranks import BITS_PATHS, PHASES, RankComponents, across_ranks
 from .base import MAX_ITER, App, AppResult, Param, component_sizes, in_unit
 from ..engine.executors import DynamicPolicy
 from ..engine.frontier import (FrontierApp, FrontierQueue, choose_push_role, count_roots,
@@ -327,7 +327,8 @@ class ConnectedComponents(FrontierApp, App):
             r = ex["ranks"]
             out.append(("ranks", f"afforest on each rank's subgraph; "
                                         f"{r['cross_edges']:,} cross edges here, "
-                                        f"{r['bit_words_sent']:,} words of giant bits sent, "
+                                        f"{r['bit_words_sent']:,} words of giant bits sent "
+                                        f"({BITS_PATHS[r.get('bits_path', 'host')]}), "
                                         f"{r['records_gathered']:,} records gathered"))
             out += [(f"rank {i}", rank_times(t)) for i, t in enumerate(r.get("per_rank", []))]
         elif ex["algorithm"] == "afforest":

@@ -8,12 +8,16 @@ exchanging every label every round (FastSV over the ranks), a rank:
    smallest vertex), and the sample names the rank's giant component;
 2. learns, for each ghost (a vertex of another rank that its cross edges reach), one bit:
    whether the owner's giant component holds it (the owners send bitmaps in the order
-   asked once at setup: one ``MPI_Alltoallv`` of n_ghosts / 32 words);
+   asked once at setup, n_ghosts / 32 words: where the run's exchanges go GPU to GPU,
+   :mod:`finepar.mpi.peers`, each owner's kernel writes them into its send region and
+   each asker's GPU copies its words out, one wait and one barrier; else a read, one
+   ``MPI_Alltoallv`` and a write);
 3. hooks its cross edges on the device: an edge from a root outside the giant to an
    owner's giant attaches the root to that giant (two giants met at one root are
    linked; each giant keeps its smallest attached root); an edge between two roots
    outside their giants is a record ``(root, vertex, ghost)``; a sample of the giant's
-   cross edges (all of them where the sample finds none) links giants directly;
+   cross edges (all of them where the sample finds none) links giants directly; the
+   count of records and the first :data:`PEEK_RECORDS` of them come back in one wait;
 4. gathers every rank's giant root, links, smallest attached roots and records on every
    rank (one ``MPI_Allgatherv``) and solves the small graph of giants and recorded roots
    on the device, the same on every rank (:class:`GatheredSolve`: Afforest's links over
@@ -39,6 +43,7 @@ import time
 import numpy as np
 
 from ..device import PinnedHost, cl, filled, read_staged
+from ..engine.reads import read_buffers
 from ..engine.timing import event_seconds
 from ..graph import INT32_MAX, Graph, pattern_values
 from .afforest import ROUNDS, Afforest
@@ -51,11 +56,18 @@ PROBES = 4096
 #: Records a rank's buffer holds at first (at most its cross edges; at least a sixteenth
 #: of them); a run that records more grows it and hooks again.
 MIN_RECORDS = 1 << 16
+#: Records read with the hooking's count in one wait (page-locked, 16 bytes each); a run
+#: that records more reads the rest in a second wait.
+PEEK_RECORDS = 1 << 15
+#: Work-items of the records' pass (``ranks_records``, a grid-stride loop over the count
+#: it reads on the device).
+RECORD_ITEMS = 1 << 14
 #: The host's phases of a run, each from one wait to the next (``stats['host_s']``).
 PHASES = ("afforest", "giant_bits", "bits_exchange", "hook", "records", "gather", "solve",
           "label")
-#: Bit 31 of a mask entry: the entry is a final label (ranks_label in ranks.cl).
-
+#: How the giant bits crossed (``stats['bits_path']``), for the report.
+BITS_PATHS = {"gpu": "GPU to GPU", "emulated": "GPU to GPU, emulated", "host": "through the host"}
+#: The programs (afforest.cl's join first: ranks.cl's solve calls it).
 SOURCES = ("apps/cc/afforest.cl", "apps/cc/ranks.cl")
 
 
@@ -226,8 +238,9 @@ class RankComponents:
         ``seconds`` (those collectives' wall time), ``hooks`` (hooking passes: 2 where
         the records outgrew their buffer), ``records_grown`` (times the buffer grew, over
         every run), ``host_s`` (the host's wall seconds of each of :data:`PHASES`, from
-        one wait to the next), with :meth:`CrossEdges.describe`'s; :meth:`finished` adds what
-        needs the run's end.
+        one wait to the next), ``bits_path`` (how the giant bits crossed: ``gpu``,
+        ``emulated`` or ``host``), ``waits`` (the run's host waits for the device), with
+        :meth:`CrossEdges.describe`'s; :meth:`finished` adds what needs the run's end.
     """
 
     engine = EngineRef()  # weak: the engine's state holds this
@@ -256,11 +269,15 @@ class RankComponents:
         up = self.engine.scratch
         self.buf = {name: up(self.role, np.ascontiguousarray(a)) for name, a in (
             ("brows", e.brows), ("xptr", e.xptr), ("xcol", e.xcol), ("asked", e.asked),
+            ("ghosts", e.ghosts.astype(np.int32)),
             ("probe_u", e.probe_u), ("probe_b", e.probe_b), ("owner_start", e.owner_start))}
         self.buf["send"] = filled(s, max(int(e.send_words.sum()), 1), np.uint32)
         self.buf["bits"] = filled(s, max(int(e.recv_words.sum()), 1), np.uint32)
+        self.bits_path, self.pulls = self._bits_path()
+        if self.bits_path != "host":  # the askers' GPUs copy the bits out of the send region
+            self.buf["send"], self.buf["bits"] = self.px.send, self.px.recv
         self.buf["mask"] = filled(s, self.k, np.uint32)
-        self.buf["state"] = filled(s, 2 + 2 * P, np.int32)
+        self.buf["state"] = filled(s, 2 + 3 * P, np.int32)
         self.buf["glabel"] = filled(s, P, np.int32)
         self.buf["labels"] = filled(s, self.k, np.int32)
         self.buf["touched"] = filled(s, 2, np.uint64)
@@ -271,19 +288,46 @@ class RankComponents:
         self._pinned = [PinnedHost(s, np.zeros(0, np.uint32), size=int(w.sum()))
                         for w in (e.send_words, e.recv_words)]
         self.host_send, self.host_bits = (p.host for p in self._pinned)
-        self.host_state = np.zeros(2 + 2 * P, np.int32)
-        self.state0 = np.concatenate(([0], np.zeros(P), np.full(P, INT32_MAX), [0])
-                                     ).astype(np.int32)
+        self._gather = PinnedHost(s, np.zeros(0, np.int32), size=P * (2 + 3 * P))
+        self.host_state = np.zeros(2 + 3 * P, np.int32)
+        self.state0 = np.concatenate(([0], np.zeros(P), np.full(P, INT32_MAX), [0],
+                                      np.zeros(P))).astype(np.int32)
         wide = e.xptr.dtype == np.int64
         prg = self.engine.pair.program(s, SOURCES, {"OFFSET_T": "long" if wide else "int"})
         self.kernels = {k: cl().Kernel(prg, f"ranks_{k}") for k in
-                        ("giant_bits", "hook", "probe", "giant_rows", "core_masks", "label")}
+                        ("giant_bits", "hook", "probe", "giant_rows", "records", "label")}
         self.solver = GatheredSolve(self.engine, self.role, prg,
                                     int(self.engine.partition.bounds[-1]), P) if P > 1 else None
 
+    def _bits_path(self) -> tuple[str, list]:
+        """Where the giant bits cross (collective): ``gpu`` (or ``emulated``) where the
+        run's exchanges go GPU to GPU (:meth:`~finepar.mpi.engine.DistEngine.peer_exchange`)
+        and every rank hooks on that GPU's context, each asker then copying its words out
+        of each owner's send region; else ``host`` (a read, ``MPI_Alltoallv`` and a
+        write). With the path, the pulls: ``(owner, byte in its send half, byte in the
+        receive region, bytes)``."""
+        self.px = None
+        if self.P == 1:
+            return "host", []
+        e, gpu = self.edges, self.engine.pair.side("gpu")
+        px = self.engine.peer_exchange(gpu, 4 * int(e.send_words.sum()),
+                                       4 * max(int(e.recv_words.sum()), 1), "cc giant bits")
+        near = px is not None and self.side.context == px.side.context
+        every = self.comm.allgather((near, e.send_words.tolist()))
+        if not all(ok for ok, _ in every):
+            return "host", []
+        self.px = px
+        pulls = [(o, 4 * int(sum(words[:self.me])), 4 * int(e.owner_start[o] // 32),
+                  4 * int(e.recv_words[o]))
+                 for o, (_, words) in enumerate(every) if o != self.me and e.recv_words[o]]
+        return self.engine.merge_path, pulls
+
     def _record_buffers(self) -> None:
-        """The records (``cap`` of them)."""
+        """The records (``cap`` of them), and the page-locked host words their first
+        :data:`PEEK_RECORDS` are read into with their count."""
         self.buf["records"] = filled(self.side, 4 * self.cap, np.int32)
+        self._peek = PinnedHost(self.side, np.zeros(0, np.int32),
+                                size=4 * min(self.cap, PEEK_RECORDS))
 
     def _launch(self, name: str, size: int, args: tuple) -> None:
         self.engine.launch(self.role, self.kernels[name], size, args, kind=f"cc-ranks-{name}",
@@ -300,10 +344,12 @@ class RankComponents:
         """Label every vertex of the rank (collective); returns the phases for the trace.
         The labels stay on the device (:meth:`labels`)."""
         self._t = time.perf_counter()
+        syncs = self.engine.host_syncs
         before = {id(rec) for rec, _, _ in self.engine.pending}  # launches not this run's
         self.stats = {**self.edges.describe(), "records": 0, "records_gathered": 0,
                       "rounds": 0, "bytes_sent": 0, "seconds": 0.0, "probe_found": True,
-                      "hooks": 0, "records_grown": self.grown, "host_s": {}}
+                      "hooks": 0, "records_grown": self.grown, "host_s": {},
+                      "bits_path": self.bits_path}
         trace = self.afforest.run(ROUNDS)
         self._lap("afforest")
         giant = np.int32(next(t for t in trace if t["phase"] == "sample")["giant"])
@@ -321,6 +367,7 @@ class RankComponents:
         self._events = [(rec.kind, evs[self.role]) for rec, evs, _ in self.engine.pending
                         if id(rec) not in before and self.role in evs]
         self._lap("label")
+        self.stats["waits"] = self.engine.host_syncs - syncs
         trace.append({"phase": "ranks", **{k: v for k, v in self.stats.items()
                                            if k in ("records_gathered", "rounds")}})
         return trace
@@ -356,14 +403,13 @@ class RankComponents:
         (each giant's label into ``glabel``, the recorded roots' into ``mask``)."""
         self._exchange_bits(giant)
         count = self._hook(giant)
-        records, sent = self._records(count)
+        mine = self._part(count)
+        sent = mine[1 + 2 * self.P:1 + 3 * self.P]
         t0 = time.perf_counter()
-        mine = np.concatenate(([self.host_state[1 + 2 * self.P] + self.lo],
-                               self.host_state[1:1 + 2 * self.P], sent, records.ravel())
-                              ).astype(np.int32)  # ids and masks (bit 31 clear) fit
         sizes = self.comm.allgatherv(np.array([mine.size], np.int32),
                                      counts=np.ones(self.P, np.int64))
-        every = self.comm.allgatherv(mine, counts=sizes.astype(np.int64))
+        every = self.comm.allgatherv(mine, counts=sizes.astype(np.int64),
+                                     out=self._gathered(int(sizes.sum())))
         self._count(time.perf_counter() - t0, 4 * (1 + mine.size) * (self.P - 1), rounds=2)
         self._lap("gather")
         self.stats["records"] = int(count)
@@ -373,6 +419,14 @@ class RankComponents:
             self.buf["glabel"])
         self.stats["giant_root"] = int(mine[0])
         self._lap("solve")
+
+    def _gathered(self, words: int) -> np.ndarray:
+        """Page-locked host words for every rank's part of the gather (grown by doubling):
+        the solve's writes of the records from there are DMAs."""
+        if self._gather.host.size < words:
+            self._gather = PinnedHost(self.side, np.zeros(0, np.int32),
+                                      size=max(words, 2 * self._gather.host.size))
+        return self._gather.host[:words]
 
     def _count(self, seconds: float, nbytes: int, rounds: int) -> None:
         """Record a collective's cost here and in the engine's exchange counts."""
@@ -386,12 +440,25 @@ class RankComponents:
             st["gather_seconds"] += seconds
 
     def _exchange_bits(self, giant: np.int32) -> None:
-        """Step 2: each owner's giant bits of the ghosts each rank asked for."""
+        """Step 2: each owner's giant bits of the ghosts each rank asked for, into
+        ``bits``: GPU to GPU where :attr:`bits_path` allows (one wait for the bits'
+        kernel, then the copies), else through the host."""
         e, b = self.edges, self.buf
         words = int(e.send_words.sum())
+        at = 0 if self.px is None else self.px.at // 4
         if words:
             self._launch("giant_bits", words, (np.int32(words), b["asked"], self.afforest.comp,
-                                               giant, b["send"]))
+                                               giant, b["send"], np.int32(at)))
+        if self.px is not None:
+            self.side.queue.finish()  # the peers copy the bits once every rank's are done
+            self.engine.host_syncs += 1
+            self._lap("giant_bits")
+            t0 = time.perf_counter()
+            self.px.move(self.pulls)
+            self._count(time.perf_counter() - t0, 4 * words, rounds=1)
+            self._lap("bits_exchange")
+            return
+        if words:
             self.engine.read_buffer(self.role, self.host_send, b["send"], count=words)
         self._lap("giant_bits")
         t0 = time.perf_counter()
@@ -417,7 +484,12 @@ class RankComponents:
                 self._launch("probe", e.probe_u.size, (
                     np.int32(e.probe_u.size), b["probe_u"], b["probe_b"], *common,
                     np.int32(self.me), b["state"]))
-            self.engine.read_buffer(self.role, self.host_state, b["state"])
+            self._launch("records", min(self.cap, RECORD_ITEMS), (
+                np.int32(self.cap), b["records"], b["mask"], b["ghosts"], b["owner_start"], P,
+                np.int32(self.lo), b["state"]))
+            peek = self._peek.host[:4 * min(self.cap, PEEK_RECORDS)]
+            read_buffers(self.engine, self.role, ((self.host_state, b["state"]),
+                                                  (peek, b["records"])))
             self.stats["hooks"] += 1
             count = int(self.host_state[0])
             if count <= self.cap:
@@ -438,21 +510,26 @@ class RankComponents:
         self._lap("hook")
         return count
 
-    def _records(self, count: int) -> tuple[np.ndarray, np.ndarray]:
-        """The records (root, vertex, ghost, root's mask) with global ids, int32 of shape
-        (count, 4), and how many have their ghost on each rank (int32, shape (P,))."""
-        if not count:
-            return np.zeros((0, 4), np.int32), np.zeros(self.P, np.int32)
-        b = self.buf
-        self._launch("core_masks", count, (np.int32(count), b["records"], b["mask"]))
-        rec = np.empty((count, 4), np.int32)
-        self.engine.read_buffer(self.role, rec.reshape(-1), b["records"], count=4 * count)
-        sent = np.bincount(np.searchsorted(self.edges.owner_start, rec[:, 2], side="right") - 1,
-                           minlength=self.P).astype(np.int32)
-        rec[:, :2] += np.int32(self.lo)
-        rec[:, 2] = self.edges.ghosts[rec[:, 2]]
+    def _part(self, count: int) -> np.ndarray:
+        """This rank's part of the gather (int32): its giant's root (a global id),
+        ``links`` (P), ``gmin`` (P), its records' count by their ghosts' ranks (P), then
+        its ``count`` records (root, vertex, ghost, root's mask), made on the device
+        (``ranks_records``): the first :data:`PEEK_RECORDS` as the hooking's wait read
+        them, any more read now."""
+        P, hs = self.P, self.host_state
+        mine = np.empty(1 + 3 * P + 4 * count, np.int32)
+        mine[0] = hs[1 + 2 * P] + self.lo
+        mine[1:1 + 2 * P] = hs[1:1 + 2 * P]
+        mine[1 + 2 * P:1 + 3 * P] = hs[2 + 2 * P:2 + 3 * P]
+        flat = mine[1 + 3 * P:]
+        have = min(count, self._peek.host.size // 4)
+        flat[:4 * have] = self._peek.host[:4 * have]
+        if count > have:
+            cl().enqueue_copy(self.side.queue, flat[4 * have:], self.buf["records"],
+                              src_offset=16 * have, is_blocking=True)
+            self.engine.host_syncs += 1
         self._lap("records")
-        return rec, sent
+        return mine
 
     # ------------------------------------------------------------ the answer
     def labels(self) -> np.ndarray:
@@ -505,10 +582,10 @@ class GatheredSolve:
         self.rec = filled(self.side, self.cap, np.int32)
         self._keep: tuple = ()
 
-    def _write(self, buf, array: np.ndarray) -> None:
-        """A non-blocking write (``array`` is kept until the next run)."""
+    def _write(self, buf, array: np.ndarray, at: int = 0) -> None:
+        """A non-blocking write at byte ``at`` (``array`` is kept until the next run)."""
         if array.size:
-            cl().enqueue_copy(self.side.queue, buf, array, is_blocking=False)
+            cl().enqueue_copy(self.side.queue, buf, array, dst_offset=at, is_blocking=False)
 
     def heads(self, parts: list) -> tuple[np.ndarray, np.ndarray]:
         """The giants' roots (int32, shape (P,)) and the pairs to join (int32, shape
@@ -554,14 +631,19 @@ class GatheredSolve:
             Each rank's giant's label.
         """
         groots, pairs = self.heads(parts)
-        rec = np.concatenate([p[1 + 3 * self.P:] for p in parts])
-        count = rec.size // 4
-        self._keep = (groots, pairs, rec)  # the writes read them
-        if rec.size > self.cap:  # the records' buffer grows by doubling
-            self.cap = max(2 * self.cap, rec.size)
+        recs = [p[1 + 3 * self.P:] for p in parts]
+        words = sum(r.size for r in recs)
+        count = words // 4
+        self._keep = (groots, pairs, recs)  # the writes read them
+        if words > self.cap:  # the records' buffer grows by doubling
+            self.cap = max(2 * self.cap, words)
             self.rec = filled(self.side, self.cap, np.int32)
-        for buf, array in ((self.rec, rec), (self.pairs, pairs), (self.groots, groots)):
-            self._write(buf, array)
+        at = 0
+        for r in recs:  # each rank's records where they lie (no concatenation)
+            self._write(self.rec, r, 4 * at)
+            at += r.size
+        self._write(self.pairs, pairs)
+        self._write(self.groots, groots)
         size = max(count, len(pairs))
         common = (np.int32(count), self.rec)
         self._launch("init", size, (*common, np.int32(len(pairs)), self.pairs, self.parent))

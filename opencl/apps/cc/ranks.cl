@@ -4,13 +4,15 @@
  * local id of its local component). `giant` is a vertex of the rank's giant component
  * (Afforest's sample), so comp[giant] is the giant's root. `state` holds the records'
  * count, then `links` (P words: the giants linked with each owner's, a bit each),
- * `gmin` (P) and the giant's root.
+ * `gmin` (P), the giant's root and the records' count by their ghosts' owners (P).
  *
  * A rank's cross edges (u, g), u its own, g a ghost another rank owns, are kept as a CSR
  * over its boundary rows whose columns are bit positions: each owner's ghosts are a
  * run of bits (padded to 32), and `bits` holds, per ghost, whether the owner's giant
  * component holds it (received from the owner each run).
- *   ranks_giant_bits   on the owner: those bits, 32 asked vertices a work-item;
+ *   ranks_giant_bits   on the owner: those bits, 32 asked vertices a work-item, from word
+ *                      `at` of `out` (the host's staging buffer, or the half of the send
+ *                      region the askers' GPUs copy from);
  *   ranks_hook         a work-item per boundary row, returning at once in the giant
  *                      (whose cross edges it never reads); outside it, every cross
  *                      edge to an owner's giant attaches the row's root to that giant
@@ -20,7 +22,11 @@
  *   ranks_probe        a sample of cross edges: giant to giant links;
  *   ranks_giant_rows   every cross edge of the giant's rows to the owners in `want`
  *                      (where the sample found no giant link);
- *   ranks_core_masks   each record's root's mask (its giants) into the record;
+ *   ranks_records      the records the hooking kept (their count read from `state`, so
+ *                      the host reads the count and the records in one wait) in the form
+ *                      every rank gathers: root and vertex as global ids, the ghost's id
+ *                      (`ghosts`, by bit position), the root's mask (its giants); each
+ *                      counted by its ghost's owner;
  *   ranks_label        the final labels: the giant's, a record root's (set in `mask`
  *                      with bit 31), an attached giant's, or the root's own id.
  * The gathered records of every rank are solved on the device, the same on every rank,
@@ -67,7 +73,7 @@ int ranks_owner(const int b, __global const int *restrict owner_start, const int
 
 __kernel void ranks_giant_bits(const int words, __global const int *restrict asked,
                                __global const int *restrict comp, const int giant,
-                               __global uint *restrict out)
+                               __global uint *restrict out, const int at)
 {
     const int w = (int)get_global_id(0);
     if (w >= words) return;
@@ -77,7 +83,7 @@ __kernel void ranks_giant_bits(const int words, __global const int *restrict ask
         const int v = asked[32 * w + j];
         if (v >= 0 && comp[v] == root) bits |= 1u << j;
     }
-    out[w] = bits;
+    out[at + w] = bits;
 }
 
 /* The cross edges of one boundary row outside the giant (see the file's description);
@@ -174,11 +180,21 @@ void ranks_giant_rows(const int rows, __global const int *restrict brows,
     ranks_tally(read, part, touched + 1);
 }
 
-__kernel void ranks_core_masks(const int count, __global int *restrict records,
-                               __global const uint *restrict mask)
+__kernel void ranks_records(const int cap, __global int *restrict records,
+                            __global const uint *restrict mask,
+                            __global const int *restrict ghosts,
+                            __global const int *restrict owner_start, const int parts,
+                            const int lo, volatile __global int *state)
 {
-    const int i = (int)get_global_id(0);
-    if (i < count) records[4 * i + 3] = (int)mask[records[4 * i]];
+    const int count = min(state[0], cap);  /* the hooking's records, as many as it kept */
+    for (int i = (int)get_global_id(0); i < count; i += (int)get_global_size(0)) {
+        const int a = records[4 * i], b = records[4 * i + 2];
+        records[4 * i] = a + lo;
+        records[4 * i + 1] += lo;
+        records[4 * i + 2] = ghosts[b];
+        records[4 * i + 3] = (int)mask[a];
+        atomic_inc(&state[2 + 2 * parts + ranks_owner(b, owner_start, parts)]);
+    }
 }
 
 __kernel void ranks_label(const int n, __global const int *restrict comp, const int giant,
