@@ -4,7 +4,7 @@
 # apps stage's previous FinePar) `git archive 8f3c88e` in .prev/ carried:
 #   bash benchmarks/run_gpu.sh STAGE [extra args for the stage's script]
 # Stages: check, train, throttle, apps, best_device, pipeline, peers, suite, sweep, probe,
-# probe_pagerank, probe_sssp, probe_bfs, probe_spmv_tile (CuPy), probe_host, probe_pinned, probe_p2p, probe_extmem, probe_halo and probe_bfsranks (under mpiexec), e2e, profile, dist,
+# probe_pagerank, probe_sssp, probe_bfs, probe_spmv_tile (CuPy), probe_host, probe_pinned, probe_p2p, probe_extmem, probe_halo, probe_bfsranks and probe_ccranks (under mpiexec), e2e, profile, dist,
 # dist_range (a Graph500 graph generated rank by rank, answers checked by range),
 # nxbackend (with the wheels of .whl/nx/), tiling.
 # Everything a stage writes goes to $OUT (RESULTS.md with the stage's section, JSON, models,
@@ -98,7 +98,7 @@ for d in ('both', 'gpu'):
     python3 benchmarks/profile_prep.py "$(ls "$FINEPAR_CACHE"/graph500-s$scale-ef16-seed0-*.npz | head -1)" \
       --again --keep /tmp/pstats --json "$out/profile.json" "$@"
     tar czf "$out/pstats.tgz" -C /tmp pstats ;;
-  dist|dist_range|probe_halo|probe_bfsranks)
+  dist|dist_range|probe_halo|probe_bfsranks|probe_ccranks)
     # MPI from the wheels in .whl/mpi/ (mpich, and mpi4py for this Python), installed under a
     # prefix: pip --target drops MPICH's lib/, which mpi4py loads libmpi from
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --prefix /tmp/mpi \
@@ -110,6 +110,9 @@ for d in ('both', 'gpu'):
       mpiexec -n "${RANKS:-2}" python3 benchmarks/probe_halo.py "$@" --json "$out/probe_halo.json"
     elif [ "$stage" = probe_bfsranks ]; then  # mpiexec -n ${RANKS:-2}; args: GRAPH
       mpiexec -n "${RANKS:-2}" python3 benchmarks/probe_bfsranks.py "$@" --json "$out/probe_bfsranks.json"
+    elif [ "$stage" = probe_ccranks ]; then  # args: GRAPH [--ranks P --runs R --exchange X]
+      python3 benchmarks/probe_ccranks.py "$@" --mpiexec /tmp/mpi/bin/mpiexec \
+        --json "$out/probe_ccranks.json"
     elif [ "$stage" = dist ]; then
       python3 benchmarks/dist.py "${md[@]}" --json "$out/dist.json" \
         --mpiexec /tmp/mpi/bin/mpiexec "${budget[@]}" "$@"
