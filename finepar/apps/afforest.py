@@ -3,9 +3,7 @@ Connectivity Computation via Subgraph Sampling", IPDPS 2018) on one device.
 
 On the symmetrised graph, a forest ``comp`` (every vertex's parent, a root its own) is
 built by links that hook the larger of two roots under the smaller by compare-and-swap
-(``opencl/apps/cc/afforest.cl``), from a start where every vertex's parent is its first
-neighbour where that is smaller (ECL-CC's initialisation, Jaiganesh and Burtscher,
-HPDC 2018; no atomics):
+(``opencl/apps/cc/afforest.cl``):
 
 1. **neighbour sampling**: ``rounds`` rounds (k = 2, the paper's choice) in which every
    vertex links to its r-th neighbour, each followed by pointer jumping (compression):
@@ -84,7 +82,7 @@ class Afforest:
         self.host = np.zeros(count, np.int32)
         prg = self.queue.program
         self.kernels = {k: cl().Kernel(prg, f"afforest_{k}")
-                        for k in ("init", "link", "compress", "sample", "mark")}
+                        for k in ("link", "compress", "sample", "mark")}
 
     def _vertex_kernel(self, name: str, args: tuple, size: int | None = None) -> None:
         self.engine.launch(self.role, self.kernels[name], self.n if size is None else size,
@@ -94,7 +92,8 @@ class Afforest:
         """Label every vertex with its component's smallest vertex id (left in
         :attr:`comp` on the device). Returns the phases run, for the trace."""
         eng, q, n = self.engine, self.queue, np.int32(self.n)
-        self._vertex_kernel("init", (n, q.indptr, q.indices, self.comp))
+        k = eng.pair.kernel(self.side, ("skeleton/vector.cl",), {"T": "int"}, "iota")
+        k(self.side.queue, (-(-self.n // 64) * 64,), None, n, self.comp)
         trace = []
         for r in range(rounds):
             self._vertex_kernel("link", (n, q.indptr, q.indices, np.int32(r), self.comp))

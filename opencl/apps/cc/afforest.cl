@@ -2,11 +2,6 @@
  * symmetrised graph: a forest `comp` (comp[v] <= v; a root is its own parent) that links
  * hook toward the smaller root by compare-and-swap, so every tree's root is the smallest
  * vertex of what it spans.
- *   afforest_init      the forest's start: every vertex's parent is its first neighbour
- *                      where that is smaller, else itself (ECL-CC's initialisation,
- *                      Jaiganesh and Burtscher, HPDC 2018): a forest with no atomics, whose
- *                      trees the links then join; without it, the many vertices whose
- *                      first neighbour is one hub all compare-and-swap the hub's entry;
  *   afforest_link      round r: every vertex links to its r-th neighbour (neighbour
  *                      sampling: a few rounds connect most of a giant component);
  *   afforest_compress  pointer jumping: every vertex points at its root;
@@ -33,15 +28,6 @@ void afforest_join(int u, int v, volatile __global int *comp)
         p1 = comp[comp[high]];
         p2 = comp[low];
     }
-}
-
-__kernel void afforest_init(const int n, __global const OFFSET_T *restrict indptr,
-                            __global const int *restrict indices, __global int *comp)
-{
-    const int u = (int)get_global_id(0);
-    if (u >= n) return;
-    const OFFSET_T k = indptr[u];
-    comp[u] = k < indptr[u + 1] ? min(u, indices[k]) : u;
 }
 
 __kernel void afforest_link(const int n, __global const OFFSET_T *restrict indptr,
