@@ -87,7 +87,10 @@ __kernel void ranks_giant_bits(const int words, __global const int *restrict ask
 }
 
 /* The cross edges of one boundary row outside the giant (see the file's description);
- * returns the entries read. */
+ * returns the entries read. The row's root is one, so the owners' giants it meets are
+ * gathered first and each shared word is touched once a row, not once an edge: one
+ * atomic on the root's mask, one on `links` and one test of `gmin` per giant met, one
+ * reservation of the row's records. */
 ulong ranks_hook_row(const int i, __global const int *restrict brows,
                      __global const OFFSET_T *restrict xptr, __global const int *restrict xcol,
                      __global const uint *restrict bits,
@@ -97,25 +100,37 @@ ulong ranks_hook_row(const int i, __global const int *restrict brows,
 {
     volatile __global uint *links = (volatile __global uint *)(state + 1);
     volatile __global int *gmin = state + 1 + parts;
-    const int u = brows[i];
-    for (OFFSET_T k = xptr[i]; k < xptr[i + 1]; k++) {
+    const OFFSET_T first = xptr[i], last = xptr[i + 1];
+    uint hit = 0;
+    int count = 0;
+    for (OFFSET_T k = first; k < last; k++) {
         const int b = xcol[k];
-        if ((bits[b >> 5] >> (b & 31)) & 1u) {
-            const int o = ranks_owner(b, owner_start, parts);
-            const uint bit = 1u << o;
-            const uint old = atomic_or(&mask[a], bit);
-            if (old & ~bit) atomic_or(&links[o], old & ~bit);
+        if ((bits[b >> 5] >> (b & 31)) & 1u) hit |= 1u << ranks_owner(b, owner_start, parts);
+        else count++;
+    }
+    if (hit) {
+        const uint all = atomic_or(&mask[a], hit) | hit;  /* every giant attached to a */
+        for (uint h = hit; h; h &= h - 1u) {
+            const int o = 31 - clz(h & (~h + 1u));
+            const uint others = all & ~(1u << o);
+            if (others) atomic_or(&links[o], others);
             if (a + lo < gmin[o]) atomic_min(&gmin[o], a + lo);  /* few atomics on P words */
-        } else {
-            const int at = atomic_inc(state);
-            if (at < cap) {
+        }
+    }
+    if (count) {
+        const int u = brows[i];
+        int at = atomic_add(state, count);
+        for (OFFSET_T k = first; k < last && at < cap; k++) {
+            const int b = xcol[k];
+            if (!((bits[b >> 5] >> (b & 31)) & 1u)) {
                 records[4 * at] = a;
                 records[4 * at + 1] = u;
                 records[4 * at + 2] = b;
+                at++;
             }
         }
     }
-    return (ulong)(xptr[i + 1] - xptr[i]);
+    return (ulong)(last - first);
 }
 
 __kernel __attribute__((reqd_work_group_size(RANKS_WG, 1, 1)))
