@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 import traceback
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +41,8 @@ def parse_args(argv=None):
     p.add_argument("--mpiexec", default="mpiexec", help="the launcher")
     p.add_argument("--exchange", default="auto", choices=("auto", "gpu", "host"),
                    help="the ranks' exchanges (as finepar run's --exchange)")
+    p.add_argument("--one-process-only", action="store_true",
+                   help="only the one-process runs (a change to Afforest's kernels, timed)")
     p.add_argument("--json", required=True)
     p.add_argument("--worker", nargs=2, metavar=("FILE", "ANSWER"),
                    help=argparse.SUPPRESS)  # under mpiexec: the graph's file, the answer
@@ -57,20 +60,31 @@ def spread(values: list) -> dict:
 
 
 def one_process(g, runs: int) -> tuple[dict, np.ndarray]:
-    """CC's default plan on one engine: a warm-up, then ``runs`` timed runs."""
+    """CC's default plan on one engine: a warm-up, then ``runs`` timed runs; with each
+    run's kernel seconds by kind (``kinds``: Afforest's link, compress, ...)."""
     from finepar import api
     from probe_sssp import engine_for
     wl = api.Workload("cc", g)
     params = wl.app.reference_params(g, wl.app.check_params(g, {}))
     wl_run, eng = engine_for(wl, api.make_pair(), argparse.Namespace(devices="auto"),
                              "auto", params)
-    times, labels = [], None
+    eng.options = replace(eng.options, profile="launch")  # each kernel's own time
+    times, kinds, labels = [], [], None
     for i in range(runs + 1):
         res, rep = wl_run.run(engine=eng, warmup=(i == 0), **params)
         labels = res.values
         if i:
             times.append(rep.timings["run"])
-    return {"plan": rep.plan.get("label"), **spread(times)}, np.asarray(labels)
+            kinds.append(kernel_kinds(eng.records))
+    return {"plan": rep.plan.get("label"), **spread(times), "kinds": kinds}, np.asarray(labels)
+
+
+def kernel_kinds(records) -> dict:
+    """Kernel seconds of a run's step records, summed by kind."""
+    out: dict = {}
+    for r in records:
+        out[r.kind] = out.get(r.kind, 0.0) + sum(r.kernel.values())
+    return out
 
 
 def worker(args) -> int:
@@ -114,9 +128,14 @@ def main(argv=None) -> int:
            "n": int(g.n), "nnz": int(g.nnz), "args": vars(args)}
     write_json(args.json, out)
     out["one_process"], labels = one_process(g, args.runs)
+    kinds = out["one_process"]["kinds"]
     log(f"cc on {args.graph}, one process ({out['one_process']['plan']}): "
-        + _line(out["one_process"]))
+        + _line(out["one_process"]) + "; kernels ms by median: " + ", ".join(
+            f"{k} {1e3 * statistics.median(r.get(k, 0.0) for r in kinds):.2f}"
+            for k in sorted({k for r in kinds for k in r})))
     write_json(args.json, out)
+    if args.one_process_only:
+        return 0
     import inputs
     del g
     inputs._LAST.clear()  # the ranks read their own rows
