@@ -3,7 +3,8 @@ Connectivity Computation via Subgraph Sampling", IPDPS 2018) on one device.
 
 On the symmetrised graph, a forest ``comp`` (every vertex's parent, a root its own) is
 built by links that hook the larger of two roots under the smaller by compare-and-swap
-(``opencl/apps/cc/afforest.cl``):
+(``opencl/apps/cc/afforest.cl``; each link as ECL-CC's, Jaiganesh and Burtscher, HPDC
+2018: roots found with path halving, a failed swap continued from the value it returned):
 
 1. **neighbour sampling**: ``rounds`` rounds (k = 2, the paper's choice) in which every
    vertex links to its r-th neighbour, each followed by pointer jumping (compression):
