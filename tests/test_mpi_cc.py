@@ -310,3 +310,34 @@ def test_gathered_solve_refuses_records_of_one_side():
     solver.P = 2
     with pytest.raises(RuntimeError, match="one side only"):
         solver.heads([r0, r1])
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("mpiexec")
+def test_probe_times_each_run_and_checks_the_ranks_answer(tmp_path):
+    """benchmarks/probe_ccranks.py on a small Graph500 graph over 2 ranks: every timed
+    run kept (one process and ranks), the ranks' answer equal to the one process's, the
+    one-process runs' Afforest kernels by kind, and the ranks' counts (the bits' path, a
+    wait each for the sample, the bits and the hooking)."""
+    import os
+    import subprocess
+    import sys
+    from test_mpi import mpiexec
+    root = HERE.parent
+    out = tmp_path / "probe.json"
+    env = dict(os.environ, FINEPAR_CACHE=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, str(root / "benchmarks" / "probe_ccranks.py"),
+                           "graph500:10", "--ranks", "2", "--runs", "3", "--mpiexec",
+                           mpiexec(), "--json", str(out)], capture_output=True, text=True,
+                          timeout=600, env=env, cwd=root / "benchmarks")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    one, ranks = doc["one_process"], doc["ranks"]
+    assert len(one["runs"]) == len(ranks["runs"]) == 3
+    assert one["min"] <= one["median"] <= one["max"]
+    assert ranks["correct"] is True
+    assert all("afforest-link" in k and "afforest-compress" in k for k in one["kinds"])
+    assert ranks["counts"]["bits_path"] == "host" and ranks["counts"]["waits"] == 3
+    assert set(ranks["lines"]) == {"ranks", "rank 0", "rank 1"}
+    assert doc["ratio"] == pytest.approx(one["median"] / ranks["median"])
