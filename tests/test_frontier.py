@@ -433,14 +433,16 @@ def test_sssp_far_pile_without_local_launches(pairs, monkeypatch):
 def test_afforest_matches_scipy(name, mode, pairs):
     """Afforest's labels equal scipy's components (named by their smallest vertex) on a
     directed graph (weak components), a road graph and a Kronecker graph with isolated
-    vertices, at every threshold; one blocking read per run; FastSV agrees."""
+    vertices, at every threshold; one wait in a run, at its end (the giant is found on
+    the device); FastSV agrees."""
     g = generated_graph(11, 0) if name.startswith("graph500") else shared_graph(name)
     ref = reference_components(g)
     for t in (0, 4, 32, 2**31 - 1):
         res, rep = api.run("cc", g, pair=pairs[mode], threshold=t, warmup=False,
                            algorithm="afforest")
         np.testing.assert_array_equal(res.values, ref)
-        assert rep.timings["host_syncs"] == 1 and res.extra["algorithm"] == "afforest"
+        # at most one wait, at the run's end (none where its kernels were done by then)
+        assert rep.timings["host_syncs"] <= 1 and res.extra["algorithm"] == "afforest"
         sample = next(p for p in res.extra["trace"] if p["phase"] == "sample")
         giant = np.bincount(ref).argmax()
         assert sample["giant"] == giant

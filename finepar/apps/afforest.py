@@ -9,8 +9,9 @@ built by links that hook the larger of two roots under the smaller by compare-an
 1. **neighbour sampling**: ``rounds`` rounds (k = 2, the paper's choice) in which every
    vertex links to its r-th neighbour, each followed by pointer jumping (compression):
    on a graph with a giant component most of it is one tree after touching 2n edges;
-2. **the giant component**: the roots of a fixed sample of 1,024 vertices, read once; the
-   most frequent is the giant component's;
+2. **the giant component**: the roots of a fixed sample of 1,024 vertices; the most
+   frequent is the giant component's, found on the device (one work-group sorts them), so
+   the host waits for nothing between the sampling and the hooking;
 3. **final hooking**: the vertices outside it (a frontier list, built on the device)
    link along their remaining edges, a load-balanced advance of
    :mod:`finepar.engine.frontier`; the giant component's edges are never visited (its
@@ -22,7 +23,8 @@ built by links that hook the larger of two roots under the smaller by compare-an
    component.
 
 Everything runs on one device that holds the whole symmetrised CSR (links need one
-address space); one blocking read per run (the sample).
+address space); a run reads nothing back. The giant and its share of the sample come
+back with the tally of the final hooking (:meth:`Afforest.hooked`), after the run.
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ from ..engine.backref import EngineRef
 
 #: Neighbour-sampling rounds (the paper's k).
 ROUNDS = 2
-#: Vertices whose roots are sampled to find the giant component.
+#: Vertices whose roots are sampled to find the giant component: the work-group of
+#: ``afforest_sample`` (``AFFOREST_SAMPLES`` in afforest.cl, the same number; at most a
+#: device's work-group size, 1,024 on NVIDIA's).
 SAMPLES = 1024
 
 
@@ -62,6 +66,10 @@ class Afforest:
     ----------
     queue : FrontierQueue
         The vertices outside the giant component, and the final hooking's advance.
+    giant : pyopencl.Buffer of int32, shape (2,)
+        The giant component's root and its count in the sample (``afforest_sample``);
+        ``giant_host`` holds them once :meth:`hooked` or :meth:`labels_and_hooked` read
+        them.
     """
 
     engine = EngineRef()  # weak: the engine's state holds this
@@ -79,8 +87,9 @@ class Afforest:
         rng = np.random.default_rng(0)
         count = min(SAMPLES, self.n) or 1
         self.sample_idx = engine.scratch(role, rng.integers(0, n, count).astype(np.int32))
-        self.sample = engine.scratch(role, np.zeros(count, np.int32))
-        self.host = np.zeros(count, np.int32)
+        self.count = count
+        self.giant = engine.scratch(role, np.zeros(2, np.int32))  # its root, its count
+        self.giant_host = np.zeros(2, np.int32)
         prg = self.queue.program
         self.kernels = {k: cl().Kernel(prg, f"afforest_{k}")
                         for k in ("link", "compress", "sample", "mark")}
@@ -91,7 +100,9 @@ class Afforest:
 
     def run(self, rounds: int = ROUNDS) -> list[dict]:
         """Label every vertex with its component's smallest vertex id (left in
-        :attr:`comp` on the device). Returns the phases run, for the trace."""
+        :attr:`comp` on the device; the giant component's root and its count in the
+        sample in :attr:`giant`). Returns the phases run, for the trace (the sample's
+        entry completed by :meth:`sampled` once the giant is read)."""
         eng, q, n = self.engine, self.queue, np.int32(self.n)
         k = eng.pair.kernel(self.side, ("skeleton/vector.cl",), {"T": "int"}, "iota")
         k(self.side.queue, (-(-self.n // 64) * 64,), None, n, self.comp)
@@ -100,22 +111,25 @@ class Afforest:
             self._vertex_kernel("link", (n, q.indptr, q.indices, np.int32(r), self.comp))
             self._vertex_kernel("compress", (n, self.comp))
             trace.append({"phase": "link", "round": r})
-        count = self.host.size
-        self._vertex_kernel("sample", (np.int32(count), self.sample_idx, self.comp,
-                                       self.sample), size=count)
-        eng.read_buffer(self.role, self.host, self.sample)
-        labels, counts = np.unique(self.host, return_counts=True)
-        giant = int(labels[np.argmax(counts)])
-        trace.append({"phase": "sample", "giant": giant,
-                      "share": float(counts.max() / count)})
+        eng.launch(self.role, self.kernels["sample"], SAMPLES,
+                   (np.int32(self.count), self.sample_idx, self.comp, self.giant),
+                   kind="afforest-sample", wg=SAMPLES, wait=False)  # one work-group
+        trace.append({"phase": "sample", "giant": None, "share": None})
         least = np.int32(rounds if self.sampled_off_list else -1)
-        self._vertex_kernel("mark", (n, self.comp, np.int32(giant), q.indptr, least,
-                                     self.mark))
+        self._vertex_kernel("mark", (n, self.comp, self.giant, q.indptr, least, self.mark))
         q.from_stamp(self.mark, 1, self.n, q.nnz)  # an upper bound: the grid strides
         q.enqueue_level(0, 0, (self.comp, np.int32(rounds)), kind="afforest-hook")
         self._vertex_kernel("compress", (n, self.comp))
-        trace.append({"phase": "hook", "skipped_component": giant})
+        trace.append({"phase": "hook"})
         return trace
+
+    def sampled(self, trace: list[dict]) -> None:
+        """Complete ``trace``'s sample entry (``giant``: the giant component's root;
+        ``share``: its share of the sample) from the last read of :attr:`giant`."""
+        for t in trace:
+            if t["phase"] == "sample":
+                t.update(giant=int(self.giant_host[0]),
+                         share=float(self.giant_host[1]) / self.count)
 
     def labels(self) -> np.ndarray:
         """The labels on the host (int32, shape (n,))."""
@@ -127,10 +141,12 @@ class Afforest:
         """:meth:`labels` and :meth:`hooked` in one host wait (a small input's labels:
         a plain copy)."""
         out = np.empty(self.n, np.int32)
-        hooked = self.queue.read_tally(then_read=((out, self.comp),))[0]
+        hooked = self.queue.read_tally(then_read=((out, self.comp),
+                                                  (self.giant_host, self.giant)))[0]
         return out, hooked
 
     def hooked(self) -> int:
         """Vertices the final hooking visited (outside the giant component; with
-        ``sampled_off_list``, those of them with more than ``rounds`` edges)."""
-        return self.queue.read_tally()[0]
+        ``sampled_off_list``, those of them with more than ``rounds`` edges); the giant
+        (:attr:`giant_host`) read in the same wait."""
+        return self.queue.read_tally(then_read=((self.giant_host, self.giant),))[0]

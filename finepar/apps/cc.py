@@ -233,6 +233,7 @@ class ConnectedComponents(FrontierApp, App):
             st["afforest_costs"] = costs
         aff = st["afforest"]
         trace = aff.run(ROUNDS)
+        engine.drain()  # the run's one wait: it ends when its kernels do (as a rank's)
         return AppResult(values=None, iterations=ROUNDS + 1, converged=True,
                          extra={"algorithm": "afforest", "trace": trace, "role": aff.role,
                                 "push_costs": st["afforest_costs"]},
@@ -259,6 +260,7 @@ class ConnectedComponents(FrontierApp, App):
             result.extra["components"] = int(np.count_nonzero(
                 result.values == np.arange(n, dtype=np.int32)))
             result.extra["hooked"] = rc.afforest.hooked()
+            rc.afforest.sampled(result.extra["trace"])
             result.extra["ranks"] = dict(rc.finished())
         elif result.extra["algorithm"] == "afforest":
             aff = st["afforest"]
@@ -272,6 +274,7 @@ class ConnectedComponents(FrontierApp, App):
                                                          aff.comp, n)
                 result.values = aff.labels()
                 result.extra["hooked"] = aff.hooked()
+            aff.sampled(result.extra["trace"])
         else:
             role = st["vertex_role"]
             result.extra["components"] = count_roots(

@@ -352,7 +352,7 @@ class RankComponents:
                       "bits_path": self.bits_path}
         trace = self.afforest.run(ROUNDS)
         self._lap("afforest")
-        giant = np.int32(next(t for t in trace if t["phase"] == "sample")["giant"])
+        giant = self.afforest.giant  # its root, found on the device: no wait
         q = self.side.queue
         cl().enqueue_fill_buffer(q, self.buf["mask"], np.zeros(1, np.uint32), 0, 4 * self.k)
         cl().enqueue_fill_buffer(q, self.buf["touched"], np.zeros(1, np.uint64), 0, 16)
@@ -398,7 +398,7 @@ class RankComponents:
              "listed": self.afforest.hooked(), **self.shape})
         return self.stats
 
-    def _across(self, giant: np.int32) -> None:
+    def _across(self, giant) -> None:
         """Steps 2-4: the giant bits, the hooking, the gather and its solve on the device
         (each giant's label into ``glabel``, the recorded roots' into ``mask``)."""
         self._exchange_bits(giant)
@@ -439,7 +439,7 @@ class RankComponents:
             st["gather_bytes"] += int(nbytes)
             st["gather_seconds"] += seconds
 
-    def _exchange_bits(self, giant: np.int32) -> None:
+    def _exchange_bits(self, giant) -> None:
         """Step 2: each owner's giant bits of the ghosts each rank asked for, into
         ``bits``: GPU to GPU where :attr:`bits_path` allows (one wait for the bits'
         kernel, then the copies), else through the host."""
@@ -469,7 +469,7 @@ class RankComponents:
             self._write(b["bits"], self.host_bits)
         self._lap("bits_exchange")
 
-    def _hook(self, giant: np.int32) -> int:
+    def _hook(self, giant) -> int:
         """Step 3 on the device; the records' count (the state read back)."""
         e, b, P = self.edges, self.buf, np.int32(self.P)
         rows = np.int32(e.brows.size)

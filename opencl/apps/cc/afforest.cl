@@ -5,8 +5,10 @@
  *   afforest_link      round r: every vertex links to its r-th neighbour (neighbour
  *                      sampling: a few rounds connect most of a giant component);
  *   afforest_compress  pointer jumping: every vertex points at its root;
- *   afforest_sample    the roots of a fixed sample of vertices (the host takes the most
- *                      frequent: the giant component);
+ *   afforest_sample    the roots of a fixed sample of vertices, sorted in one
+ *                      work-group's memory, and the most frequent (the giant
+ *                      component's root; the smallest on a tie) with its count into
+ *                      `giant`: no host wait between the sampling and the hooking;
  *   afforest_mark      1 for the vertices outside it (compressed first) with more than
  *                      `min_edges` edges (-1: all of them; a rank's subgraph passes the
  *                      sampling rounds: a vertex they linked along every edge has none
@@ -75,19 +77,68 @@ __kernel void afforest_compress(const int n, volatile __global int *comp)
     }
 }
 
-__kernel void afforest_sample(const int count, __global const int *restrict idx,
-                              __global const int *restrict comp, __global int *restrict out)
+#define AFFOREST_SAMPLES 1024  /* finepar/apps/afforest.py's SAMPLES */
+
+/* The longer of two runs of equal roots (length, root) into slot i; the smaller root on a tie. */
+void afforest_keep_longer(const int i, const int j, __local int *len, __local int *root)
 {
-    const int i = (int)get_global_id(0);
-    if (i < count) out[i] = comp[idx[i]];
+    if (len[j] > len[i] || (len[j] == len[i] && root[j] < root[i])) {
+        len[i] = len[j];
+        root[i] = root[j];
+    }
 }
 
-__kernel void afforest_mark(const int n, volatile __global int *comp, const int giant,
+__kernel __attribute__((reqd_work_group_size(AFFOREST_SAMPLES, 1, 1)))
+void afforest_sample(const int count, __global const int *restrict idx,
+                     __global const int *restrict comp, __global int *restrict giant)
+{
+    __local int s[AFFOREST_SAMPLES], len[AFFOREST_SAMPLES], root[AFFOREST_SAMPLES];
+    const int i = (int)get_local_id(0), N = AFFOREST_SAMPLES;
+    s[i] = i < count ? comp[idx[i]] : INT_MAX;  /* padding sorts last and is no root */
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int k = 2; k <= N; k <<= 1) {  /* bitonic sort, ascending */
+        for (int j = k >> 1; j > 0; j >>= 1) {
+            const int p = i ^ j;
+            if (p > i && (s[i] > s[p]) == ((i & k) == 0)) {
+                const int t = s[i];
+                s[i] = s[p];
+                s[p] = t;
+            }
+            barrier(CLK_LOCAL_MEM_FENCE);
+        }
+    }
+    const int v = s[i];
+    int run = 0;
+    if (v != INT_MAX && (i == 0 || s[i - 1] != v)) {  /* a run starts here: its end */
+        int lo = i, hi = N;  /* s[lo] == v; hi is N or past the run */
+        while (hi - lo > 1) {
+            const int mid = (lo + hi) >> 1;
+            if (s[mid] == v) lo = mid;
+            else hi = mid;
+        }
+        run = hi - i;
+    }
+    len[i] = run;
+    root[i] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int step = N >> 1; step > 0; step >>= 1) {
+        if (i < step) afforest_keep_longer(i, i + step, len, root);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (i == 0) {
+        giant[0] = root[0];
+        giant[1] = len[0];
+    }
+}
+
+__kernel void afforest_mark(const int n, volatile __global int *comp,
+                            __global const int *restrict giant_at,
                             __global const OFFSET_T *restrict indptr, const int min_edges,
                             __global int *restrict mark)
 {
     const int u = (int)get_global_id(0);
     if (u >= n) return;
+    const int giant = giant_at[0];
     int p = comp[u];
     while (comp[p] != p) p = comp[p];
     comp[u] = p;

@@ -72,9 +72,11 @@ int ranks_owner(const int b, __global const int *restrict owner_start, const int
 }
 
 __kernel void ranks_giant_bits(const int words, __global const int *restrict asked,
-                               __global const int *restrict comp, const int giant,
+                               __global const int *restrict comp,
+                               __global const int *restrict giant_at,
                                __global uint *restrict out, const int at)
 {
+    const int giant = giant_at[0];  /* afforest_sample's giant root */
     const int w = (int)get_global_id(0);
     if (w >= words) return;
     const int root = comp[giant];
@@ -138,11 +140,13 @@ void ranks_hook(const int rows, __global const int *restrict brows,
                 __global const OFFSET_T *restrict xptr,
                 __global const int *restrict xcol, __global const uint *restrict bits,
                 __global const int *restrict owner_start, const int parts,
-                __global const int *restrict comp, const int giant, const int lo,
+                __global const int *restrict comp,
+                __global const int *restrict giant_at, const int lo,
                 volatile __global uint *mask, volatile __global int *state,
                 __global int *restrict records, const int cap,
                 volatile __global ulong *touched)
 {
+    const int giant = giant_at[0];  /* afforest_sample's giant root */
     __local ulong part[RANKS_WG];
     const int i = (int)get_global_id(0);
     if (i == 0) state[1 + 2 * parts] = comp[giant];
@@ -159,9 +163,11 @@ void ranks_hook(const int rows, __global const int *restrict brows,
 __kernel void ranks_probe(const int count, __global const int *restrict pu,
                           __global const int *restrict pb, __global const uint *restrict bits,
                           __global const int *restrict owner_start, const int parts,
-                          __global const int *restrict comp, const int giant, const int me,
+                          __global const int *restrict comp,
+                          __global const int *restrict giant_at, const int me,
                           volatile __global int *state)
 {
+    const int giant = giant_at[0];  /* afforest_sample's giant root */
     volatile __global uint *links = (volatile __global uint *)(state + 1);
     const int i = (int)get_global_id(0);
     if (i >= count) return;
@@ -175,10 +181,12 @@ void ranks_giant_rows(const int rows, __global const int *restrict brows,
                       __global const OFFSET_T *restrict xptr,
                       __global const int *restrict xcol, __global const uint *restrict bits,
                       __global const int *restrict owner_start, const int parts,
-                      __global const int *restrict comp, const int giant, const int me,
+                      __global const int *restrict comp,
+                      __global const int *restrict giant_at, const int me,
                       const uint want, volatile __global int *state,
                       volatile __global ulong *touched)
 {
+    const int giant = giant_at[0];  /* afforest_sample's giant root */
     __local ulong part[RANKS_WG];
     volatile __global uint *links = (volatile __global uint *)(state + 1);
     const int i = (int)get_global_id(0);
@@ -212,11 +220,13 @@ __kernel void ranks_records(const int cap, __global int *restrict records,
     }
 }
 
-__kernel void ranks_label(const int n, __global const int *restrict comp, const int giant,
+__kernel void ranks_label(const int n, __global const int *restrict comp,
+                          __global const int *restrict giant_at,
                           __global const uint *restrict mask,
                           __global const int *restrict glabel, const int me, const int lo,
                           __global int *restrict out)
 {
+    const int giant = giant_at[0];  /* afforest_sample's giant root */
     const int v = (int)get_global_id(0);
     if (v >= n) return;
     const int r = comp[v];
