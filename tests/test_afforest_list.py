@@ -41,11 +41,13 @@ def test_sampled_vertices_stay_off_the_hooking_list(scale, seed, mode, pairs):
     assert whole.hooked() - short.hooked() >= int((deg == 0).sum()) > 0
 
 
-@pytest.mark.parametrize("n", [300, 5000])
-def test_giant_is_the_most_frequent_sampled_root(n, pairs):
+@pytest.mark.parametrize("n,group", [(300, None), (5000, None), (5000, 64), (300, 256)])
+def test_giant_is_the_most_frequent_sampled_root(n, group, pairs):
     """``afforest_sample`` on hand-set roots: the most frequent root of the sampled
-    vertices and its count (a sample of n < 1,024 vertices pads its work-group); on a tie
-    the smaller root, as the host's ``np.unique`` and ``argmax`` took it."""
+    vertices and its count (a sample of n < 1,024 vertices is padded); on a tie the
+    smaller root, as the host's ``np.unique`` and ``argmax`` took it; the same with fewer
+    work-items than samples (``group``: a device's smaller limit; default the kernel's
+    own, :func:`sample_group`)."""
     from finepar.apps.afforest import SAMPLES
     from finepar.device import cl
     from finepar.io.graph500 import kronecker
@@ -56,15 +58,17 @@ def test_giant_is_the_most_frequent_sampled_root(n, pairs):
     count = min(SAMPLES, n)
     rng = np.random.default_rng(7)
     queue = aff.side.queue
-    for roots, want in (([9] * 60 + [3] * 50 + [41] * 80, 41), ([5] * 70 + [2] * 70, 2)):
+    big = 2_000_000  # sorts after every other root: its run ends the sorted sample
+    for roots, want in (([9] * 60 + [3] * 50 + [big] * 80, big), ([5] * 70 + [2] * 70, 2)):
         comp = np.full(n, 7, np.int32)  # every other vertex: root 7, once in the sample
         idx = rng.permutation(n)[:count].astype(np.int32)
         comp[idx[:len(roots)]] = roots
         comp[idx[len(roots):]] = 1000 + np.arange(count - len(roots))  # each once
         aff.comp = eng.scratch("gpu", comp)
         aff.sample_idx = eng.scratch("gpu", idx)
-        eng.launch("gpu", aff.kernels["sample"], SAMPLES,
-                   (np.int32(count), aff.sample_idx, aff.comp, aff.giant), wg=SAMPLES)
+        wg = group or aff.sample_wg
+        eng.launch("gpu", aff.kernels["sample"], wg,
+                   (np.int32(count), aff.sample_idx, aff.comp, aff.giant), wg=wg)
         out = np.zeros(2, np.int32)
         cl().enqueue_copy(queue, out, aff.giant, is_blocking=True)
         assert out.tolist() == [want, roots.count(want)]

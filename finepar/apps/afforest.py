@@ -39,10 +39,17 @@ from ..engine.backref import EngineRef
 
 #: Neighbour-sampling rounds (the paper's k).
 ROUNDS = 2
-#: Vertices whose roots are sampled to find the giant component: the work-group of
-#: ``afforest_sample`` (``AFFOREST_SAMPLES`` in afforest.cl, the same number; at most a
-#: device's work-group size, 1,024 on NVIDIA's).
+#: Vertices whose roots are sampled to find the giant component (``AFFOREST_SAMPLES`` in
+#: afforest.cl, the same number: the slots ``afforest_sample`` sorts in local memory).
 SAMPLES = 1024
+
+
+def sample_group(kernel, device) -> int:
+    """Work-items of ``afforest_sample``'s one work-group on ``device``: the largest power
+    of two within :data:`SAMPLES` and the kernel's limit there (1,024 on NVIDIA's and
+    PoCL's devices; each work-item takes every W-th slot where it is fewer)."""
+    limit = kernel.get_work_group_info(cl().kernel_work_group_info.WORK_GROUP_SIZE, device)
+    return 1 << (min(SAMPLES, int(limit)).bit_length() - 1)
 
 
 class Afforest:
@@ -93,6 +100,7 @@ class Afforest:
         prg = self.queue.program
         self.kernels = {k: cl().Kernel(prg, f"afforest_{k}")
                         for k in ("link", "compress", "sample", "mark")}
+        self.sample_wg = sample_group(self.kernels["sample"], self.side.queue.device)
 
     def _vertex_kernel(self, name: str, args: tuple, size: int | None = None) -> None:
         self.engine.launch(self.role, self.kernels[name], self.n if size is None else size,
@@ -111,9 +119,9 @@ class Afforest:
             self._vertex_kernel("link", (n, q.indptr, q.indices, np.int32(r), self.comp))
             self._vertex_kernel("compress", (n, self.comp))
             trace.append({"phase": "link", "round": r})
-        eng.launch(self.role, self.kernels["sample"], SAMPLES,
+        eng.launch(self.role, self.kernels["sample"], self.sample_wg,
                    (np.int32(self.count), self.sample_idx, self.comp, self.giant),
-                   kind="afforest-sample", wg=SAMPLES, wait=False)  # one work-group
+                   kind="afforest-sample", wg=self.sample_wg, wait=False)  # one work-group
         trace.append({"phase": "sample", "giant": None, "share": None})
         least = np.int32(rounds if self.sampled_off_list else -1)
         self._vertex_kernel("mark", (n, self.comp, self.giant, q.indptr, least, self.mark))

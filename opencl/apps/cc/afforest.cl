@@ -6,7 +6,8 @@
  *                      sampling: a few rounds connect most of a giant component);
  *   afforest_compress  pointer jumping: every vertex points at its root;
  *   afforest_sample    the roots of a fixed sample of vertices, sorted in one
- *                      work-group's memory, and the most frequent (the giant
+ *                      work-group's memory (any power-of-two size: a device may allow
+ *                      fewer work-items than samples), and the most frequent (the giant
  *                      component's root; the smallest on a tie) with its count into
  *                      `giant`: no host wait between the sampling and the hooking;
  *   afforest_mark      1 for the vertices outside it (compressed first) with more than
@@ -88,44 +89,51 @@ void afforest_keep_longer(const int i, const int j, __local int *len, __local in
     }
 }
 
-__kernel __attribute__((reqd_work_group_size(AFFOREST_SAMPLES, 1, 1)))
-void afforest_sample(const int count, __global const int *restrict idx,
-                     __global const int *restrict comp, __global int *restrict giant)
+/* One work-group of any power-of-two size up to AFFOREST_SAMPLES (each work-item takes
+ * every W-th slot): the sample's roots sorted (bitonic), each run of equal roots measured
+ * from its start, the longest kept. */
+__kernel void afforest_sample(const int count, __global const int *restrict idx,
+                              __global const int *restrict comp, __global int *restrict giant)
 {
     __local int s[AFFOREST_SAMPLES], len[AFFOREST_SAMPLES], root[AFFOREST_SAMPLES];
-    const int i = (int)get_local_id(0), N = AFFOREST_SAMPLES;
-    s[i] = i < count ? comp[idx[i]] : INT_MAX;  /* padding sorts last and is no root */
+    const int l = (int)get_local_id(0), W = (int)get_local_size(0), N = AFFOREST_SAMPLES;
+    for (int i = l; i < N; i += W)
+        s[i] = i < count ? comp[idx[i]] : INT_MAX;  /* padding sorts last and is no root */
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int k = 2; k <= N; k <<= 1) {  /* bitonic sort, ascending */
         for (int j = k >> 1; j > 0; j >>= 1) {
-            const int p = i ^ j;
-            if (p > i && (s[i] > s[p]) == ((i & k) == 0)) {
-                const int t = s[i];
-                s[i] = s[p];
-                s[p] = t;
+            for (int t = l; t < N / 2; t += W) {  /* the pairs (i, i + j), bit j of i clear */
+                const int i = 2 * j * (t / j) + t % j, p = i + j;
+                if ((s[i] > s[p]) == ((i & k) == 0)) {
+                    const int x = s[i];
+                    s[i] = s[p];
+                    s[p] = x;
+                }
             }
             barrier(CLK_LOCAL_MEM_FENCE);
         }
     }
-    const int v = s[i];
-    int run = 0;
-    if (v != INT_MAX && (i == 0 || s[i - 1] != v)) {  /* a run starts here: its end */
-        int lo = i, hi = N;  /* s[lo] == v; hi is N or past the run */
-        while (hi - lo > 1) {
-            const int mid = (lo + hi) >> 1;
-            if (s[mid] == v) lo = mid;
-            else hi = mid;
+    for (int i = l; i < N; i += W) {
+        const int v = s[i];
+        int run = 0;
+        if (v != INT_MAX && (i == 0 || s[i - 1] != v)) {  /* a run starts here: its end */
+            int lo = i, hi = N;  /* s[lo] == v; hi is N or past the run */
+            while (hi - lo > 1) {
+                const int mid = (lo + hi) >> 1;
+                if (s[mid] == v) lo = mid;
+                else hi = mid;
+            }
+            run = hi - i;
         }
-        run = hi - i;
+        len[i] = run;
+        root[i] = v;
     }
-    len[i] = run;
-    root[i] = v;
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int step = N >> 1; step > 0; step >>= 1) {
-        if (i < step) afforest_keep_longer(i, i + step, len, root);
+        for (int i = l; i < step; i += W) afforest_keep_longer(i, i + step, len, root);
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    if (i == 0) {
+    if (l == 0) {
         giant[0] = root[0];
         giant[1] = len[0];
     }
