@@ -233,7 +233,6 @@ class ConnectedComponents(FrontierApp, App):
             st["afforest_costs"] = costs
         aff = st["afforest"]
         trace = aff.run(ROUNDS)
-        engine.drain()  # the run's one wait: it ends when its kernels do (as a rank's)
         return AppResult(values=None, iterations=ROUNDS + 1, converged=True,
                          extra={"algorithm": "afforest", "trace": trace, "role": aff.role,
                                 "push_costs": st["afforest_costs"]},

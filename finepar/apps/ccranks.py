@@ -271,11 +271,15 @@ class RankComponents:
             ("brows", e.brows), ("xptr", e.xptr), ("xcol", e.xcol), ("asked", e.asked),
             ("ghosts", e.ghosts.astype(np.int32)),
             ("probe_u", e.probe_u), ("probe_b", e.probe_b), ("owner_start", e.owner_start))}
-        self.buf["send"] = filled(s, max(int(e.send_words.sum()), 1), np.uint32)
-        self.buf["bits"] = filled(s, max(int(e.recv_words.sum()), 1), np.uint32)
         self.bits_path, self.pulls = self._bits_path()
         if self.bits_path != "host":  # the askers' GPUs copy the bits out of the send region
             self.buf["send"], self.buf["bits"] = self.px.send, self.px.recv
+        else:  # read, sent through MPI from page-locked words (DMAs), written back
+            self.buf["send"] = filled(s, max(int(e.send_words.sum()), 1), np.uint32)
+            self.buf["bits"] = filled(s, max(int(e.recv_words.sum()), 1), np.uint32)
+            self._pinned = [PinnedHost(s, np.zeros(0, np.uint32), size=int(w.sum()))
+                            for w in (e.send_words, e.recv_words)]
+            self.host_send, self.host_bits = (p.host for p in self._pinned)
         self.buf["mask"] = filled(s, self.k, np.uint32)
         self.buf["state"] = filled(s, 2 + 3 * P, np.int32)
         self.buf["glabel"] = filled(s, P, np.int32)
@@ -284,10 +288,6 @@ class RankComponents:
         self.cap = int(min(e.xcol.size, max(MIN_RECORDS, e.xcol.size // 16))) or 1
         self._record_buffers()
         self.grown = 0
-        # page-locked: the bits' read and write are DMAs, the write does not wait
-        self._pinned = [PinnedHost(s, np.zeros(0, np.uint32), size=int(w.sum()))
-                        for w in (e.send_words, e.recv_words)]
-        self.host_send, self.host_bits = (p.host for p in self._pinned)
         self._gather = PinnedHost(s, np.zeros(0, np.int32), size=P * (2 + 3 * P))
         self.host_state = np.zeros(2 + 3 * P, np.int32)
         self.state0 = np.concatenate(([0], np.zeros(P), np.full(P, INT32_MAX), [0],
