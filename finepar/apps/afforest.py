@@ -12,13 +12,14 @@ built by links that hook the larger of two roots under the smaller by compare-an
 2. **the giant component**: the roots of a fixed sample of 1,024 vertices; the most
    frequent is the giant component's, found on the device (one work-group sorts them), so
    the host waits for nothing between the sampling and the hooking;
-3. **final hooking**: the vertices outside it (a frontier list, built on the device)
-   link along their remaining edges, a load-balanced advance of
-   :mod:`finepar.engine.frontier`; the giant component's edges are never visited (its
-   vertices' edges to others are seen from the other end: the graph is symmetric). A
-   rank's subgraph (:mod:`finepar.apps.ccranks`), where about half the vertices have
-   no edge of their own (every edge crosses the ranks), lists only the vertices with an
-   edge left after the sampling rounds (more than ``rounds`` of them);
+3. **final hooking**: the vertices outside it with an edge left after the sampling
+   rounds (more than ``rounds`` edges: a frontier list, built on the device) link along
+   their remaining edges, a load-balanced advance of :mod:`finepar.engine.frontier`; the
+   giant component's edges are never visited (its vertices' edges to others are seen from
+   the other end: the graph is symmetric). Listing every vertex outside the giant, as
+   GAPBS's loop visits them, listed the isolated half of a Graph500 graph's vertices
+   too, one global atomic each: 25.6 ms of a 35.4-ms run on one H200 at scale 26
+   (benchmarks/RESULTS.md), for vertices with nothing left to link;
 4. a last compression: every label is its tree's root, the smallest vertex id of its
    component.
 
@@ -64,10 +65,6 @@ class Afforest:
     graph : Graph, optional
         The symmetric graph it labels (default: the engine's matrix); a rank of a
         distributed run passes its own subgraph (:mod:`finepar.apps.ccranks`).
-    sampled_off_list : bool
-        Leave off the final hooking's list the vertices whose every edge the sampling
-        rounds linked (at most ``rounds`` edges; a rank's subgraph). Default False:
-        every vertex outside the giant component is listed.
 
     Attributes
     ----------
@@ -81,9 +78,8 @@ class Afforest:
 
     engine = EngineRef()  # weak: the engine's state holds this
 
-    def __init__(self, engine: Engine, role: str, graph=None, sampled_off_list: bool = False):
+    def __init__(self, engine: Engine, role: str, graph=None):
         sym = engine.matrix if graph is None else graph
-        self.sampled_off_list = sampled_off_list
         self.engine, self.role, self.n = engine, role, sym.n
         self.side = engine.pair.side(role)
         self.queue = FrontierQueue(engine, role, sym, ("apps/cc/afforest.cl", "skeleton/frontier.cl"),
@@ -123,8 +119,8 @@ class Afforest:
                    (np.int32(self.count), self.sample_idx, self.comp, self.giant),
                    kind="afforest-sample", wg=self.sample_wg, wait=False)  # one work-group
         trace.append({"phase": "sample", "giant": None, "share": None})
-        least = np.int32(rounds if self.sampled_off_list else -1)
-        self._vertex_kernel("mark", (n, self.comp, self.giant, q.indptr, least, self.mark))
+        self._vertex_kernel("mark", (n, self.comp, self.giant, q.indptr, np.int32(rounds),
+                                     self.mark))
         q.from_stamp(self.mark, 1, self.n, q.nnz)  # an upper bound: the grid strides
         q.enqueue_level(0, 0, (self.comp, np.int32(rounds)), kind="afforest-hook")
         self._vertex_kernel("compress", (n, self.comp))
@@ -154,7 +150,7 @@ class Afforest:
         return out, hooked
 
     def hooked(self) -> int:
-        """Vertices the final hooking visited (outside the giant component; with
-        ``sampled_off_list``, those of them with more than ``rounds`` edges); the giant
+        """Vertices the final hooking visited (outside the giant component, with more
+        than ``rounds`` edges); the giant
         (:attr:`giant_host`) read in the same wait."""
         return self.queue.read_tally(then_read=((self.giant_host, self.giant),))[0]

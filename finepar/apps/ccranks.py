@@ -251,7 +251,7 @@ class RankComponents:
         self.P, self.me = comm.size, comm.rank
         self.lo, self.hi = int(part.bounds[self.me]), int(part.bounds[self.me + 1])
         self.local, xcount, cross = split_rows(engine.matrix, self.lo, self.hi)
-        self.afforest = Afforest(engine, role, self.local, sampled_off_list=True)
+        self.afforest = Afforest(engine, role, self.local)
         self.k = self.local.n
         deg = np.diff(self.local.indptr)
         self.shape = {"local_entries": int(self.local.nnz),

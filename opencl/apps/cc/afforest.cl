@@ -11,9 +11,8 @@
  *                      component's root; the smallest on a tie) with its count into
  *                      `giant`: no host wait between the sampling and the hooking;
  *   afforest_mark      1 for the vertices outside it (compressed first) with more than
- *                      `min_edges` edges (-1: all of them; a rank's subgraph passes the
- *                      sampling rounds: a vertex they linked along every edge has none
- *                      left to hook);
+ *                      `min_edges` edges (the sampling rounds: a vertex they linked along
+ *                      every edge has none left to hook, an isolated one never had);
  *   advance            (opencl/frontier.cl) over those vertices' out-edges, skipping the
  *                      first `skip` of each (already sampled): the final hooking, which
  *                      never visits the giant component's edges.
