@@ -39,11 +39,11 @@ def test_sampled_vertices_stay_off_the_hooking_list(scale, seed, mode, pairs):
 
 @pytest.mark.parametrize("n,group", [(300, None), (5000, None), (5000, 64), (300, 256)])
 def test_giant_is_the_most_frequent_sampled_root(n, group, pairs):
-    """``afforest_sample`` on hand-set roots: the most frequent root of the sampled
-    vertices and its count (a sample of n < 1,024 vertices is padded); on a tie the
-    smaller root, as the host's ``np.unique`` and ``argmax`` took it; the same with fewer
-    work-items than samples (``group``: a device's smaller limit; default the kernel's
-    own, :func:`sample_group`)."""
+    """``afforest_sample`` on a hand-set forest: the most frequent root of the sampled
+    vertices (each found by walking up: half of them two steps from it) and its count (a
+    sample of n < 1,024 vertices is padded); on a tie the smaller root, as the host's
+    ``np.unique`` and ``argmax`` took it; the same with fewer work-items than samples
+    (``group``: a device's smaller limit; default the kernel's own, :func:`sample_group`)."""
     from finepar.apps.afforest import SAMPLES
     from finepar.device import cl
     from finepar.io.graph500 import kronecker
@@ -54,12 +54,16 @@ def test_giant_is_the_most_frequent_sampled_root(n, group, pairs):
     count = min(SAMPLES, n)
     rng = np.random.default_rng(7)
     queue = aff.side.queue
-    big = 2_000_000  # sorts after every other root: its run ends the sorted sample
+    # the sampled vertices are 0..n-1; the roots and the steps between live above them:
+    # roots n + r, unique roots n + 1000 + i, steps n + 2500 + i, a root's parent itself
+    big = 4999  # sorts after every other root: its run ends the sorted sample
     for roots, want in (([9] * 60 + [3] * 50 + [big] * 80, big), ([5] * 70 + [2] * 70, 2)):
-        comp = np.full(n, 7, np.int32)  # every other vertex: root 7, once in the sample
+        comp = np.arange(n + 5000, dtype=np.int32)
         idx = rng.permutation(n)[:count].astype(np.int32)
-        comp[idx[:len(roots)]] = roots
-        comp[idx[len(roots):]] = 1000 + np.arange(count - len(roots))  # each once
+        root = np.concatenate([roots, 1000 + np.arange(count - len(roots))]) + n
+        comp[idx] = root
+        step = n + 2500 + np.arange(count)[::2]
+        comp[idx[::2]], comp[step] = step, root[::2]
         aff.comp = eng.scratch("gpu", comp)
         aff.sample_idx = eng.scratch("gpu", idx)
         wg = group or aff.sample_wg
@@ -67,4 +71,4 @@ def test_giant_is_the_most_frequent_sampled_root(n, group, pairs):
                    (np.int32(count), aff.sample_idx, aff.comp, aff.giant), wg=wg)
         out = np.zeros(2, np.int32)
         cl().enqueue_copy(queue, out, aff.giant, is_blocking=True)
-        assert out.tolist() == [want, roots.count(want)]
+        assert out.tolist() == [n + want, roots.count(want)]

@@ -7,8 +7,10 @@ built by links that hook the larger of two roots under the smaller by compare-an
 2018: roots found with path halving, a failed swap continued from the value it returned):
 
 1. **neighbour sampling**: ``rounds`` rounds (k = 2, the paper's choice) in which every
-   vertex links to its r-th neighbour, each followed by pointer jumping (compression):
-   on a graph with a giant component most of it is one tree after touching 2n edges;
+   vertex links to its r-th neighbour: on a graph with a giant component most of it is
+   one tree after touching 2n edges. GAPBS follows each round with pointer jumping
+   (compression); here, as in ECL-CC, the finds' path halving keeps the trees shallow
+   and one pass at the mark compresses them;
 2. **the giant component**: the roots of a fixed sample of 1,024 vertices; the most
    frequent is the giant component's, found on the device (one work-group sorts them), so
    the host waits for nothing between the sampling and the hooking;
@@ -111,9 +113,8 @@ class Afforest:
         k = eng.pair.kernel(self.side, ("skeleton/vector.cl",), {"T": "int"}, "iota")
         k(self.side.queue, (-(-self.n // 64) * 64,), None, n, self.comp)
         trace = []
-        for r in range(rounds):
+        for r in range(rounds):  # no compression between: each find halves its path
             self._vertex_kernel("link", (n, q.indptr, q.indices, np.int32(r), self.comp))
-            self._vertex_kernel("compress", (n, self.comp))
             trace.append({"phase": "link", "round": r})
         eng.launch(self.role, self.kernels["sample"], self.sample_wg,
                    (np.int32(self.count), self.sample_idx, self.comp, self.giant),

@@ -4,8 +4,11 @@
  * vertex of what it spans.
  *   afforest_link      round r: every vertex links to its r-th neighbour (neighbour
  *                      sampling: a few rounds connect most of a giant component);
- *   afforest_compress  pointer jumping: every vertex points at its root;
- *   afforest_sample    the roots of a fixed sample of vertices, sorted in one
+ *                      (no compression between rounds: the finds halve the paths);
+ *   afforest_compress  pointer jumping: every vertex points at its root (after the final
+ *                      hooking);
+ *   afforest_sample    the roots of a fixed sample of vertices (found by walking up),
+ *                      sorted in one
  *                      work-group's memory (any power-of-two size: a device may allow
  *                      fewer work-items than samples), and the most frequent (the giant
  *                      component's root; the smallest on a tie) with its count into
@@ -77,6 +80,14 @@ __kernel void afforest_compress(const int n, volatile __global int *comp)
     }
 }
 
+/* v's root, read only (the links are done: no tree changes while it is read). */
+int afforest_root(const int v, __global const int *restrict comp)
+{
+    int p = comp[v];
+    while (comp[p] != p) p = comp[p];
+    return p;
+}
+
 #define AFFOREST_SAMPLES 1024  /* finepar/apps/afforest.py's SAMPLES */
 
 /* The longer of two runs of equal roots (length, root) into slot i; the smaller root on a tie. */
@@ -97,7 +108,7 @@ __kernel void afforest_sample(const int count, __global const int *restrict idx,
     __local int s[AFFOREST_SAMPLES], len[AFFOREST_SAMPLES], root[AFFOREST_SAMPLES];
     const int l = (int)get_local_id(0), W = (int)get_local_size(0), N = AFFOREST_SAMPLES;
     for (int i = l; i < N; i += W)
-        s[i] = i < count ? comp[idx[i]] : INT_MAX;  /* padding sorts last and is no root */
+        s[i] = i < count ? afforest_root(idx[i], comp) : INT_MAX;  /* padding: no root */
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int k = 2; k <= N; k <<= 1) {  /* bitonic sort, ascending */
         for (int j = k >> 1; j > 0; j >>= 1) {
