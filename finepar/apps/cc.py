@@ -373,17 +373,20 @@ def rank_times(t: dict) -> str:
     """One rank's line of a run across ranks: its kernels' milliseconds (Afforest's, by
     kind, with its subgraph's entries, largest degree and the vertices its final hooking
     listed; the cross edges'; the labels') and the host's between its waits
-    (:data:`ccranks.PHASES`)."""
+    (:data:`ccranks.PHASES`); the cross edges' kernels by kind too."""
     ks = t["kernel_s"]
     aff = {k: v for k, v in ks.items() if not k.startswith("cc-ranks-")}
     kinds = ", ".join(f"{k.removeprefix('afforest-')} {1e3 * v:.2f}" for k, v in aff.items())
     label = ks.get("cc-ranks-label", 0.0)
-    cross = sum(v for k, v in ks.items() if k.startswith("cc-ranks-")) - label
+    steps = {k.removeprefix("cc-ranks-"): v for k, v in ks.items()
+             if k.startswith("cc-ranks-") and k != "cc-ranks-label"}
+    cross = sum(steps.values())
+    by = ", ".join(f"{k} {1e3 * v:.2f}" for k, v in steps.items())
     host = ", ".join(f"{p} {1e3 * t['host_s'][p]:.2f}" for p in PHASES if p in t["host_s"])
     shape = (f"; {t['local_entries']:,} entries, largest degree {t['largest_degree']:,}, "
              f"{t['listed']:,} listed" if "listed" in t else "")
     return (f"kernels: afforest {1e3 * sum(aff.values()):.2f} ms ({kinds}{shape}), "
-            f"cross edges {1e3 * cross:.2f} ms ({t['hook_entries']:,} entries hooked), "
+            f"cross edges {1e3 * cross:.2f} ms ({by}; {t['hook_entries']:,} entries hooked), "
             f"labels {1e3 * label:.2f} ms; host ms between waits: {host}")
 
 
