@@ -36,6 +36,7 @@ CASES = ([{"id": f"spanning-{mem}", "graph": "spanning.npz", "memory": mem}
              "peek_records": 3, "exchange": "gpu"},
             {"id": "spanning-gpu-exchange", "graph": "spanning.npz", "memory": "split",
              "exchange": "gpu"},
+            {"id": "bridged-split", "graph": "bridged.npz", "memory": "split"},
             {"id": "g500-10-gpu-exchange", "graph": "graph500:10", "memory": "shared",
              "exchange": "gpu"},
             {"id": "g500-9-split", "graph": "graph500:9", "memory": "split"},
@@ -88,14 +89,32 @@ def nogiant_graph():
     return _undirected(n, perm[src], perm[dst], "nogiant")
 
 
+def bridged_graph():
+    """300 vertices: three blobs of random edges (0-79, 100-179, 200-279, about one rank's
+    giant each at three ranks), the second and third tied only through vertex 42, in the
+    first blob's range but outside it (40-41-42 no blob edges); 40 and 41 attach to one
+    of them each, with smaller ids than 42's: only the giants' `links` word of a rank
+    outside its giant joins them (the smallest attached roots, the gmin words, differ)."""
+    rng = np.random.default_rng(3)
+    src, dst = [], []
+    for base in (0, 100, 200):
+        ends = [v for v in range(base, base + 80) if v not in (40, 41, 42)]
+        src += list(rng.choice(ends, 240))
+        dst += list(rng.choice(ends, 240))
+    src += [40, 41, 42, 42]
+    dst += [150, 250, 160, 260]
+    return _undirected(300, np.array(src), np.array(dst), "bridged")
+
+
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory):
     from finepar.io import save
     from finepar.io.graph500 import kronecker
     d = tmp_path_factory.mktemp("mpi-cc")
     graphs = {"spanning.npz": spanning_graph(), "nogiant.npz": nogiant_graph(),
+              "bridged.npz": bridged_graph(),
               "graph500:9": kronecker(9), "graph500:10": kronecker(10)}
-    for name in ("spanning.npz", "nogiant.npz"):
+    for name in ("spanning.npz", "nogiant.npz", "bridged.npz"):
         save(graphs[name], d / name, compressed=False)
     return d, graphs
 
