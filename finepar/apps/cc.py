@@ -2,9 +2,9 @@
 is the smallest vertex id of its component. Two algorithms (``algorithm``):
 
 * **afforest** (Sutton, Ben-Nun and Barak, IPDPS 2018; :mod:`finepar.apps.afforest`):
-  two neighbour-sampling rounds of links and pointer jumping, the most frequent root of
-  a sample as the giant component, then a final hooking over the edges of the vertices
-  outside it only. It touches about 2n edges plus the small components' edges, with one
+  two neighbour-sampling rounds of links (each find halving its path), the most frequent
+  root of a sample as the giant component, then a final hooking over the remaining edges
+  of the vertices outside it only, and one compression. It touches about 2n edges plus the small components' edges, with one
   blocking read per run, but needs one device holding the whole CSR (links need one
   address space).
 * **fastsv** (Zhang, Azad and Hu, SIAM PP 2020): log-depth rounds over the plan. Every
