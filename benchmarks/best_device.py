@@ -159,6 +159,12 @@ def cupy_peers(apps: list) -> dict:
             out["skipped"].append(f"skip {wanted['cc']}: cupyx.scipy.sparse.csgraph."
                                   f"connected_components does not import "
                                   f"({type(exc).__name__}: {exc})")
+        else:  # it imports without RAPIDS' pylibcugraph, then fails at every call
+            import importlib.util
+            if importlib.util.find_spec("pylibcugraph") is None:
+                out["cc"] = None
+                out["skipped"].append(f"skip {wanted['cc']}: it needs pylibcugraph, "
+                                      f"which is not installed here")
     return out
 
 
