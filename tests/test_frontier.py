@@ -435,12 +435,13 @@ def test_afforest_matches_scipy(name, mode, pairs):
     """Afforest's labels equal scipy's components (named by their smallest vertex) on a
     directed graph (weak components), a road graph and a Kronecker graph with isolated
     vertices, at every threshold; one wait in a run, at its end (the giant is found on
-    the device); FastSV agrees."""
+    the device); FastSV agrees. The sampled run even where the input is small enough for
+    one work-group's (``group_loop='none'``)."""
     g = generated_graph(11, 0) if name.startswith("graph500") else shared_graph(name)
     ref = reference_components(g)
     for t in (0, 4, 32, 2**31 - 1):
         res, rep = api.run("cc", g, pair=pairs[mode], threshold=t, warmup=False,
-                           algorithm="afforest")
+                           algorithm="afforest", options=EngineOptions(group_loop="none"))
         np.testing.assert_array_equal(res.values, ref)
         # at most one wait, at the run's end (none where its kernels were done by then)
         assert rep.timings["host_syncs"] <= 1 and res.extra["algorithm"] == "afforest"
@@ -454,6 +455,32 @@ def test_afforest_matches_scipy(name, mode, pairs):
         assert outside <= res.extra["hooked"] <= outside + g.n // 8
     res, _ = api.run("cc", g, pair=pairs[mode], threshold=32, warmup=False, algorithm="fastsv")
     np.testing.assert_array_equal(res.values, ref)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("role", ["gpu", "cpu"])
+@pytest.mark.parametrize("name,group_loop", [("USPowerGrid.mtx", "auto"),
+                                             ("adder_dcop_05.mtx", "auto"),
+                                             ("graph500:10", "auto"),
+                                             ("wiki-Vote.txt", "always")])
+def test_afforest_in_one_work_group(name, group_loop, role, mode, pairs):
+    """A small input's CC in one work-group's launch (``afforest_group``): labels equal
+    scipy's on a power grid, a circuit with rows of a thousand entries, a Kronecker graph
+    with isolated vertices and (``always``, past the size rule) a directed graph's weak
+    components; on either device alone (one work-item on the CPU), in both memory modes:
+    one launch and one wait a run, and the summary says so."""
+    from finepar.apps.cc import ConnectedComponents
+    g = generated_graph(10, 0) if name.startswith("graph500") else shared_graph(name)
+    res, rep = api.run("cc", g, pair=pairs[mode], devices=role, warmup=False,
+                       options=EngineOptions(group_loop=group_loop))
+    np.testing.assert_array_equal(res.values, reference_components(g))
+    (phase,) = res.extra["trace"]
+    assert phase["phase"] == "group" and phase["entries"] == api.Workload("cc", g).matrix.nnz
+    assert (phase["work_items"] == 1) == (role == "cpu")
+    assert rep.timings["launches"][role] == 1 and rep.timings["host_syncs"] <= 1
+    assert res.extra["hooked"] == 0 and res.iterations == 1
+    lines = dict(ConnectedComponents().summary(res, g))
+    assert "one work-group's launch" in lines["algorithm"]
 
 
 def test_cc_algorithm_choice(pairs, monkeypatch):

@@ -232,8 +232,9 @@ class ConnectedComponents(FrontierApp, App):
             st["afforest"] = Afforest(engine, role)
             st["afforest_costs"] = costs
         aff = st["afforest"]
-        trace = aff.run(ROUNDS)
-        return AppResult(values=None, iterations=ROUNDS + 1, converged=True,
+        trace = aff.run_group() if aff.in_group else aff.run(ROUNDS)
+        return AppResult(values=None, iterations=1 if aff.in_group else ROUNDS + 1,
+                         converged=True,
                          extra={"algorithm": "afforest", "trace": trace, "role": aff.role,
                                 "push_costs": st["afforest_costs"]},
                          work_edges=int(engine.matrix.nnz))
@@ -334,10 +335,7 @@ class ConnectedComponents(FrontierApp, App):
                                         f"{r['records_gathered']:,} records gathered"))
             out += [(f"rank {i}", rank_times(t)) for i, t in enumerate(r.get("per_rank", []))]
         elif ex["algorithm"] == "afforest":
-            sample = next(t for t in ex["trace"] if t["phase"] == "sample")
-            out += [("algorithm", f"afforest: {ROUNDS} sampling rounds, giant component in "
-                                  f"{100 * sample['share']:.0f}% of the sample, final hooking "
-                                  f"over {ex['hooked']:,} vertices outside it"),
+            out += [("algorithm", afforest_line(ex)),
                     ("device", push_line(ex["role"], ex["push_costs"]))]
         else:
             out.append(("rounds", f"fastsv: {result.iterations} ("
@@ -367,6 +365,22 @@ def reference_components(graph: Graph) -> np.ndarray:
     first = np.full(lab.max() + 1, graph.n, dtype=np.int64)
     np.minimum.at(first, lab, np.arange(graph.n))
     return first[lab]
+
+
+def afforest_line(ex: dict) -> str:
+    """The summary's line for a one-process Afforest run (its ``extra``): the sampling,
+    the giant's share of the sample and the final hooking's list, or the one launch of a
+    small input."""
+    phases = {t["phase"]: t for t in ex["trace"]}
+    if "group" in phases:
+        g = phases["group"]
+        items = "one work-item" if g["work_items"] == 1 else f"{g['work_items']:,} work-items"
+        return (f"afforest: every one of {g['entries']:,} entries linked in one work-group's "
+                f"launch ({items}; a small input, --group-loop)")
+    sample = phases["sample"]
+    return (f"afforest: {ROUNDS} sampling rounds, giant component in "
+            f"{100 * sample['share']:.0f}% of the sample, final hooking over "
+            f"{ex['hooked']:,} vertices outside it")
 
 
 def rank_times(t: dict) -> str:

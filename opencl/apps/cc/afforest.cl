@@ -18,7 +18,8 @@
  *                      every edge has none left to hook, an isolated one never had);
  *   advance            (opencl/frontier.cl) over those vertices' out-edges, skipping the
  *                      first `skip` of each (already sampled): the final hooking, which
- *                      never visits the giant component's edges.
+ *                      never visits the giant component's edges;
+ *   afforest_group     a small input's whole run in one work-group's launch instead.
  * A link is ECL-CC's (Jaiganesh and Burtscher, "A High-Performance Connected Components
  * Implementation for GPUs", HPDC 2018): each end's root found with path halving (each
  * vertex on the way pointed at its grandparent: the next finds are shorter), then the
@@ -77,6 +78,29 @@ __kernel void afforest_compress(const int n, volatile __global int *comp)
     while (comp[p] != p) {
         p = comp[p];
         comp[u] = p;
+    }
+}
+
+/* A small input's whole run in one work-group (`Afforest.in_group`): every vertex its own
+ * parent, every entry (u, v) with v < u linked (the graph is symmetric: each edge once;
+ * the work-items stride over the entries, `rows` holding each one's row, so a long row
+ * stalls no work-item), every vertex compressed. One launch, no sampling: on a few
+ * thousand vertices a launch costs more than linking every edge. */
+__kernel void afforest_group(const int n, const int nnz, __global const int *restrict rows,
+                             __global const int *restrict indices, volatile __global int *comp)
+{
+    const int l = (int)get_local_id(0), W = (int)get_local_size(0);
+    for (int v = l; v < n; v += W) comp[v] = v;
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    for (int k = l; k < nnz; k += W) {
+        const int u = rows[k], v = indices[k];
+        if (v < u) afforest_join(u, v, comp);
+    }
+    barrier(CLK_GLOBAL_MEM_FENCE);
+    for (int v = l; v < n; v += W) {
+        int p = comp[v];
+        while (comp[p] != p) p = comp[p];
+        comp[v] = p;
     }
 }
 
