@@ -436,6 +436,7 @@ def test_previous_finepar_runs_through_its_cli(cache, tmp_path):
     ("probe_host", ["--app", "nope"], "--app: 'nope'"),
     ("probe_pinned", ["--sizes-mb", "4,x"], "--sizes-mb: '4,x'"),
     ("probe_p2p", ["--repeats", "0"], "--repeats must be at least 1"),
+    ("probe_ccgroup", ["--repeats", "0"], "--repeats must be at least 1"),
     ("main_job", ["--runs", "0"], "--runs: 0 is not a run count"),
     ("dist_range", ["--apps", "bfs,cc"], "--apps: cc not among"),
     ("dist_range", ["--scale", "40"], "--scale: 40 is not a Graph500 scale"),
@@ -620,6 +621,23 @@ def test_probe_host_counts_a_bfs_runs_commands(tmp_path):
     assert len(doc["timeline"]) == 22
     assert doc["timeline"][0]["from"].startswith("start_launch")
     assert all(c["at_ms"] >= 0 and c["took_ms"] >= 0 for c in doc["timeline"])
+
+
+def test_probe_ccgroup_times_both_runs_against_scipy(tmp_path):
+    """benchmarks/probe_ccgroup.py on two small inputs: the sampled run (seven launches)
+    and the one work-group's (one launch) timed beside scipy, every answer checked."""
+    import probe_ccgroup
+    out = tmp_path / "ccgroup.json"
+    assert probe_ccgroup.main(["graph500:9", str(DATA / "USPowerGrid.mtx"), "--repeats", "2",
+                               "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert [r["nnz"] for r in doc["graphs"]][1] == 13188
+    for r in doc["graphs"]:
+        assert r["sampled"]["launches"] == [7] and r["sampled"]["phases"][0] == "link"
+        assert r["one_group"]["launches"] == [1] and r["one_group"]["phases"] == ["group"]
+        for k in ("sampled", "one_group", "scipy"):
+            assert 0 < r[k]["min"] <= r[k]["median"] <= r[k]["max"]
+            assert len(r[k]["runs_ms"]) == 2
 
 
 def test_main_job_compares_finepar_with_the_best_other_row(tmp_path):

@@ -117,8 +117,9 @@ class Afforest:
             self.rows = engine.scratch(role, np.repeat(np.arange(sym.n, dtype=np.int32),
                                                        np.diff(sym.indptr)))
             self.nnz = int(sym.nnz)
-            self.group_wg = 1 if role == "cpu" else sample_group(self.kernels["group"],
-                                                                 self.side.queue.device)
+            on_cpu = self.side.info.kind == "cpu"  # the emulated GPU role too: a loop
+            self.group_wg = 1 if on_cpu else sample_group(self.kernels["group"],
+                                                          self.side.queue.device)
 
     def _vertex_kernel(self, name: str, args: tuple, size: int | None = None) -> None:
         self.engine.launch(self.role, self.kernels[name], self.n if size is None else size,
@@ -150,9 +151,9 @@ class Afforest:
 
     def run_group(self) -> list[dict]:
         """The whole run in one work-group's launch (``afforest_group``: every edge
-        linked, every vertex compressed; one work-item on a CPU, PoCL's barriers cost
-        microseconds each); :attr:`comp` as :meth:`run` leaves it. Returns the trace's
-        one phase."""
+        linked, every vertex compressed; one work-item on a CPU device, the emulated GPU
+        role's too, where 1,024 work-items of PoCL ran slower than one); :attr:`comp` as
+        :meth:`run` leaves it. Returns the trace's one phase."""
         self.engine.launch(self.role, self.kernels["group"], self.group_wg,
                            (np.int32(self.n), np.int32(self.nnz), self.rows,
                             self.queue.indices, self.comp),
