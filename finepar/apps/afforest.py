@@ -19,8 +19,8 @@ built by links that hook the larger of two roots under the smaller by compare-an
    their remaining edges, a load-balanced advance of :mod:`finepar.engine.frontier`; the
    giant component's edges are never visited (its vertices' edges to others are seen from
    the other end: the graph is symmetric). Listing every vertex outside the giant, as
-   GAPBS's loop visits them, listed the isolated half of a Graph500 graph's vertices
-   too, one global atomic each: 25.6 ms of a 35.4-ms run on one H200 at scale 26
+   GAPBS's loop visits them, listed a Graph500 graph's many isolated vertices too (38%
+   of them at scale 20), one global atomic each: 25.6 ms of a 35.4-ms run on one H200 at scale 26
    (benchmarks/RESULTS.md), for vertices with nothing left to link;
 4. a last compression: every label is its tree's root, the smallest vertex id of its
    component.
