@@ -82,7 +82,7 @@ class Afforest:
     in_group : bool
         The whole run in one work-group's launch (:meth:`run_group`): the engine's own
         graph (not a rank's subgraph, whose giant the ranks' steps read), small enough
-        for ``group_loop`` (:func:`~finepar.apps.powerloop.small`) or ``always``.
+        for ``group_loop`` (:func:`~finepar.apps.powerloop.wanted`).
     giant : pyopencl.Buffer of int32, shape (2,)
         The giant component's root and its count in the sample (``afforest_sample``);
         ``giant_host`` holds them once :meth:`hooked` or :meth:`labels_and_hooked` read
@@ -110,9 +110,8 @@ class Afforest:
         self.kernels = {k: cl().Kernel(prg, f"afforest_{k}")
                         for k in ("link", "compress", "sample", "mark", "group")}
         self.sample_wg = sample_group(self.kernels["sample"], self.side.queue.device)
-        mode = getattr(engine.options, "group_loop", "auto")
-        self.in_group = graph is None and sym.nnz < 2**31 and (
-            mode == "always" or powerloop.small(sym.nnz, engine.options))
+        self.in_group = (graph is None and sym.nnz < 2**31
+                         and powerloop.wanted(sym.nnz, engine.options))
         if self.in_group:  # each entry's row: the work-items stride over the entries
             self.rows = engine.scratch(role, np.repeat(np.arange(sym.n, dtype=np.int32),
                                                        np.diff(sym.indptr)))

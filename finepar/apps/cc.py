@@ -4,9 +4,10 @@ is the smallest vertex id of its component. Two algorithms (``algorithm``):
 * **afforest** (Sutton, Ben-Nun and Barak, IPDPS 2018; :mod:`finepar.apps.afforest`):
   two neighbour-sampling rounds of links (each find halving its path), the most frequent
   root of a sample as the giant component, then a final hooking over the remaining edges
-  of the vertices outside it only, and one compression. It touches about 2n edges plus the small components' edges, with one
-  blocking read per run, but needs one device holding the whole CSR (links need one
-  address space).
+  of the vertices outside it only, and one compression (a small input: every edge in one
+  work-group's launch). It touches about 2n edges plus the small components' edges, with
+  no blocking read in the run, but needs one device holding the whole CSR (links need
+  one address space).
 * **fastsv** (Zhang, Azad and Hu, SIAM PP 2020): log-depth rounds over the plan. Every
   vertex keeps a parent ``f`` (initially itself) and a grandparent ``gf = f[f]``. A
   round: (1) the edge phase, ``mn[u]``, the smallest ``gf`` among ``u``'s neighbours:

@@ -46,14 +46,20 @@ def applies(engine, graph, renumbered: bool) -> bool:
     """Whether ``engine`` runs the power iteration of ``graph`` in one work-group: one
     device, one process, the contributions in the input's numbering (not
     ``renumbered``), the matrix held in one piece (a budget that cuts it into chunks is
-    kept), and the input small enough (or ``group_loop='always'``)."""
-    mode = getattr(engine.options, "group_loop", "auto")
+    kept), and the input small enough (or ``group_loop='always'``: :func:`wanted`)."""
     if len(engine.roles) != 1 or getattr(engine, "comm", None) is not None or renumbered:
         return False
     store = engine.stores.get(engine.roles[0])
     if store is not None and len(store.pieces) > 1:  # cut into chunks by a memory budget:
         return False  # the loop would hold a whole copy past it
-    return mode == "always" or small(graph.nnz, engine.options)
+    return wanted(graph.nnz, engine.options)
+
+
+def wanted(nnz: int, options) -> bool:
+    """Whether ``options.group_loop`` asks for one work-group's launch on an input of
+    ``nnz`` entries: ``always``, or ``auto`` where it is :func:`small` (PageRank's loop
+    and CC's one-launch Afforest alike)."""
+    return getattr(options, "group_loop", "auto") == "always" or small(nnz, options)
 
 
 def small(nnz: int, options) -> bool:
