@@ -31,7 +31,7 @@ def test_sampled_vertices_stay_off_the_hooking_list(scale, seed, mode, pairs):
     least = int(((ref != giant) & (deg > ROUNDS)).sum())
     most = int((deg > ROUNDS).sum())
     aff = Afforest(eng, "gpu", sym)
-    assert not aff.in_group  # a graph passed in (a rank's subgraph) is always sampled
+    assert not aff.unsampled  # a graph passed in (a rank's subgraph) is always sampled
     aff.run(ROUNDS)
     np.testing.assert_array_equal(aff.labels(), ref)
     assert least <= aff.hooked() <= most

@@ -625,7 +625,8 @@ def test_probe_host_counts_a_bfs_runs_commands(tmp_path):
 
 def test_probe_ccgroup_times_both_runs_against_scipy(tmp_path):
     """benchmarks/probe_ccgroup.py on two small inputs: the sampled run (seven launches)
-    and the one work-group's (one launch) timed beside scipy, every answer checked."""
+    and the unsampled one (the emulated pair's: one launch) timed beside scipy, every
+    answer checked."""
     import probe_ccgroup
     out = tmp_path / "ccgroup.json"
     grid = data_file("USPowerGrid.mtx")  # skipped where ../shared/data is absent
@@ -635,10 +636,12 @@ def test_probe_ccgroup_times_both_runs_against_scipy(tmp_path):
     assert [r["nnz"] for r in doc["graphs"]][1] == 13188
     for r in doc["graphs"]:
         assert r["sampled"]["launches"] == [7] and r["sampled"]["phases"][0] == "link"
-        assert r["one_group"]["launches"] == [1] and r["one_group"]["phases"] == ["group"]
-        for k in ("sampled", "one_group", "scipy"):
+        assert r["unsampled"]["launches"] == [1] and r["unsampled"]["phases"] == ["unsampled"]
+        for k in ("sampled", "unsampled", "scipy"):
             assert 0 < r[k]["min"] <= r[k]["median"] <= r[k]["max"]
             assert len(r[k]["runs_ms"]) == 2
+        for k in ("sampled", "unsampled"):  # the whole call holds its warm-up and run
+            assert r[k]["call"]["min"] > r[k]["min"] and len(r[k]["call"]["runs_ms"]) == 2
 
 
 def test_main_job_compares_finepar_with_the_best_other_row(tmp_path):

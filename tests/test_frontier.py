@@ -463,25 +463,63 @@ def test_afforest_matches_scipy(name, mode, pairs):
                                              ("adder_dcop_05.mtx", "auto"),
                                              ("graph500:10", "auto"),
                                              ("wiki-Vote.txt", "always")])
-def test_afforest_in_one_work_group(name, group_loop, role, mode, pairs):
-    """A small input's CC in one work-group's launch (``afforest_group``): labels equal
-    scipy's on a power grid, a circuit with rows of a thousand entries, a Kronecker graph
-    with isolated vertices and (``always``, past the size rule) a directed graph's weak
-    components; on either device alone (one work-item on a CPU device, which both of the
-    emulated pair's are), in both memory modes:
-    one launch and one wait a run, and the summary says so."""
+def test_afforest_unsampled_on_a_small_input(name, group_loop, role, mode, pairs):
+    """A small input's CC with no sampling (every edge linked): labels equal scipy's on a
+    power grid, a circuit with rows of a thousand entries, a Kronecker graph with isolated
+    vertices and (``always``, past the size rule) a directed graph's weak components; on
+    either device alone (one work-item's loop on a CPU device, which both of the emulated
+    pair's are), in both memory modes: one launch and one wait a run, and the summary
+    says so."""
     from finepar.apps.cc import ConnectedComponents
     g = generated_graph(10, 0) if name.startswith("graph500") else shared_graph(name)
     res, rep = api.run("cc", g, pair=pairs[mode], devices=role, warmup=False,
                        options=EngineOptions(group_loop=group_loop))
     np.testing.assert_array_equal(res.values, reference_components(g))
     (phase,) = res.extra["trace"]
-    assert phase["phase"] == "group" and phase["entries"] == api.Workload("cc", g).matrix.nnz
-    assert phase["work_items"] == 1  # the emulated pair's devices are CPUs: one loop
+    assert phase["phase"] == "unsampled" and phase["entries"] == api.Workload("cc", g).matrix.nnz
+    assert phase["shape"] == "loop"  # the emulated pair's devices are CPUs
     assert rep.timings["launches"][role] == 1 and rep.timings["host_syncs"] <= 1
     assert res.extra["hooked"] == 0 and res.iterations == 1
     lines = dict(ConnectedComponents().summary(res, g))
-    assert "one work-group's launch" in lines["algorithm"]
+    assert "one work-item's loop" in lines["algorithm"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", ["USPowerGrid.mtx", "adder_dcop_05.mtx", "graph500:10"])
+def test_afforest_unsampled_wide_as_on_a_gpu(name, mode, pairs, monkeypatch):
+    """The GPU's shape of the unsampled run (a work-item an entry, then a vertex: three
+    launches), forced on the emulated pair's GPU role: labels equal scipy's, also with
+    the entries' links racing across work-items, and the summary names the shape."""
+    from finepar.apps import afforest
+    from finepar.apps.cc import ConnectedComponents
+    monkeypatch.setattr(afforest, "unsampled_shape", lambda side: "wide")
+    g = generated_graph(10, 0) if name.startswith("graph500") else shared_graph(name)
+    for _ in range(3):  # each run starts the labels anew
+        res, rep = api.run("cc", g, pair=pairs[mode], devices="gpu", warmup=False)
+        np.testing.assert_array_equal(res.values, reference_components(g))
+    (phase,) = res.extra["trace"]
+    assert phase["shape"] == "wide" and phase["launches"] == 3
+    assert rep.timings["launches"]["gpu"] == 3 and rep.timings["host_syncs"] <= 1
+    lines = dict(ConnectedComponents().summary(res, g))
+    assert "a work-item an entry, three launches" in lines["algorithm"]
+
+
+def test_afforest_size_rule_by_shape(pairs, monkeypatch):
+    """The unsampled run's size rule follows its shape: wiki-Vote (103,689 entries, past
+    the loop's 65,536) is sampled by a CPU's loop and linked whole by a GPU's three
+    launches; ``none`` samples it anyway; every answer is scipy's."""
+    from finepar.apps import afforest
+    g = shared_graph("wiki-Vote.txt")
+    ref = reference_components(g)
+    phases = {}
+    for shape, mode in (("loop", "auto"), ("wide", "auto"), ("wide", "none")):
+        monkeypatch.setattr(afforest, "unsampled_shape", lambda side, s=shape: s)
+        res, _ = api.run("cc", g, pair=pairs["shared"], devices="gpu", warmup=False,
+                         options=EngineOptions(group_loop=mode))
+        np.testing.assert_array_equal(res.values, ref)
+        phases[shape, mode] = res.extra["trace"][0]["phase"]
+    assert phases == {("loop", "auto"): "link", ("wide", "auto"): "unsampled",
+                      ("wide", "none"): "link"}
 
 
 def test_cc_algorithm_choice(pairs, monkeypatch):

@@ -25,11 +25,17 @@ built by links that hook the larger of two roots under the smaller by compare-an
 4. a last compression: every label is its tree's root, the smallest vertex id of its
    component.
 
-A small input (at most :data:`~finepar.apps.powerloop.GROUP_LOOP_NNZ` entries, under
-``EngineOptions.group_loop``, as PageRank's loop) skips all four: one work-group links
-every edge and compresses every vertex in one launch (:meth:`Afforest.run_group`), where
-the sampled run's seven launches cost more than its work (CC on the three real graphs
-under 45,000 entries took 0.49-0.61 ms on one H200 against scipy's 0.24-0.36 ms).
+A small input (under ``EngineOptions.group_loop``, as PageRank's loop) skips the sampling:
+every edge is linked and every vertex compressed (:meth:`Afforest.run_unsampled`), where
+the sampled run's seven launches cost more than its work. Its shape
+(:func:`unsampled_shape`) and size rule: on a CPU device one work-item's loop in one launch
+(``afforest_group``: PoCL's barriers cost microseconds), up to
+:data:`~finepar.apps.powerloop.GROUP_LOOP_NNZ` entries; on a GPU three launches over the
+whole device (the labels' start, ``afforest_link_entries`` a work-item an entry,
+``afforest_compress``), up to :data:`WIDE_NNZ`. On one H200 (benchmarks/RESULTS.md) the
+three launches took 0.13-0.15 ms on the four real graphs under 45,000 entries, where the
+sampled run took 0.41-0.44 ms, one work-group's loop 0.26-0.55 ms (one SM's
+latency-bound finds) and scipy 0.13-0.40 ms.
 
 Everything runs on one device that holds the whole symmetrised CSR (links need one
 address space); a run reads nothing back. The giant and its share of the sample come
@@ -52,6 +58,21 @@ ROUNDS = 2
 #: Vertices whose roots are sampled to find the giant component (``AFFOREST_SAMPLES`` in
 #: afforest.cl, the same number: the slots ``afforest_sample`` sorts in local memory).
 SAMPLES = 1024
+
+
+#: Entries up to which a GPU links every edge (the ``wide`` shape) instead of sampling: on
+#: one H200 its three launches took 0.48 ms at Graph500 scale 18 (7.6 M entries) against
+#: the sampled run's 1.19, 0.81 against 0.95 at scale 20 (31 M) and 2.87 against 1.38 at
+#: scale 22 (benchmarks/RESULTS.md).
+WIDE_NNZ = 1 << 24
+
+
+def unsampled_shape(side) -> str:
+    """How a small input's unsampled run (:meth:`Afforest.run_unsampled`) is launched on
+    ``side``: ``loop`` on a CPU device (one work-item links and compresses in one launch:
+    the emulated GPU role is a CPU too), ``wide`` on a GPU (three launches, a work-item an
+    entry, then a vertex)."""
+    return "loop" if side.info.kind == "cpu" else "wide"
 
 
 def sample_group(kernel, device) -> int:
@@ -79,10 +100,13 @@ class Afforest:
     ----------
     queue : FrontierQueue
         The vertices outside the giant component, and the final hooking's advance.
-    in_group : bool
-        The whole run in one work-group's launch (:meth:`run_group`): the engine's own
-        graph (not a rank's subgraph, whose giant the ranks' steps read), small enough
-        for ``group_loop`` (:func:`~finepar.apps.powerloop.wanted`).
+    unsampled : bool
+        Every edge linked, no sampling (:meth:`run_unsampled`): the engine's own graph
+        (not a rank's subgraph, whose giant the ranks' steps read), small enough for
+        ``group_loop`` (:func:`~finepar.apps.powerloop.wanted`; on a GPU up to
+        :data:`WIDE_NNZ` entries).
+    shape : str or None
+        The unsampled run's launches (:func:`unsampled_shape`), None where sampled.
     giant : pyopencl.Buffer of int32, shape (2,)
         The giant component's root and its count in the sample (``afforest_sample``);
         ``giant_host`` holds them once :meth:`hooked` or :meth:`labels_and_hooked` read
@@ -108,17 +132,18 @@ class Afforest:
         self.giant_host = np.zeros(2, np.int32)
         prg = self.queue.program
         self.kernels = {k: cl().Kernel(prg, f"afforest_{k}")
-                        for k in ("link", "compress", "sample", "mark", "group")}
+                        for k in ("link", "compress", "sample", "mark", "group",
+                                  "link_entries")}
         self.sample_wg = sample_group(self.kernels["sample"], self.side.queue.device)
-        self.in_group = (graph is None and sym.nnz < 2**31
-                         and powerloop.wanted(sym.nnz, engine.options))
-        if self.in_group:  # each entry's row: the work-items stride over the entries
+        shape = unsampled_shape(self.side)
+        limit = WIDE_NNZ if shape == "wide" else powerloop.GROUP_LOOP_NNZ
+        self.unsampled = (graph is None and sym.nnz < 2**31
+                          and powerloop.wanted(sym.nnz, engine.options, limit))
+        self.shape = shape if self.unsampled else None
+        if self.unsampled:  # each entry's row: work-items take entries, not rows
             self.rows = engine.scratch(role, np.repeat(np.arange(sym.n, dtype=np.int32),
                                                        np.diff(sym.indptr)))
             self.nnz = int(sym.nnz)
-            on_cpu = self.side.info.kind == "cpu"  # the emulated GPU role too: a loop
-            self.group_wg = 1 if on_cpu else sample_group(self.kernels["group"],
-                                                          self.side.queue.device)
 
     def _vertex_kernel(self, name: str, args: tuple, size: int | None = None) -> None:
         self.engine.launch(self.role, self.kernels[name], self.n if size is None else size,
@@ -148,16 +173,27 @@ class Afforest:
         trace.append({"phase": "hook"})
         return trace
 
-    def run_group(self) -> list[dict]:
-        """The whole run in one work-group's launch (``afforest_group``: every edge
-        linked, every vertex compressed; one work-item on a CPU device, the emulated GPU
-        role's too, where 1,024 work-items of PoCL ran slower than one); :attr:`comp` as
-        :meth:`run` leaves it. Returns the trace's one phase."""
-        self.engine.launch(self.role, self.kernels["group"], self.group_wg,
-                           (np.int32(self.n), np.int32(self.nnz), self.rows,
-                            self.queue.indices, self.comp),
-                           kind="afforest-group", wg=self.group_wg, wait=False)
-        return [{"phase": "group", "entries": self.nnz, "work_items": self.group_wg}]
+    def run_unsampled(self) -> list[dict]:
+        """Every edge linked, every vertex compressed, no sampling: :attr:`comp` as
+        :meth:`run` leaves it. ``loop``: one launch of ``afforest_group``, one work-item;
+        ``wide``: the labels' start, ``afforest_link_entries`` over every entry and
+        ``afforest_compress`` over every vertex (:func:`unsampled_shape`). Returns the
+        trace's one phase."""
+        eng, n = self.engine, np.int32(self.n)
+        if self.shape == "loop":
+            eng.launch(self.role, self.kernels["group"], 1,
+                       (n, np.int32(self.nnz), self.rows, self.queue.indices, self.comp),
+                       kind="afforest-group", wg=1, wait=False)
+            return [{"phase": "unsampled", "shape": "loop", "entries": self.nnz,
+                     "launches": 1}]
+        k = eng.pair.kernel(self.side, ("skeleton/vector.cl",), {"T": "int"}, "iota")
+        eng.launch(self.role, k, self.n, (n, self.comp), kind="afforest-start", wg=256,
+                   wait=False)
+        eng.launch(self.role, self.kernels["link_entries"], self.nnz,
+                   (np.int32(self.nnz), self.rows, self.queue.indices, self.comp),
+                   kind="afforest-link", wg=256, wait=False)
+        self._vertex_kernel("compress", (n, self.comp))
+        return [{"phase": "unsampled", "shape": "wide", "entries": self.nnz, "launches": 3}]
 
     def sampled(self, trace: list[dict]) -> None:
         """Complete ``trace``'s sample entry (``giant``: the giant component's root;
@@ -177,7 +213,7 @@ class Afforest:
         """:meth:`labels` and :meth:`hooked` in one host wait (a small input's labels:
         a plain copy)."""
         out = np.empty(self.n, np.int32)
-        if self.in_group:  # no final hooking: the labels alone
+        if self.unsampled:  # no final hooking: the labels alone
             self.engine.read_buffer(self.role, out, self.comp)
             return out, 0
         hooked = self.queue.read_tally(then_read=((out, self.comp),
@@ -187,7 +223,7 @@ class Afforest:
     def hooked(self) -> int:
         """Vertices the final hooking visited (outside the giant component, with more
         than ``rounds`` edges); the giant
-        (:attr:`giant_host`) read in the same wait; 0 for a run in one work-group."""
-        if self.in_group:
+        (:attr:`giant_host`) read in the same wait; 0 for an unsampled run."""
+        if self.unsampled:
             return 0
         return self.queue.read_tally(then_read=((self.giant_host, self.giant),))[0]

@@ -233,8 +233,8 @@ class ConnectedComponents(FrontierApp, App):
             st["afforest"] = Afforest(engine, role)
             st["afforest_costs"] = costs
         aff = st["afforest"]
-        trace = aff.run_group() if aff.in_group else aff.run(ROUNDS)
-        return AppResult(values=None, iterations=1 if aff.in_group else ROUNDS + 1,
+        trace = aff.run_unsampled() if aff.unsampled else aff.run(ROUNDS)
+        return AppResult(values=None, iterations=1 if aff.unsampled else ROUNDS + 1,
                          converged=True,
                          extra={"algorithm": "afforest", "trace": trace, "role": aff.role,
                                 "push_costs": st["afforest_costs"]},
@@ -370,14 +370,15 @@ def reference_components(graph: Graph) -> np.ndarray:
 
 def afforest_line(ex: dict) -> str:
     """The summary's line for a one-process Afforest run (its ``extra``): the sampling,
-    the giant's share of the sample and the final hooking's list, or the one launch of a
-    small input."""
+    the giant's share of the sample and the final hooking's list, or a small input's
+    unsampled run and its launches."""
     phases = {t["phase"]: t for t in ex["trace"]}
-    if "group" in phases:
-        g = phases["group"]
-        items = "one work-item" if g["work_items"] == 1 else f"{g['work_items']:,} work-items"
-        return (f"afforest: every one of {g['entries']:,} entries linked in one work-group's "
-                f"launch ({items}; a small input, --group-loop)")
+    if "unsampled" in phases:
+        u = phases["unsampled"]
+        how = ("one work-item's loop in one launch" if u["shape"] == "loop"
+               else "a work-item an entry, three launches")
+        return (f"afforest: every one of {u['entries']:,} entries linked, no sampling "
+                f"({how}; a small input, --group-loop)")
     sample = phases["sample"]
     return (f"afforest: {ROUNDS} sampling rounds, giant component in "
             f"{100 * sample['share']:.0f}% of the sample, final hooking over "

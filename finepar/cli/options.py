@@ -141,9 +141,11 @@ def add_plan_options(p: argparse.ArgumentParser) -> None:
                         "level costs the push device (both measured), none never, or a fixed "
                         "number of out-edges")
     w.add_argument("--group-loop", choices=("auto", "always", "none"), default="auto",
-                   help="PageRank's and RWR's iterations, or CC's whole run, in one "
-                        "work-group's launch on one device: auto (default) on inputs of at "
-                        "most 65,536 entries, always on any, none never")
+                   help="a small input's form of a run: PageRank's and RWR's iterations "
+                        "in one work-group's launch, CC's every edge linked with no sampling "
+                        "(one launch on a CPU, three on a GPU); auto (default) on inputs of "
+                        "at most 65,536 entries (CC on a GPU: 16,777,216), always on any, "
+                        "none never")
     t.add_argument("--cache-bytes", type=byte_size, default=None, metavar="SIZE",
                    help="the cache partitions must fit, e.g. 24MB or 50MiB (default: the GPU's "
                         "L2, from known sizes where the driver misreports it)")

@@ -50,6 +50,13 @@ class EngineOptions:
         hands back at once); ``none`` never walks. SSSP's walk is Dijkstra from the
         source (:mod:`finepar.engine.heapwalk`), by the same switch point over the heap's
         out-edges, without a hand-back.
+    group_loop : {'auto', 'always', 'none'}
+        A small input's form of a run on one device (issue 29): PageRank's and RWR's
+        iterations in one work-group's launch (:mod:`finepar.apps.powerloop`); CC's every
+        edge linked with no sampling (:meth:`finepar.apps.afforest.Afforest.run_unsampled`).
+        ``auto`` (default) on inputs of at most
+        :data:`~finepar.apps.powerloop.GROUP_LOOP_NNZ` entries (CC on a GPU:
+        :data:`~finepar.apps.afforest.WIDE_NNZ`), ``always`` on any, ``none`` never.
     """
 
     offsets: str = "auto"

@@ -19,7 +19,10 @@
  *   advance            (opencl/frontier.cl) over those vertices' out-edges, skipping the
  *                      first `skip` of each (already sampled): the final hooking, which
  *                      never visits the giant component's edges;
- *   afforest_group     a small input's whole run in one work-group's launch instead.
+ *   afforest_group     a small input's whole run in one work-group's launch instead (a CPU
+ *                      device: one work-item's loop);
+ *   afforest_link_entries  a small input's every edge linked, a work-item an entry (a GPU:
+ *                      between the labels' start and afforest_compress).
  * A link is ECL-CC's (Jaiganesh and Burtscher, "A High-Performance Connected Components
  * Implementation for GPUs", HPDC 2018): each end's root found with path halving (each
  * vertex on the way pointed at its grandparent: the next finds are shorter), then the
@@ -81,7 +84,19 @@ __kernel void afforest_compress(const int n, volatile __global int *comp)
     }
 }
 
-/* A small input's whole run in one work-group (`Afforest.in_group`): every vertex its own
+/* A small input's links on a GPU (`Afforest.shape` "wide"): work-item k links entry k,
+ * (u, v) = (rows[k], indices[k]), where v < u (each edge of the symmetric graph once). */
+__kernel void afforest_link_entries(const int nnz, __global const int *restrict rows,
+                                    __global const int *restrict indices,
+                                    volatile __global int *comp)
+{
+    const int k = (int)get_global_id(0);
+    if (k >= nnz) return;
+    const int u = rows[k], v = indices[k];
+    if (v < u) afforest_join(u, v, comp);
+}
+
+/* A small input's whole run in one work-group (`Afforest.shape` "loop"): every vertex its own
  * parent, every entry (u, v) with v < u linked (the graph is symmetric: each edge once;
  * the work-items stride over the entries, `rows` holding each one's row, so a long row
  * stalls no work-item), every vertex compressed. One launch, no sampling: on a few
