@@ -29,7 +29,7 @@ import numpy as np
 
 from ..engine import Engine, RowOp
 from ..graph import Graph
-from . import bfsranks, register
+from . import bfsgroup, bfsranks, register
 from .base import MAX_ITER, App, AppResult, Param, positive, vertex_label
 from ..engine.frontier import STATE, FrontierApp, FrontierQueue, PushRun, queue_defines
 from ..engine.reads import read_many, walked
@@ -138,10 +138,12 @@ class BFS(FrontierApp, App):
         return params
 
     def early_programs(self, pair, matrix: Graph, params: dict) -> list:
-        """The push list's program on the GPU (the usual push role) and the run's start."""
+        """The push list's program on the GPU (the usual push role) and the run's start;
+        on a small input also the one work-group's (:mod:`bfsgroup`)."""
+        small = [("gpu", bfsgroup.PROGRAM, {})] if matrix.nnz <= bfsgroup.GROUP_NNZ else []
         return [("gpu", ("apps/bfs/frontier.cl", "skeleton/frontier.cl"),
                  queue_defines(pair.gpu.info, matrix, role="gpu")),
-                ("gpu", START_SOURCES, {})]
+                ("gpu", START_SOURCES, {}), *small]
 
     def prepare(self, engine: Engine, graph: Graph) -> dict:
         n = graph.n
@@ -439,6 +441,11 @@ class BFS(FrontierApp, App):
         st.update(params, n=graph.n, nnz=graph.nnz, prev_size=0)
         if "mark_counts" in st:  # a distributed run's levels, merged over the ranks
             iters, trace, where = bfsranks.level_loop(self, engine, st, max_iter)
+        elif bfsgroup.applies(engine, graph, params):  # a small input: one launch
+            state = engine.state[self.name]
+            if state.get("group_loop") is None:
+                state["group_loop"] = bfsgroup.prepare(engine, graph)
+            iters, trace, where = bfsgroup.run(engine, state["group_loop"], graph, st["root"])
         else:
             iters, trace, where = self.frontier_loop(engine, st, policy=None, max_iter=max_iter)
         # traversed edges from the tallies: every discovered vertex's out-degree was
@@ -460,7 +467,8 @@ class BFS(FrontierApp, App):
 
     def collect(self, engine: Engine, graph: Graph, result: AppResult) -> AppResult:
         st = engine.state[self.name]
-        role = {"queue": st["push_role"], "walk": "cpu"}.get(result.extra["where"])
+        role = {"queue": st["push_role"], "walk": "cpu",
+                "group": engine.roles[0]}.get(result.extra["where"])
         names = ("level", "parent")
         got = walked(st, result.extra["where"], names) or read_many(engine, names, role)
         result.values, result.extra["parent"] = got
@@ -475,8 +483,12 @@ class BFS(FrontierApp, App):
         engine.rowop(x="front", y="parent", s0="level", s1="next", aux="outdeg", ia=-2)
 
     def warmup(self, engine: Engine, graph: Graph, **params) -> None:
-        """The first levels both ways, so every kernel is compiled."""
+        """The first levels both ways, so every kernel is compiled (a small input's one
+        work-group's run, where it applies, instead: :mod:`bfsgroup`)."""
         p = self.defaults(graph, {"root": params.get("root")})
+        if bfsgroup.applies(engine, graph, params):
+            self.run(engine, graph, root=p["root"])
+            return
         self.run(engine, graph, root=p["root"], max_iter=2, direction="bottom-up")
         self.run(engine, graph, root=p["root"], max_iter=2, direction="top-down")
 
