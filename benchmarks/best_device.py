@@ -125,6 +125,10 @@ def parse(argv):
                         + " (where not given)")
     p.add_argument("--no-cache", action="store_true",
                    help="FinePar's calls without the prepared-graph cache (cache=False)")
+    p.add_argument("--group-loop", default="auto", choices=("auto", "always", "none"),
+                   help="FinePar's calls' EngineOptions.group_loop (a small input's form of "
+                        "a run: auto, the default, by its size rule; always, to find where "
+                        "that rule should stand; none, never)")
     p.add_argument("--scipy-max-nnz", type=float, default=6e8,
                    help="skip the single-threaded scipy peers above this many nonzeros")
     p.add_argument("--slow-s", type=float, default=20.0,
@@ -214,9 +218,12 @@ def one_app(app, g, spec, info, args, pair, ctx, res) -> None:
 def finepar_call(app, g, pair, devices: str, params: dict, args):
     """One ``finepar.run`` call with the graph in memory: (wall seconds, result, report)."""
     import finepar
+    from finepar.engine import EngineOptions
+    opts = {} if args.group_loop == "auto" else {
+        "options": EngineOptions(group_loop=args.group_loop)}
     t0 = time.perf_counter()
     result, report = finepar.run(app.name, g, pair=pair, devices=devices, model=args.model,
-                                 cache=not args.no_cache, **params)
+                                 cache=not args.no_cache, **opts, **params)
     return time.perf_counter() - t0, result, report
 
 
