@@ -52,10 +52,12 @@ class EngineOptions:
         out-edges, without a hand-back.
     group_loop : {'auto', 'always', 'none'}
         A small input's form of a run on one device (issue 29): PageRank's and RWR's
-        iterations in one work-group's launch (:mod:`finepar.apps.powerloop`); CC's every
-        edge linked with no sampling (:meth:`finepar.apps.afforest.Afforest.run_unsampled`).
-        ``auto`` (default) on inputs of at most
-        :data:`~finepar.apps.powerloop.GROUP_LOOP_NNZ` entries (CC on a GPU:
+        iterations in one work-group's launch (:mod:`finepar.apps.powerloop`); BFS's
+        levels in one work-group on a GPU alone (:mod:`finepar.apps.bfsgroup`); CC's
+        every edge linked with no sampling
+        (:meth:`finepar.apps.afforest.Afforest.run_unsampled`). ``auto`` (default) on
+        inputs of at most :data:`~finepar.apps.powerloop.GROUP_LOOP_NNZ` entries (on a
+        GPU, BFS: :data:`~finepar.apps.bfsgroup.GROUP_NNZ`, CC:
         :data:`~finepar.apps.afforest.WIDE_NNZ`), ``always`` on any, ``none`` never.
     """
 
