@@ -42,8 +42,13 @@ from .tuner import CORUN_MARGIN
 
 #: Frontier apps on inputs of at most this many entries are decided by one measured run
 #: of each candidate (:func:`trial`): a run costs a few milliseconds there, mostly fixed
-#: costs the per-step models do not see.
-TRIAL_NNZ = 1 << 21
+#: costs the per-step models do not see. At 2^21 Graph500 scale 18 (7.6 M entries) was
+#: predicted: on one H200 its BFS ran the CPU alone, 6.3 ms, where the GPU alone took 2.0
+#: (the predictions, 5.9 and 6.1 ms, were mostly the uploads, and counted a BFS as about
+#: one row operation: 1.5 ms on the CPU, 0.7 on the GPU; benchmarks/RESULTS.md). The
+#: trial costs a first call each candidate's engine and a few runs (tens of ms there); the
+#: choice is kept with the prepared input (:mod:`finepar.prepcache`).
+TRIAL_NNZ = 1 << 23
 
 #: A host BFS gives the level profile of inputs of at most this many entries (about 20 ms
 #: on a 2-core EPYC at a million); larger ones get :func:`estimated_profile`.
