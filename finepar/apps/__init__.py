@@ -18,7 +18,7 @@ from ..errors import UsageError
 
 _APPS: dict = {}
 #: Modules of this package that define no app: the contract, and parts apps share.
-HELPERS = ("base", "afforest", "speculative", "bfsranks", "bfsgroup", "ccranks", "powerloop")
+HELPERS = ("base", "afforest", "speculative", "bfsranks", "ccranks", "powerloop")
 
 
 def register(cls):

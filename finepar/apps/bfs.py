@@ -29,9 +29,10 @@ import numpy as np
 
 from ..engine import Engine, RowOp
 from ..graph import Graph
-from . import bfsgroup, bfsranks, register
+from . import bfsranks, register
 from .base import MAX_ITER, App, AppResult, Param, positive, vertex_label
 from ..engine.frontier import STATE, FrontierApp, FrontierQueue, PushRun, queue_defines
+from ..engine import grouplevels
 from ..engine.reads import read_many, walked
 from ..engine.trace import by_device_line, launch_line, push_line
 
@@ -51,6 +52,15 @@ BOTTOM_UP_LANES = (2, None)
 #: where the unexplored edges are at most this share of all (nearly every row visited).
 NARROW_SCAN, NARROW_UNEXPLORED = 4.0, 0.01
 
+
+#: Entries up to which a GPU alone runs BFS's levels in one work-group
+#: (:mod:`finepar.engine.grouplevels`, ``group_loop='auto'``). On one H200
+#: (benchmarks/RESULTS.md) it took 0.65 ms at Graph500 scale 14 (426,320 entries) and 1.66
+#: ms on soc-Slashdot0902 (948,464) against the usual path's 1.21 and 2.14 ms, and 2.44 ms
+#: at scale 16 (1.8 M) against 1.35: one SM's edges, about 1.3-1.7 ns each.
+GROUP_NNZ = 1 << 20
+#: The app's part of that launch.
+GROUP_FRAGMENT = "apps/bfs/group.cl"
 
 #: The program of a run's start and a chain's arming (opencl/apps/bfs/start.cl).
 START_SOURCES = ("apps/bfs/start.cl",)
@@ -139,8 +149,9 @@ class BFS(FrontierApp, App):
 
     def early_programs(self, pair, matrix: Graph, params: dict) -> list:
         """The push list's program on the GPU (the usual push role) and the run's start;
-        on a small input also the one work-group's (:mod:`bfsgroup`)."""
-        small = [("gpu", bfsgroup.PROGRAM, {})] if matrix.nnz <= bfsgroup.GROUP_NNZ else []
+        on a small input also the one work-group's (:mod:`~finepar.engine.grouplevels`)."""
+        small = ([("gpu", (GROUP_FRAGMENT, grouplevels.SKELETON), {})]
+                 if matrix.nnz <= GROUP_NNZ else [])
         return [("gpu", ("apps/bfs/frontier.cl", "skeleton/frontier.cl"),
                  queue_defines(pair.gpu.info, matrix, role="gpu")),
                 ("gpu", START_SOURCES, {}), *small]
@@ -441,11 +452,8 @@ class BFS(FrontierApp, App):
         st.update(params, n=graph.n, nnz=graph.nnz, prev_size=0)
         if "mark_counts" in st:  # a distributed run's levels, merged over the ranks
             iters, trace, where = bfsranks.level_loop(self, engine, st, max_iter)
-        elif bfsgroup.applies(engine, graph, params):  # a small input: one launch
-            state = engine.state[self.name]
-            if state.get("group_loop") is None:
-                state["group_loop"] = bfsgroup.prepare(engine, graph)
-            iters, trace, where = bfsgroup.run(engine, state["group_loop"], graph, st["root"])
+        elif self.in_group(engine, graph, params):  # a small input: one launch
+            iters, trace, where = self._group_levels(engine, graph, st["root"])
         else:
             iters, trace, where = self.frontier_loop(engine, st, policy=None, max_iter=max_iter)
         # traversed edges from the tallies: every discovered vertex's out-degree was
@@ -464,6 +472,23 @@ class BFS(FrontierApp, App):
                                 **({"rank_levels": st["rank_levels"]}
                                    if "rank_levels" in st else {})},
                          work_edges=work)
+
+    def in_group(self, engine: Engine, graph: Graph, params: dict) -> bool:
+        """Whether a run with ``params`` takes every level in one work-group's launch
+        (:func:`~finepar.engine.grouplevels.applies`, up to :data:`GROUP_NNZ` entries;
+        the default direction, no ``max_iter``)."""
+        usual = params.get("direction", "auto") == "auto" and params.get("max_iter") is None
+        return grouplevels.applies(engine, graph, GROUP_NNZ, usual)
+
+    def _group_levels(self, engine: Engine, graph: Graph, root: int):
+        """Every level top-down in one launch (built once an engine)."""
+        state = engine.state[self.name]
+        if state.get("group_levels") is None:
+            state["group_levels"] = grouplevels.GroupLevels(engine, graph, GROUP_FRAGMENT)
+        gl = state["group_levels"]
+        engine._plain("level", "parent")
+        return gl.run(engine, root, (engine.buffer("level", gl.role),
+                                     engine.buffer("parent", gl.role)), "top-down")
 
     def collect(self, engine: Engine, graph: Graph, result: AppResult) -> AppResult:
         st = engine.state[self.name]
@@ -484,9 +509,9 @@ class BFS(FrontierApp, App):
 
     def warmup(self, engine: Engine, graph: Graph, **params) -> None:
         """The first levels both ways, so every kernel is compiled (a small input's one
-        work-group's run, where it applies, instead: :mod:`bfsgroup`)."""
+        work-group's run, where it applies, instead: :meth:`in_group`)."""
         p = self.defaults(graph, {"root": params.get("root")})
-        if bfsgroup.applies(engine, graph, params):
+        if self.in_group(engine, graph, params):
             self.run(engine, graph, root=p["root"])
             return
         self.run(engine, graph, root=p["root"], max_iter=2, direction="bottom-up")

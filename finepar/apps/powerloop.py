@@ -59,7 +59,9 @@ def wanted(nnz: int, options, limit: int | None = None) -> bool:
     """Whether ``options.group_loop`` asks for the small input's form of a run on an
     input of ``nnz`` entries: ``always``, or ``auto`` where it is :func:`small` (PageRank's
     loop, and CC's unsampled Afforest with its own ``limit`` on a GPU)."""
-    return getattr(options, "group_loop", "auto") == "always" or small(nnz, options, limit)
+    from ..engine import EngineOptions
+    return (options or EngineOptions()).small_form(
+        nnz, GROUP_LOOP_NNZ if limit is None else limit)
 
 
 def small(nnz: int, options, limit: int | None = None) -> bool:

@@ -72,10 +72,16 @@ from . import register
 from .base import MAX_ITER, App, AppResult, Param, in_unit, positive, vertex_label
 from ..engine.executors import DynamicPolicy
 from ..engine.frontier import FrontierApp, FrontierQueue
+from ..engine import grouplevels
 from ..engine.reads import walked
 from ..engine.trace import by_device_line, launch_line, push_line
 
 WEIGHTS = ("values", "abs")
+#: Entries up to which a GPU alone runs SSSP's rounds in one work-group, frontier
+#: Bellman-Ford without piles (:mod:`finepar.engine.grouplevels`, ``group_loop='auto'``).
+GROUP_NNZ = 1 << 20
+#: The app's part of that launch.
+GROUP_FRAGMENT = "apps/sssp/group.cl"
 
 
 def _op(name: str, weights: str) -> RowOp:
@@ -392,8 +398,11 @@ class SSSP(FrontierApp, App):
         st = dict(st)
         st.update(p, n=graph.n, nnz=graph.nnz, op=self.ops[WEIGHTS.index(p["weights"])].name,
                   delta=d, least_length=lo, one_length=lo if lo == hi else -1.0)
-        iters, trace, where = self.frontier_loop(engine, st, policy=policy,
-                                                 max_iter=p.get("max_iter"))
+        if self.in_group(engine, graph, p):  # a small input: one launch
+            iters, trace, where = self._group_levels(engine, graph, st)
+        else:
+            iters, trace, where = self.frontier_loop(engine, st, policy=policy,
+                                                     max_iter=p.get("max_iter"))
         last = trace.last()
         converged = last is None or (last["found"] == 0 and not st.get("far"))
         return AppResult(values=None, iterations=iters, converged=converged,
@@ -407,9 +416,31 @@ class SSSP(FrontierApp, App):
                                 "walk_queue": (st["walker"].queue_kind
                                                if st.get("walker") is not None else None)})
 
+    def in_group(self, engine: Engine, graph: Graph, params: dict) -> bool:
+        """Whether a run with ``params`` takes every round in one work-group's launch
+        (:func:`~finepar.engine.grouplevels.applies`, up to :data:`GROUP_NNZ` entries):
+        not ``static`` or ``unbounded``, no ``delta`` (the piles asked for) and no
+        ``max_iter``."""
+        usual = not (params.get("static") or params.get("unbounded")
+                     or params.get("delta") is not None or params.get("max_iter") is not None)
+        return grouplevels.applies(engine, graph, GROUP_NNZ, usual)
+
+    def _group_levels(self, engine: Engine, graph: Graph, st: dict):
+        """Every round of frontier Bellman-Ford in one launch (built once an engine)."""
+        state = engine.state[self.name]
+        if state.get("group_levels") is None:
+            state["group_levels"] = grouplevels.GroupLevels(engine, graph, GROUP_FRAGMENT,
+                                                            with_data=not graph.pattern)
+        gl = state["group_levels"]
+        engine._plain("dist", "stamp")
+        return gl.run(engine, st["root"], (
+            engine.buffer("dist", gl.role), engine.buffer("stamp", gl.role), gl.data,
+            np.int32(st["weights"] == "abs"), np.float32(st["one_length"])), "push")
+
     def collect(self, engine: Engine, graph: Graph, result: AppResult) -> AppResult:
         st = engine.state[self.name]
-        role = {"queue": st["push_role"], "walk": "cpu"}.get(result.extra["where"])
+        role = {"queue": st["push_role"], "walk": "cpu",
+                "group": engine.roles[0]}.get(result.extra["where"])
         got = walked(st, result.extra["where"], ("dist",))
         result.values = got[0] if got else engine.read("dist", role=role)
         reached = np.isfinite(result.values)
@@ -424,7 +455,11 @@ class SSSP(FrontierApp, App):
         engine.rowop(x="dist", y="dist", s0="stamp", aux="outdeg", ia=-2)
 
     def warmup(self, engine: Engine, graph: Graph, **params) -> None:
-        """A few rounds each way, so every kernel is compiled."""
+        """A few rounds each way, so every kernel is compiled (a small input's one
+        work-group's run, where it applies, instead: :meth:`in_group`)."""
+        if self.in_group(engine, graph, self.check_params(graph, dict(params))):
+            self.run(engine, graph, **params)
+            return
         self.run(engine, graph, **{**params, "max_iter": 2, "static": True})
         self.run(engine, graph, **{**params, "max_iter": 2, "static": False,
                                    "frontier_fraction": 1.0})

@@ -142,11 +142,11 @@ def add_plan_options(p: argparse.ArgumentParser) -> None:
                         "number of out-edges")
     w.add_argument("--group-loop", choices=("auto", "always", "none"), default="auto",
                    help="a small input's form of a run: PageRank's and RWR's iterations "
-                        "in one work-group's launch, BFS's levels in one work-group on a GPU "
-                        "alone, CC's every edge linked with no sampling (one launch on a "
-                        "CPU, three on a GPU); auto (default) on inputs of at most 65,536 "
-                        "entries (on a GPU, BFS: 1,048,576, CC: 16,777,216), always on any, "
-                        "none never")
+                        "in one work-group's launch, BFS's levels and SSSP's rounds in one "
+                        "work-group on a GPU alone, CC's every edge linked with no sampling "
+                        "(one launch on a CPU, three on a GPU); auto (default) on inputs of "
+                        "at most 65,536 entries (on a GPU, BFS and SSSP: 1,048,576, CC: "
+                        "16,777,216), always on any, none never")
     t.add_argument("--cache-bytes", type=byte_size, default=None, metavar="SIZE",
                    help="the cache partitions must fit, e.g. 24MB or 50MiB (default: the GPU's "
                         "L2, from known sizes where the driver misreports it)")

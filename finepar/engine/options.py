@@ -53,12 +53,13 @@ class EngineOptions:
     group_loop : {'auto', 'always', 'none'}
         A small input's form of a run on one device (issue 29): PageRank's and RWR's
         iterations in one work-group's launch (:mod:`finepar.apps.powerloop`); BFS's
-        levels in one work-group on a GPU alone (:mod:`finepar.apps.bfsgroup`); CC's
-        every edge linked with no sampling
+        levels and SSSP's rounds in one work-group on a GPU alone
+        (:mod:`finepar.engine.grouplevels`); CC's every edge linked with no sampling
         (:meth:`finepar.apps.afforest.Afforest.run_unsampled`). ``auto`` (default) on
         inputs of at most :data:`~finepar.apps.powerloop.GROUP_LOOP_NNZ` entries (on a
-        GPU, BFS: :data:`~finepar.apps.bfsgroup.GROUP_NNZ`, CC:
-        :data:`~finepar.apps.afforest.WIDE_NNZ`), ``always`` on any, ``none`` never.
+        GPU, BFS: :data:`~finepar.apps.bfs.GROUP_NNZ`, SSSP:
+        :data:`~finepar.apps.sssp.GROUP_NNZ`, CC: :data:`~finepar.apps.afforest.WIDE_NNZ`),
+        ``always`` on any, ``none`` never.
     """
 
     offsets: str = "auto"
@@ -71,6 +72,13 @@ class EngineOptions:
     columns: str = "auto"
     walk: str | int = "auto"
     group_loop: str = "auto"
+
+    def small_form(self, nnz: int, limit: int) -> bool:
+        """Whether :attr:`group_loop` asks for a small input's form of a run on an input
+        of ``nnz`` entries: ``always``, or ``auto`` where ``nnz`` is at most ``limit``
+        (each form's own size rule)."""
+        return self.group_loop == "always" or (self.group_loop != "none"
+                                               and int(nnz) <= int(limit))
 
     def limit(self, role: str, side: Side) -> int:
         """The bytes FinePar may use on ``role``'s device: the budget given, else 90% of

@@ -1,101 +1,18 @@
-/* BFS on a small input, every level in one work-group's launch (finepar/apps/bfsgroup.py;
- * issue 29): top-down from the root, where a launch and a host round trip a level cost
- * more than the level. One work-group (one work-item on a CPU device, where it is a plain
- * queue walk).
- *
- * The out-edge CSR (indptr / indices, int offsets). Each level's list (cur) is taken in
- * chunks of W vertices: each work-item loads one vertex and its out-degree, an inclusive
- * scan of the degrees in local memory (Hillis and Steele) gives the chunk's edges, and the
- * work-items stride over those edges, each finding its edge's vertex by a binary search of
- * the scan (Merrill, Garland and Grimshaw, PPoPP 2012: a gather balanced over edges, not
- * vertices, so a hub's thousand edges stall no work-item). An edge (u, v) to an unvisited
- * v claims it by compare-and-swap on level[v]; the winner sets parent[v] = u and appends v
- * to the next list (nxt, a local counter). Levels and parents are set from -1 first, the
- * root's its own.
- *
- * out (int): [0] levels run (the last one found nothing), [1] vertices reached (the root
- * too), [2 + 2d] and [3 + 2d] level d's vertices found and their out-edges, for the first
- * max_rec levels. */
+/* BFS's part of a small input's levels in one work-group (skeleton/grouplevels.cl,
+ * concatenated after this): top-down, an edge to an unvisited v claims it by
+ * compare-and-swap on level[v]; the winner sets parent[v] and lists v. Levels and parents
+ * start at -1, the root's its own. */
+#define GROUP_ARGS volatile __global int *level, __global int *parent
+#define GROUP_INIT(v) { level[v] = -1; parent[v] = -1; }
+#define GROUP_ROOT(r) { level[r] = 0; parent[r] = r; }
+#define GROUP_EDGE(u, v, k, d) bfs_claim((u), (v), (d), level, parent)
 
-__kernel void bfs_group(const int n, const int root, const int max_rec,
-                        __global const int *restrict indptr,
-                        __global const int *restrict indices,
-                        volatile __global int *level, __global int *parent,
-                        __global int *qa, __global int *qb, __global int *out,
-                        __local int *lv, __local int *lo)
+int bfs_claim(const int u, const int v, const int d, volatile __global int *level,
+              __global int *parent)
 {
-    const int l = (int)get_local_id(0), W = (int)get_local_size(0);
-    __local int count, found_edges;
-    for (int v = l; v < n; v += W) {
-        level[v] = -1;
-        parent[v] = -1;
+    if (level[v] == -1 && atomic_cmpxchg(&level[v], -1, d + 1) == -1) {
+        parent[v] = u;
+        return 1;
     }
-    barrier(CLK_GLOBAL_MEM_FENCE);
-    if (l == 0) {
-        level[root] = 0;
-        parent[root] = root;
-        qa[0] = root;
-        count = 0;
-        found_edges = 0;
-    }
-    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
-    __global int *cur = qa, *nxt = qb;
-    int size = 1, depth = 0, reached = 1;
-    while (size > 0) {
-        for (int base = 0; base < size; base += W) {
-            const int i = base + l;
-            int u = -1, deg = 0;
-            if (i < size) {
-                u = cur[i];
-                deg = indptr[u + 1] - indptr[u];
-            }
-            lv[l] = u;
-            lo[l] = deg;
-            barrier(CLK_LOCAL_MEM_FENCE);
-            for (int off = 1; off < W; off <<= 1) {
-                const int t = l >= off ? lo[l - off] : 0;
-                barrier(CLK_LOCAL_MEM_FENCE);
-                lo[l] += t;
-                barrier(CLK_LOCAL_MEM_FENCE);
-            }
-            const int total = lo[W - 1];
-            for (int e = l; e < total; e += W) {
-                int a = 0, b = W - 1;  /* the first slot whose inclusive sum passes e */
-                while (a < b) {
-                    const int m = (a + b) >> 1;
-                    if (lo[m] > e) b = m;
-                    else a = m + 1;
-                }
-                const int w = lv[a];
-                const int v = indices[indptr[w] + e - (a ? lo[a - 1] : 0)];
-                if (level[v] == -1 && atomic_cmpxchg(&level[v], -1, depth + 1) == -1) {
-                    parent[v] = w;
-                    nxt[atomic_inc(&count)] = v;
-                    atomic_add(&found_edges, indptr[v + 1] - indptr[v]);
-                }
-            }
-            barrier(CLK_LOCAL_MEM_FENCE);  /* lv and lo are the next chunk's */
-        }
-        barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
-        size = count;
-        if (l == 0 && depth < max_rec) {
-            out[2 + 2 * depth] = size;
-            out[3 + 2 * depth] = found_edges;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);  /* every work-item has read the counts */
-        if (l == 0) {
-            count = 0;
-            found_edges = 0;
-        }
-        reached += size;
-        depth++;
-        __global int *t = cur;
-        cur = nxt;
-        nxt = t;
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (l == 0) {
-        out[0] = depth;
-        out[1] = reached;
-    }
+    return 0;
 }

@@ -1,0 +1,137 @@
+"""A frontier app's every level in one work-group's launch on a GPU alone, for a small
+input (issue 29: never slower than the best single device).
+
+On a graph of a few thousand vertices a level of BFS or SSSP is microseconds of work, while
+each launch and host round trip costs tens of microseconds: on one H200 the GPU's usual
+BFS (top-down batches, bottom-up steps, 12-68 launches and 3-8 host waits on the real
+graphs under 130,000 entries) took 2.1-3.2 ms, and the CPU's walk (one PoCL launch, but six
+commands) 0.66-1.96 ms, where scipy's ``breadth_first_order`` took 0.11-0.84 ms. Here one
+work-group runs every level itself (``group_levels`` in ``opencl/skeleton/grouplevels.cl``,
+the app's edge action before it: ``opencl/apps/bfs/group.cl``, ``opencl/apps/sssp/group.cl``;
+each level's edges shared over the work-items by a scan of the list's out-degrees), so a
+run is one launch and one read of its per-level counts. BFS runs top-down only and SSSP
+frontier Bellman-Ford without piles: on inputs this small each level touches few edges,
+and the answer is the same (levels; the float32 fixed point). On the same H200 a BFS run
+took 0.17-0.36 ms on the six real graphs under 130,000 entries (3.5 us a level on
+luxembourg's 952, where the CPU's walk is as fast; benchmarks/RESULTS.md).
+
+It runs where the plan leaves the GPU alone, in one process, on an input of at most the
+app's number of entries (``EngineOptions.group_loop='auto'``,
+:meth:`~finepar.engine.EngineOptions.small_form`), with the app's default way of running (no
+iteration cap, no direction or pile asked for); ``'always'`` takes it on any one-device
+plan and input, the CPU's too (one work-item there: the emulated pair's tests). A CPU
+device is otherwise left to its walk (:mod:`finepar.engine.walk`,
+:mod:`finepar.engine.heapwalk`), the same loop in one work-item. Whether the GPU's launch
+beats the CPU's walk on an input is the whole-run choice's to measure
+(:mod:`finepar.split.answer`).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..device import cl
+from .trace import FrontierTrace
+
+#: The skeleton, concatenated after the app's fragment.
+SKELETON = "skeleton/grouplevels.cl"
+#: The widest work-group used on a GPU.
+GPU_GROUP = 1024
+#: A chunk of a level's list whose every vertex has at most this many out-edges skips the
+#: scan of its degrees: each work-item takes its own vertex's edges (``SHORT_ROW`` in the
+#: skeleton; a road graph's levels).
+SHORT_ROW = 8
+#: Levels whose counts the first read brings back for the trace; a deeper run reads the
+#: rest in a second.
+FIRST_LEVELS = 512
+
+
+def applies(engine, graph, limit: int, usual: bool) -> bool:
+    """Whether ``engine`` runs an app's levels in one work-group: one device, one process,
+    int32 offsets, the app's default way of running (``usual``), and a GPU device alone on
+    an input of at most ``limit`` entries (or ``group_loop='always'`` on either role)."""
+    if (not usual or len(engine.roles) != 1 or getattr(engine, "comm", None) is not None
+            or graph.nnz >= 2**31 or graph.indptr.dtype != np.int32):
+        return False
+    if getattr(engine.options, "group_loop", "auto") == "always":
+        return True
+    role = engine.roles[0]
+    return (role == "gpu" and engine.pair.side(role).info.kind == "gpu"
+            and engine.options.small_form(graph.nnz, limit))
+
+
+def group_size(side) -> int:
+    """The work-group's size on ``side``: one work-item on a CPU device (the emulated GPU
+    role too), else the largest power of two it allows, at most :data:`GPU_GROUP`."""
+    if side.info.kind == "cpu":
+        return 1
+    return 1 << (min(GPU_GROUP, int(side.info.max_work_group_size)).bit_length() - 1)
+
+
+class GroupLevels:
+    """The launch's buffers on an engine's one device (built once an engine).
+
+    Parameters
+    ----------
+    engine : Engine
+        One device.
+    graph : Graph
+        The out-edge CSR the levels follow (int32 offsets); its values uploaded where
+        ``with_data``.
+    fragment : str
+        The app's fragment (``GROUP_ARGS``, ``GROUP_INIT``, ``GROUP_ROOT``, ``GROUP_EDGE``).
+    with_data : bool
+        Upload the values (:attr:`data`; else a dummy buffer).
+    """
+
+    def __init__(self, engine, graph, fragment: str, with_data: bool = False):
+        self.role = role = engine.roles[0]
+        side = engine.pair.side(role)
+        self.wg = group_size(side)
+        self.indptr, self.indices, _ = engine.global_csr(role, graph)
+        self.data = engine.dummy(role)
+        if with_data:  # shared with the push side's list where it uploaded them
+            from ..device import alloc
+            key = ("data", role, id(graph))
+            if key not in engine._global_csr:
+                engine._global_csr[key] = (alloc(side, graph.data, read_only=True),)
+            self.data = engine._global_csr[key][0]
+        self.graph = graph
+        self.kernel = engine.pair.kernel(side, (fragment, SKELETON),
+                                         {"SHORT_ROW": int(SHORT_ROW)}, "group_levels")
+        n = max(graph.n, 1)
+        self.lists = [engine.scratch(role, np.zeros(n, np.int32)) for _ in range(2)]
+        self.out = engine.scratch(role, np.zeros(4 + 2 * graph.n, np.int32))
+        self.host = np.zeros(4 + 2 * graph.n, np.int32)
+
+    def run(self, engine, root: int, args: tuple, direction: str) -> tuple:
+        """Every level from ``root`` in one launch with the fragment's ``args``, then one
+        read of the counts (two past :data:`FIRST_LEVELS` levels).
+
+        Returns
+        -------
+        (int, FrontierTrace, str)
+            Levels run (the last found nothing), their trace (one launch, ``direction on
+            ROLE (work-group)``), and ``'group'``: the app's vectors are on the role.
+        """
+        role, wg, mod, h, g = self.role, self.wg, cl(), self.host, self.graph
+        t0 = time.perf_counter()
+        engine.launch(role, self.kernel, wg, (
+            np.int32(g.n), np.int32(root), np.int32(g.n + 1), self.indptr, self.indices,
+            *args, *self.lists, self.out, mod.LocalMemory(4 * wg), mod.LocalMemory(4 * wg)),
+            kind="group", wg=wg, wait=False)
+        engine.read_buffer(role, h, self.out, min(2 + 2 * FIRST_LEVELS, h.size))
+        depth = int(h[0])
+        if depth > FIRST_LEVELS:
+            engine.read_buffer(role, h, self.out, 2 + 2 * depth)
+        found = h[2:2 + 2 * depth:2].tolist()
+        found_edges = h[3:3 + 2 * depth:2].tolist()
+        root_edges = int(g.indptr[root + 1] - g.indptr[root])
+        levels = list(zip([1] + found[:-1], [root_edges] + found_edges[:-1], found,
+                          found_edges))
+        trace = FrontierTrace()
+        trace.add("group", levels, 1, time.perf_counter() - t0, "empty", direction=direction,
+                  where=f"{role} (work-group)")
+        return depth, trace, "group"

@@ -1,0 +1,159 @@
+"""A small input's BFS and SSSP in one work-group's launch
+(``finepar/engine/grouplevels.py``, ``opencl/skeleton/grouplevels.cl``): BFS's answers by
+the Graph500 rules, SSSP's as the float32 fixed point, against the references and the
+CPU's walks, and the rule that takes it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from conftest import generated_graph, shared_graph
+from finepar import api, apps
+from finepar.apps import bfs
+from finepar.engine import EngineOptions, grouplevels
+from finepar.io import from_scipy
+
+MODES = ("shared", "split")
+
+
+def chain_graph(n: int = 700):
+    """A path of ``n`` vertices, both ways, with a branch at every tenth: ``n`` levels
+    from vertex 0, more than :data:`grouplevels.FIRST_LEVELS` (a second read)."""
+    import scipy.sparse as sp
+    src = np.arange(n - 1)
+    twigs = np.arange(0, n - 1, 10)
+    rows = np.concatenate([src, src + 1, twigs, np.full(twigs.size, n)])
+    cols = np.concatenate([src + 1, src, np.full(twigs.size, n), twigs])
+    a = sp.csr_matrix((np.ones(rows.size, np.float32), (rows, cols)), shape=(n + 1, n + 1))
+    return from_scipy(a, name="chain")
+
+
+def graph(name: str):
+    if name == "chain":
+        return chain_graph()
+    if name == "graph500:10":
+        return generated_graph(10, 0)
+    return shared_graph(name)
+
+
+@pytest.mark.parametrize("width,short", [(1, 8), (64, 8), (64, 0), (64, 1 << 30)])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("role", ["gpu", "cpu"])
+@pytest.mark.parametrize("name", ["USPowerGrid.mtx", "adder_dcop_05.mtx", "graph500:10",
+                                  "wiki-Vote.txt", "chain"])
+def test_bfs_in_one_work_group(name, role, mode, width, short, pairs, monkeypatch):
+    """Levels equal the reference's and parents form a BFS tree (the app's check, by the
+    Graph500 rules), on a power grid, a circuit with rows of a thousand entries (a hub's
+    edges shared over the work-items), a Kronecker graph with isolated vertices, a
+    directed graph and a path deeper than the first read; one work-item (a CPU's) and 64
+    (barriers and the degrees' scan, on PoCL), with short chunks taking their own edges
+    (the default), every chunk scanned (0) or none (2^30), either device, both memory
+    modes: one launch a run, one wait (two past the first read's levels), and the same
+    levels, vertices reached and edges traversed as the CPU's walk."""
+    monkeypatch.setattr(grouplevels, "group_size", lambda side: width)
+    monkeypatch.setattr(grouplevels, "SHORT_ROW", short)
+    g = graph(name)
+    root = 0 if name == "chain" else None
+    res, rep = api.run("bfs", g, pair=pairs[mode], devices=role, warmup=False, root=root,
+                       options=EngineOptions(group_loop="always"))
+    app = apps.get("bfs")
+    params = app.check_params(g, {"root": root})
+    assert app.check(g, res, app.reference(g, params), params) == ""
+    assert res.extra["where"] == "group"
+    assert res.extra["steps"] == {f"top-down on {role} (work-group)": res.iterations}
+    assert rep.timings["launches"][role] == 1
+    assert rep.timings["host_syncs"] == 1 + (res.iterations > grouplevels.FIRST_LEVELS)
+    walk, _ = api.run("bfs", g, pair=pairs[mode], devices="cpu", warmup=False, root=root,
+                      options=EngineOptions(group_loop="none"))
+    assert walk.extra["where"] != "group"
+    assert (res.iterations, res.extra["reached"], res.work_edges) == \
+        (walk.iterations, walk.extra["reached"], walk.work_edges)
+    np.testing.assert_array_equal(res.values, walk.values)
+
+
+def test_the_rule_that_takes_one_work_group(pairs, monkeypatch):
+    """Under ``auto`` only a GPU device alone takes it (the emulated pair's GPU role is a
+    CPU: its usual path), up to :data:`bfs.GROUP_NNZ` entries, with the default
+    direction and no iteration cap; ``none`` never; and the run's answer is right
+    whichever path it took."""
+    g = shared_graph("USPowerGrid.mtx")
+    pair = pairs["split"]
+    app = apps.get("bfs")
+    ref = app.reference(g, app.check_params(g, {}))
+
+    def where(**kw):
+        opts = kw.pop("options", None)
+        res, _ = api.run("bfs", g, pair=pair, devices="gpu", warmup=False,
+                         **({"options": opts} if opts else {}), **kw)
+        if "max_iter" not in kw:  # a capped run stops short of the answer
+            np.testing.assert_array_equal(res.values, ref)
+        return res.extra["where"]
+
+    assert where() != "group"  # PoCL plays the GPU: left to the usual path
+    monkeypatch.setattr(pair.gpu, "info", dataclasses.replace(pair.gpu.info, kind="gpu"))
+    monkeypatch.setattr(grouplevels, "group_size", lambda side: 1)
+    assert where() == "group"
+    assert where(direction="top-down") != "group"
+    assert where(max_iter=3) != "group"
+    assert where(options=EngineOptions(group_loop="none")) != "group"
+    monkeypatch.setattr(bfs, "GROUP_NNZ", g.nnz - 1)
+    assert where() != "group"
+    assert where(options=EngineOptions(group_loop="always")) == "group"
+
+
+def weighted_graph():
+    """Graph500 scale 10 with lengths drawn from 1 to 100 (float32): rounds that relax a
+    vertex again, unlike a BFS's."""
+    g = generated_graph(10, 0)
+    rng = np.random.default_rng(7)
+    import scipy.sparse as sp
+    a = sp.csr_matrix((rng.uniform(1, 100, g.nnz).astype(np.float32), g.indices, g.indptr),
+                      shape=(g.n, g.n))
+    return from_scipy(a, name="weighted")
+
+
+@pytest.mark.parametrize("width,short", [(1, 8), (64, 8), (64, 0)])
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("role", ["gpu", "cpu"])
+@pytest.mark.parametrize("name,weights", [("USPowerGrid.mtx", "values"),
+                                          ("adder_dcop_05.mtx", "abs"),
+                                          ("weighted", "values"), ("chain", "values")])
+def test_sssp_in_one_work_group(name, weights, role, mode, width, short, pairs, monkeypatch):
+    """The float32 fixed point (the app's check, exact, and its bound to float64 Dijkstra)
+    on a pattern graph (one length: no array read), a circuit's magnitudes, random lengths
+    (vertices relaxed again) and a deep path; one work-item and 64, either device, both
+    memory modes: one launch a run, and the same distances, bit for bit, as the CPU's
+    Dijkstra walk."""
+    monkeypatch.setattr(grouplevels, "group_size", lambda side: width)
+    monkeypatch.setattr(grouplevels, "SHORT_ROW", short)
+    g = weighted_graph() if name == "weighted" else graph(name)
+    root = 0 if name == "chain" else None
+    res, rep = api.run("sssp", g, pair=pairs[mode], devices=role, warmup=False, root=root,
+                       weights=weights, options=EngineOptions(group_loop="always"))
+    app = apps.get("sssp")
+    params = app.check_params(g, {"root": root, "weights": weights})
+    assert app.check(g, res, app.reference(g, params), params) == ""
+    assert res.extra["where"] == "group" and res.converged
+    assert res.extra["steps"] == {f"push on {role} (work-group)": res.iterations}
+    assert rep.timings["launches"][role] == 1
+    walk, _ = api.run("sssp", g, pair=pairs[mode], devices="cpu", warmup=False, root=root,
+                      weights=weights, options=EngineOptions(group_loop="none"))
+    assert walk.extra["where"] != "group"
+    np.testing.assert_array_equal(res.values, walk.values)
+    assert res.extra["reached"] == walk.extra["reached"]
+
+
+def test_sssp_asked_for_piles_keeps_its_usual_path(pairs, monkeypatch):
+    """An SSSP run that asks for its own way (``static``, ``delta``, ``unbounded``,
+    ``max_iter``) runs the usual frontier loop even under ``always``; the default takes
+    the one launch."""
+    g = weighted_graph()
+    opts = EngineOptions(group_loop="always")
+    for kw, group in (({}, True), ({"static": True}, False), ({"delta": 5.0}, False),
+                      ({"unbounded": True}, False), ({"max_iter": 50}, False)):
+        res, _ = api.run("sssp", g, pair=pairs["split"], devices="gpu", warmup=False,
+                         options=opts, **kw)
+        assert (res.extra["where"] == "group") is group, kw
