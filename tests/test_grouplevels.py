@@ -39,22 +39,20 @@ def graph(name: str):
     return shared_graph(name)
 
 
-@pytest.mark.parametrize("width,short", [(1, 8), (64, 8), (64, 0), (64, 1 << 30)])
+@pytest.mark.parametrize("width", [1, 64])
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("role", ["gpu", "cpu"])
 @pytest.mark.parametrize("name", ["USPowerGrid.mtx", "adder_dcop_05.mtx", "graph500:10",
                                   "wiki-Vote.txt", "chain"])
-def test_bfs_in_one_work_group(name, role, mode, width, short, pairs, monkeypatch):
+def test_bfs_in_one_work_group(name, role, mode, width, pairs, monkeypatch):
     """Levels equal the reference's and parents form a BFS tree (the app's check, by the
     Graph500 rules), on a power grid, a circuit with rows of a thousand entries (a hub's
     edges shared over the work-items), a Kronecker graph with isolated vertices, a
     directed graph and a path deeper than the first read; one work-item (a CPU's) and 64
-    (barriers and the degrees' scan, on PoCL), with short chunks taking their own edges
-    (the default), every chunk scanned (0) or none (2^30), either device, both memory
-    modes: one launch a run, one wait (two past the first read's levels), and the same
-    levels, vertices reached and edges traversed as the CPU's walk."""
+    (barriers and the degrees' scan, on PoCL), either device, both memory modes: one
+    launch a run, one wait (two past the first read's levels), and the same levels,
+    vertices reached and edges traversed as the CPU's walk."""
     monkeypatch.setattr(grouplevels, "group_size", lambda side: width)
-    monkeypatch.setattr(grouplevels, "SHORT_ROW", short)
     g = graph(name)
     root = 0 if name == "chain" else None
     res, rep = api.run("bfs", g, pair=pairs[mode], devices=role, warmup=False, root=root,
@@ -115,20 +113,19 @@ def weighted_graph():
     return from_scipy(a, name="weighted")
 
 
-@pytest.mark.parametrize("width,short", [(1, 8), (64, 8), (64, 0)])
+@pytest.mark.parametrize("width", [1, 64])
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("role", ["gpu", "cpu"])
 @pytest.mark.parametrize("name,weights", [("USPowerGrid.mtx", "values"),
                                           ("adder_dcop_05.mtx", "abs"),
                                           ("weighted", "values"), ("chain", "values")])
-def test_sssp_in_one_work_group(name, weights, role, mode, width, short, pairs, monkeypatch):
+def test_sssp_in_one_work_group(name, weights, role, mode, width, pairs, monkeypatch):
     """The float32 fixed point (the app's check, exact, and its bound to float64 Dijkstra)
     on a pattern graph (one length: no array read), a circuit's magnitudes, random lengths
     (vertices relaxed again) and a deep path; one work-item and 64, either device, both
     memory modes: one launch a run, and the same distances, bit for bit, as the CPU's
     Dijkstra walk."""
     monkeypatch.setattr(grouplevels, "group_size", lambda side: width)
-    monkeypatch.setattr(grouplevels, "SHORT_ROW", short)
     g = weighted_graph() if name == "weighted" else graph(name)
     root = 0 if name == "chain" else None
     res, rep = api.run("sssp", g, pair=pairs[mode], devices=role, warmup=False, root=root,

@@ -39,10 +39,6 @@ from .trace import FrontierTrace
 SKELETON = "skeleton/grouplevels.cl"
 #: The widest work-group used on a GPU.
 GPU_GROUP = 1024
-#: A chunk of a level's list whose every vertex has at most this many out-edges skips the
-#: scan of its degrees: each work-item takes its own vertex's edges (``SHORT_ROW`` in the
-#: skeleton; a road graph's levels).
-SHORT_ROW = 8
 #: Levels whose counts the first read brings back for the trace; a deeper run reads the
 #: rest in a second.
 FIRST_LEVELS = 512
@@ -99,8 +95,7 @@ class GroupLevels:
                 engine._global_csr[key] = (alloc(side, graph.data, read_only=True),)
             self.data = engine._global_csr[key][0]
         self.graph = graph
-        self.kernel = engine.pair.kernel(side, (fragment, SKELETON),
-                                         {"SHORT_ROW": int(SHORT_ROW)}, "group_levels")
+        self.kernel = engine.pair.kernel(side, (fragment, SKELETON), {}, "group_levels")
         n = max(graph.n, 1)
         self.lists = [engine.scratch(role, np.zeros(n, np.int32)) for _ in range(2)]
         self.out = engine.scratch(role, np.zeros(4 + 2 * graph.n, np.int32))

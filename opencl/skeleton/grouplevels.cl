@@ -8,9 +8,10 @@
  * scan of the degrees in local memory (Hillis and Steele) gives the chunk's edges, and the
  * work-items stride over those edges, each finding its edge's vertex by a binary search of
  * the scan (Merrill, Garland and Grimshaw, PPoPP 2012: a gather balanced over edges, not
- * vertices, so a hub's thousand edges stall no work-item). A chunk whose every vertex has at
- * most SHORT_ROW out-edges skips the scan: each work-item takes its own vertex's edges (a
- * road graph's levels: luxembourg's 952 of 1-6 edges a vertex). The app's fragment, concatenated
+ * vertices, so a hub's thousand edges stall no work-item; on a road graph too, where each
+ * edge is its own work-item's one chain of dependent reads: a variant in which a chunk of
+ * vertices of at most 8 edges each took its own vertex's edges ran luxembourg's BFS in
+ * 4.38 ms against 3.99, benchmarks/RESULTS.md). The app's fragment, concatenated
  * before this file, defines
  *   GROUP_ARGS            its kernel arguments (after the CSR);
  *   GROUP_INIT(v)         vertex v's state before the run (every vertex);
@@ -20,10 +21,6 @@
  * out (int): [0] levels run (the last one found nothing), [1] vertices listed over the
  * run (the root too), [2 + 2d] and [3 + 2d] level d's list and its out-edges, for the first
  * max_rec levels. */
-
-#ifndef SHORT_ROW
-#define SHORT_ROW 8
-#endif
 
 /* Edge k, u -> v: where the app lists v, append it to the next list and count its edges. */
 #define LIST(u, v, k)                                                        \
@@ -39,7 +36,7 @@ __kernel void group_levels(const int n, const int root, const int max_rec,
                            __local int *lv, __local int *lo)
 {
     const int l = (int)get_local_id(0), W = (int)get_local_size(0);
-    __local int count, found_edges, long_chunk;  /* the last chunk with a long row */
+    __local int count, found_edges;
     for (int v = l; v < n; v += W) GROUP_INIT(v);
     barrier(CLK_GLOBAL_MEM_FENCE);
     if (l == 0) {
@@ -47,33 +44,21 @@ __kernel void group_levels(const int n, const int root, const int max_rec,
         qa[0] = root;
         count = 0;
         found_edges = 0;
-        long_chunk = 0;
     }
     barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
     __global int *cur = qa, *nxt = qb;
-    int size = 1, depth = 0, reached = 1, chunk = 0;
+    int size = 1, depth = 0, reached = 1;
     while (size > 0) {
         for (int base = 0; base < size; base += W) {
             const int i = base + l;
-            int u = -1, k0 = 0, deg = 0;
+            int u = -1, deg = 0;
             if (i < size) {
                 u = cur[i];
-                k0 = indptr[u];
-                deg = indptr[u + 1] - k0;
+                deg = indptr[u + 1] - indptr[u];
             }
             lv[l] = u;
             lo[l] = deg;
-            chunk++;  /* rising: no flag to clear between chunks */
-            if (deg > SHORT_ROW) atomic_max(&long_chunk, chunk);
             barrier(CLK_LOCAL_MEM_FENCE);
-            if (long_chunk != chunk) {  /* every row short: each its own edges */
-                for (int k = k0; k < k0 + deg; k++) {
-                    const int v = indices[k];
-                    LIST(u, v, k)
-                }
-                barrier(CLK_LOCAL_MEM_FENCE);  /* the flag read before the next chunk's */
-                continue;
-            }
             for (int off = 1; off < W; off <<= 1) {
                 const int t = l >= off ? lo[l - off] : 0;
                 barrier(CLK_LOCAL_MEM_FENCE);
