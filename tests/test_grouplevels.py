@@ -154,3 +154,48 @@ def test_sssp_asked_for_piles_keeps_its_usual_path(pairs, monkeypatch):
         res, _ = api.run("sssp", g, pair=pairs["split"], devices="gpu", warmup=False,
                          options=opts, **kw)
         assert (res.extra["where"] == "group") is group, kw
+
+
+def test_the_rule_that_plans_for_the_gpu_alone(pairs):
+    """``one_device`` (nothing tuned or measured) takes the GPU for a small, shallow input
+    of BFS or SSSP run the usual way on a real GPU: not a deep road graph (luxembourg's
+    952 levels, left to the whole-run choice), not past the size rule, not under
+    ``always`` or ``none``, not on an emulated pair; and a default run by the rule is
+    right."""
+    from types import SimpleNamespace
+    real = SimpleNamespace(emulated=False, gpu=SimpleNamespace(info=SimpleNamespace(kind="gpu")))
+    grid, lux = shared_graph("USPowerGrid.mtx"), shared_graph("luxembourg.mtx")
+    for name in ("bfs", "sssp"):
+        app = apps.get(name)
+        m = app.matrix(grid)
+        assert app.one_device(real, m, {}) == "gpu"
+        assert app.one_device(real, app.matrix(lux), {}) is None  # 952 levels
+        assert app.one_device(pairs["split"], m, {}) is None  # emulated
+        for opts in (EngineOptions(group_loop="always"), EngineOptions(group_loop="none")):
+            assert app.one_device(real, m, {}, opts) is None
+        assert app.one_device(real, m, {"max_iter": 3}) is None
+    assert apps.get("bfs").one_device(real, grid, {"direction": "top-down"}) is None
+    assert apps.get("sssp").one_device(real, grid, {"delta": 2.0}) is None
+    assert grouplevels.by_rule(real, grid, grid.nnz - 1, True) is None
+    assert grouplevels.by_rule(real, grid, grid.nnz, True) == "gpu"
+
+
+@pytest.mark.parametrize("name,kw", [("bfs", {"direction": "top-down"}),
+                                     ("sssp", {"static": True})])
+def test_the_push_list_is_built_on_first_use(name, kw, pairs):
+    """A small input's engine leaves the push side's list unbuilt while its runs take one
+    work-group's launch, and builds it for the first run that needs it, on the same
+    engine: both answers right."""
+    from finepar.split.choose import plan_for
+    g = shared_graph("USPowerGrid.mtx")
+    wl = api.Workload(name, g)
+    plan = plan_for(wl.matrix, threshold=None, devices="gpu", grouping="auto")
+    eng = wl.engine(pairs["split"], plan, EngineOptions(group_loop="always"))
+    assert eng.state[name]["queue"] is None
+    app = apps.get(name)
+    ref = app.reference(g, app.check_params(g, {}))
+    for extra, group in (({}, True), (kw, False), ({}, True)):
+        res, _ = wl.run(engine=eng, warmup=False, **extra)
+        assert (res.extra["where"] == "group") is group
+        assert app.check(g, res, ref, app.check_params(g, {})) == ""
+    assert eng.state[name]["queue"] is not None

@@ -147,14 +147,27 @@ class BFS(FrontierApp, App):
             params["root"] = int(np.argmax(graph.out_degrees()))
         return params
 
+    def usual(self, params: dict) -> bool:
+        """Whether a run with ``params`` runs BFS the default way (the direction left to
+        Beamer's switch, no ``max_iter``): what one work-group's levels compute."""
+        return params.get("direction", "auto") == "auto" and params.get("max_iter") is None
+
+    def one_device(self, pair, matrix: Graph, params: dict, options=None) -> str | None:
+        """The GPU alone on a small, shallow input by rule
+        (:func:`~finepar.engine.grouplevels.by_rule`: one work-group's levels there beat
+        every plan), else None (the whole-run choice)."""
+        return grouplevels.by_rule(pair, matrix, GROUP_NNZ, self.usual(params), options)
+
     def early_programs(self, pair, matrix: Graph, params: dict) -> list:
-        """The push list's program on the GPU (the usual push role) and the run's start;
-        on a small input also the one work-group's (:mod:`~finepar.engine.grouplevels`)."""
-        small = ([("gpu", (GROUP_FRAGMENT, grouplevels.SKELETON), {})]
-                 if matrix.nnz <= GROUP_NNZ else [])
+        """The one work-group's program alone where :meth:`one_device` takes the GPU by
+        rule; else the push list's program on the GPU (the usual push role) and the run's
+        start, and on a small input the one work-group's too."""
+        group = [("gpu", (GROUP_FRAGMENT, grouplevels.SKELETON), {})]
+        if self.one_device(pair, matrix, params):
+            return group
         return [("gpu", ("apps/bfs/frontier.cl", "skeleton/frontier.cl"),
                  queue_defines(pair.gpu.info, matrix, role="gpu")),
-                ("gpu", START_SOURCES, {}), *small]
+                ("gpu", START_SOURCES, {}), *(group if matrix.nnz <= GROUP_NNZ else [])]
 
     def prepare(self, engine: Engine, graph: Graph) -> dict:
         n = graph.n
@@ -170,12 +183,18 @@ class BFS(FrontierApp, App):
         # across ranks each level is merged: no walk of many levels on one rank
         pp = self.prepare_push(engine, None if across else graph, roles=own)
         push = pp["push_role"]
+        # a small input's usual runs take one work-group's launch: the list on first use
+        later = grouplevels.applies(engine, graph, GROUP_NNZ, True)
         out = {"outdeg": outdeg, "words": words, **pp, "csr": (graph.indptr, graph.indices),
-               "queue": (FrontierQueue(engine, push, graph, ("apps/bfs/frontier.cl", "skeleton/frontier.cl"))
-                         if push is not None else None)}
+               "queue": (self._queue(engine, push, graph)
+                         if push is not None and not later else None)}
         if across and push is not None:  # levels merged over the ranks (apps/bfsranks.py)
             out.update(bfsranks.prepare(engine, push, n))
         return out
+
+    def _queue(self, engine: Engine, push: str, graph: Graph) -> FrontierQueue:
+        """The push side's list of top-down levels."""
+        return FrontierQueue(engine, push, graph, ("apps/bfs/frontier.cl", "skeleton/frontier.cl"))
 
     # ------------------------------------------------------------ the loop's hooks
     def start_host(self, engine: Engine, st: dict):
@@ -455,6 +474,9 @@ class BFS(FrontierApp, App):
         elif self.in_group(engine, graph, params):  # a small input: one launch
             iters, trace, where = self._group_levels(engine, graph, st["root"])
         else:
+            if st["queue"] is None and st["push_role"] is not None:  # left to first use
+                st["queue"] = engine.state[self.name]["queue"] = self._queue(
+                    engine, st["push_role"], graph)
             iters, trace, where = self.frontier_loop(engine, st, policy=None, max_iter=max_iter)
         # traversed edges from the tallies: every discovered vertex's out-degree was
         # counted when it was found (the root's here)
@@ -477,8 +499,7 @@ class BFS(FrontierApp, App):
         """Whether a run with ``params`` takes every level in one work-group's launch
         (:func:`~finepar.engine.grouplevels.applies`, up to :data:`GROUP_NNZ` entries;
         the default direction, no ``max_iter``)."""
-        usual = params.get("direction", "auto") == "auto" and params.get("max_iter") is None
-        return grouplevels.applies(engine, graph, GROUP_NNZ, usual)
+        return grouplevels.applies(engine, graph, GROUP_NNZ, self.usual(params))
 
     def _group_levels(self, engine: Engine, graph: Graph, root: int):
         """Every level top-down in one launch (built once an engine)."""

@@ -225,15 +225,27 @@ class SSSP(FrontierApp, App):
         engine.prepare_exchange()
         pp = self.prepare_push(engine, graph)
         push = pp["push_role"]
-        if push is None:
-            return {"outdeg": outdeg, **pp, "queue": None, "mean_length": {}}
+        out = {"outdeg": outdeg, **pp, "queue": None, "mean_length": {}}
+        if push is not None and not grouplevels.applies(engine, graph, GROUP_NNZ, True):
+            out.update(self._push_state(engine, push, graph))  # else built on first use
+        return out
+
+    def _push_state(self, engine: Engine, push: str, graph: Graph) -> dict:
+        """The push side's list, far piles and refill kernel (a small input's usual runs
+        take one work-group's launch and never build them: :meth:`_ensure_push`)."""
         q = FrontierQueue(engine, push, graph, ("apps/sssp/frontier.cl", "skeleton/frontier.cl",
                                                 "apps/sssp/refill.cl"),
                           with_data=not graph.pattern, refill=True)
-        piles = {k: engine.scratch(push, np.full(max(n, 1), -1, np.int32))
+        piles = {k: engine.scratch(push, np.full(max(graph.n, 1), -1, np.int32))
                  for k in ("fstamp", "far0", "far1")}
-        return {"outdeg": outdeg, **pp, "queue": q, **piles,
-                "refill": cl().Kernel(q.program, "far_refill"), "mean_length": {}}
+        return {"queue": q, **piles, "refill": cl().Kernel(q.program, "far_refill")}
+
+    def _ensure_push(self, engine: Engine, graph: Graph, st: dict) -> None:
+        """Build the push side's state where :meth:`prepare` left it to its first use."""
+        if st["queue"] is None and st["push_role"] is not None:
+            state = engine.state[self.name]
+            state.update(self._push_state(engine, st["push_role"], graph))
+            st.update(state)
 
     def default_delta(self, graph: Graph, st: dict, weights: str) -> float:
         """cuGraph's near-far seed: 32 x the mean edge length / the mean out-degree (once
@@ -401,6 +413,7 @@ class SSSP(FrontierApp, App):
         if self.in_group(engine, graph, p):  # a small input: one launch
             iters, trace, where = self._group_levels(engine, graph, st)
         else:
+            self._ensure_push(engine, graph, st)
             iters, trace, where = self.frontier_loop(engine, st, policy=policy,
                                                      max_iter=p.get("max_iter"))
         last = trace.last()
@@ -416,14 +429,28 @@ class SSSP(FrontierApp, App):
                                 "walk_queue": (st["walker"].queue_kind
                                                if st.get("walker") is not None else None)})
 
+    def usual(self, params: dict) -> bool:
+        """Whether a run with ``params`` runs SSSP the default way: not ``static`` or
+        ``unbounded``, no ``delta`` (the piles asked for) and no ``max_iter``."""
+        return not (params.get("static") or params.get("unbounded")
+                    or params.get("delta") is not None or params.get("max_iter") is not None)
+
     def in_group(self, engine: Engine, graph: Graph, params: dict) -> bool:
         """Whether a run with ``params`` takes every round in one work-group's launch
-        (:func:`~finepar.engine.grouplevels.applies`, up to :data:`GROUP_NNZ` entries):
-        not ``static`` or ``unbounded``, no ``delta`` (the piles asked for) and no
-        ``max_iter``."""
-        usual = not (params.get("static") or params.get("unbounded")
-                     or params.get("delta") is not None or params.get("max_iter") is not None)
-        return grouplevels.applies(engine, graph, GROUP_NNZ, usual)
+        (:func:`~finepar.engine.grouplevels.applies`, up to :data:`GROUP_NNZ` entries, the
+        default way: :meth:`usual`)."""
+        return grouplevels.applies(engine, graph, GROUP_NNZ, self.usual(params))
+
+    def one_device(self, pair, matrix: Graph, params: dict, options=None) -> str | None:
+        """The GPU alone on a small, shallow input by rule
+        (:func:`~finepar.engine.grouplevels.by_rule`), else None (the whole-run choice)."""
+        return grouplevels.by_rule(pair, matrix, GROUP_NNZ, self.usual(params), options)
+
+    def early_programs(self, pair, matrix: Graph, params: dict) -> list:
+        """The one work-group's program where :meth:`one_device` takes the GPU by rule."""
+        if self.one_device(pair, matrix, params):
+            return [("gpu", (GROUP_FRAGMENT, grouplevels.SKELETON), {})]
+        return []
 
     def _group_levels(self, engine: Engine, graph: Graph, st: dict):
         """Every round of frontier Bellman-Ford in one launch (built once an engine)."""

@@ -33,6 +33,7 @@ import time
 import numpy as np
 
 from ..device import cl
+from .levels import level_profile
 from .trace import FrontierTrace
 
 #: The skeleton, concatenated after the app's fragment.
@@ -56,6 +57,32 @@ def applies(engine, graph, limit: int, usual: bool) -> bool:
     role = engine.roles[0]
     return (role == "gpu" and engine.pair.side(role).info.kind == "gpu"
             and engine.options.small_form(graph.nnz, limit))
+
+
+#: A small input whose host BFS from the default root takes more levels than this is left
+#: to the whole-run choice (:func:`by_rule`): there the CPU's walk can win, a level costing
+#: the GPU's one work-group 3.6-4.5 us against the walk's few hundred nanoseconds. On one
+#: H200 luxembourg's 952 levels took 3.6-4.3 ms on the GPU and 3.0-3.8 on the CPU's walk;
+#: USPowerGrid's 33, 0.34 against 0.93 (benchmarks/RESULTS.md).
+DEEP_LEVELS = 256
+
+
+def by_rule(pair, matrix, limit: int, usual: bool, options=None) -> str | None:
+    """``'gpu'`` where a run of ``matrix`` takes the GPU's one work-group by rule, nothing
+    tuned, measured or built but the program it runs (an app's ``one_device``): the app's
+    usual way of running, ``group_loop='auto'`` and at most ``limit`` entries, a real GPU
+    (not an emulated pair's), and a host BFS from the default root of at most
+    :data:`DEEP_LEVELS` levels (:func:`~finepar.engine.levels.level_profile`); else None.
+    A cold run of such an input spent 2.9-3.3 s of its 3.7-4.1 s measuring every
+    candidate (each one's programs built cold) to pick this one."""
+    from .options import EngineOptions
+    opts = options or EngineOptions()
+    gpu = getattr(pair, "gpu", None)
+    if (not usual or opts.group_loop != "auto" or matrix.nnz > limit
+            or getattr(pair, "emulated", False) or gpu is None or gpu.info.kind != "gpu"
+            or matrix.indptr.dtype != np.int32):
+        return None
+    return "gpu" if level_profile(matrix).levels <= DEEP_LEVELS else None
 
 
 def group_size(side) -> int:
