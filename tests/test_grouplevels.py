@@ -199,3 +199,15 @@ def test_the_push_list_is_built_on_first_use(name, kw, pairs):
         assert (res.extra["where"] == "group") is group
         assert app.check(g, res, ref, app.check_params(g, {})) == ""
     assert eng.state[name]["queue"] is not None
+
+
+@pytest.mark.parametrize("name", ["USPowerGrid.mtx", "luxembourg.mtx", "wiki-Vote.txt",
+                                  "graph500:10", "chain"])
+def test_deeper_than_counts_the_host_bfs_levels(name):
+    """The rule's depth test (numpy, stopping at the bound) agrees with the host BFS's
+    level profile (scipy) at its boundary: deeper than one level fewer, not deeper than
+    its own count."""
+    from finepar.engine.levels import deeper_than, level_profile
+    g = graph(name)
+    levels = level_profile(g).levels
+    assert deeper_than(g, levels - 1) and not deeper_than(g, levels)

@@ -33,7 +33,7 @@ import time
 import numpy as np
 
 from ..device import cl
-from .levels import level_profile
+from .levels import deeper_than
 from .trace import FrontierTrace
 
 #: The skeleton, concatenated after the app's fragment.
@@ -72,7 +72,7 @@ def by_rule(pair, matrix, limit: int, usual: bool, options=None) -> str | None:
     tuned, measured or built but the program it runs (an app's ``one_device``): the app's
     usual way of running, ``group_loop='auto'`` and at most ``limit`` entries, a real GPU
     (not an emulated pair's), and a host BFS from the default root of at most
-    :data:`DEEP_LEVELS` levels (:func:`~finepar.engine.levels.level_profile`); else None.
+    :data:`DEEP_LEVELS` levels (:func:`~finepar.engine.levels.deeper_than`); else None.
     A cold run of such an input spent 2.9-3.3 s of its 3.7-4.1 s measuring every
     candidate (each one's programs built cold) to pick this one."""
     from .options import EngineOptions
@@ -82,7 +82,7 @@ def by_rule(pair, matrix, limit: int, usual: bool, options=None) -> str | None:
             or getattr(pair, "emulated", False) or gpu is None or gpu.info.kind != "gpu"
             or matrix.indptr.dtype != np.int32):
         return None
-    return "gpu" if level_profile(matrix).levels <= DEEP_LEVELS else None
+    return None if deeper_than(matrix, DEEP_LEVELS) else "gpu"
 
 
 def group_size(side) -> int:
