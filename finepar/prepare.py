@@ -60,7 +60,7 @@ def prepare(work: Workload, pair: DevicePair, *, throttle: ThrottleOptions,
         from .engine.memory import likely_programs
         from .engine.columns import programs as column_programs
         opts = options or EngineOptions()
-        early_build(pair, work.app.early_programs(pair, work.matrix, params)
+        early_build(pair, work.app.early_programs(pair, work.matrix, params, opts)
                     + (column_programs(pair, work.app.column_vectors)
                        if opts.columns != "none" and decided != "cpu" else []))
         if not alone and decided != "cpu":  # one at a time, the row operations' programs,

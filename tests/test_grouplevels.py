@@ -20,15 +20,23 @@ MODES = ("shared", "split")
 
 
 def chain_graph(n: int = 700):
-    """A path of ``n`` vertices, both ways, with a branch at every tenth: ``n`` levels
-    from vertex 0, more than :data:`grouplevels.FIRST_LEVELS` (a second read)."""
+    """A path of ``n`` vertices, both ways, with a leaf of its own at every tenth: ``n``
+    levels from vertex 0, more than :data:`grouplevels.FIRST_LEVELS` (a second read)."""
     import scipy.sparse as sp
     src = np.arange(n - 1)
     twigs = np.arange(0, n - 1, 10)
-    rows = np.concatenate([src, src + 1, twigs, np.full(twigs.size, n)])
-    cols = np.concatenate([src + 1, src, np.full(twigs.size, n), twigs])
-    a = sp.csr_matrix((np.ones(rows.size, np.float32), (rows, cols)), shape=(n + 1, n + 1))
+    leaves = n + np.arange(twigs.size)
+    rows = np.concatenate([src, src + 1, twigs, leaves])
+    cols = np.concatenate([src + 1, src, leaves, twigs])
+    m = n + twigs.size
+    a = sp.csr_matrix((np.ones(rows.size, np.float32), (rows, cols)), shape=(m, m))
     return from_scipy(a, name="chain")
+
+
+def test_the_chain_is_deeper_than_the_first_read():
+    """The deep test graph needs the second read (else that path would go untested)."""
+    from finepar.engine.levels import level_profile
+    assert level_profile(chain_graph()).levels > grouplevels.FIRST_LEVELS
 
 
 def graph(name: str):
@@ -163,7 +171,8 @@ def test_the_rule_that_plans_for_the_gpu_alone(pairs):
     ``always`` or ``none``, not on an emulated pair; and a default run by the rule is
     right."""
     from types import SimpleNamespace
-    real = SimpleNamespace(emulated=False, gpu=SimpleNamespace(info=SimpleNamespace(kind="gpu")))
+    info = dataclasses.replace(pairs["split"].gpu.info, kind="gpu")  # PoCL's, called a GPU
+    real = SimpleNamespace(emulated=False, gpu=SimpleNamespace(info=info))
     grid, lux = shared_graph("USPowerGrid.mtx"), shared_graph("luxembourg.mtx")
     for name in ("bfs", "sssp"):
         app = apps.get(name)
@@ -178,6 +187,20 @@ def test_the_rule_that_plans_for_the_gpu_alone(pairs):
     assert apps.get("sssp").one_device(real, grid, {"delta": 2.0}) is None
     assert grouplevels.by_rule(real, grid, grid.nnz - 1, True) is None
     assert grouplevels.by_rule(real, grid, grid.nnz, True) == "gpu"
+    # a directed path of 300 levels from its vertex 0 (the most out-edges: a tie, the
+    # first): deep along its out-edges, one level along the app's A^T from its own root
+    import scipy.sparse as sp
+    k = np.arange(299)
+    path = from_scipy(sp.csr_matrix((np.ones(299, np.float32), (k, k + 1)), shape=(300, 300)),
+                      name="path")
+    for name in ("bfs", "sssp"):
+        app = apps.get(name)
+        assert app.one_device(real, app.matrix(path), {}) is None
+        opts = EngineOptions(group_loop="none")  # early builds follow the run's options
+        assert [p[1] for p in app.early_programs(real, app.matrix(grid), {}, opts)] != \
+            [(f"apps/{name}/group.cl", grouplevels.SKELETON)]
+        assert [p[1] for p in app.early_programs(real, app.matrix(grid), {})] == \
+            [(f"apps/{name}/group.cl", grouplevels.SKELETON)]
 
 
 @pytest.mark.parametrize("name,kw", [("bfs", {"direction": "top-down"}),
@@ -211,3 +234,19 @@ def test_deeper_than_counts_the_host_bfs_levels(name):
     g = graph(name)
     levels = level_profile(g).levels
     assert deeper_than(g, levels - 1) and not deeper_than(g, levels)
+
+
+@pytest.mark.parametrize("name", ["bfs", "sssp"])
+def test_a_matrix_in_chunks_keeps_the_usual_path(name, pairs):
+    """A matrix a budget cuts into chunks is not put whole on the device by the one
+    work-group's launch, even under ``always``: the usual loop runs, and is right."""
+    g = generated_graph(10, 0)
+    opts = EngineOptions(group_loop="always", chunk_bytes=4 * g.nnz // 4)
+    res, _ = api.run(name, g, pair=pairs["split"], devices="gpu", warmup=False, options=opts)
+    assert res.extra["where"] != "group"
+    app = apps.get(name)
+    params = app.check_params(g, {})
+    assert app.check(g, res, app.reference(g, params), params) == ""
+    res, _ = api.run(name, g, pair=pairs["split"], devices="gpu", warmup=False,
+                     options=EngineOptions(group_loop="always"))
+    assert res.extra["where"] == "group"

@@ -213,11 +213,12 @@ class AppHooks:
         None: every op. Another op is built where it is first used."""
         return None
 
-    def early_programs(self, pair, matrix: Graph, params: dict) -> list:
+    def early_programs(self, pair, matrix: Graph, params: dict, options=None) -> list:
         """``(role, sources, defines)`` of programs the app's preparation will build whatever
         the plan, known from the matrix alone: :meth:`finepar.api.Workload.prepare` starts
         them before planning (:func:`finepar.engine.frontier.early_build`), so a compiler
-        with nothing cached works while the host plans. Default: none."""
+        with nothing cached works while the host plans; ``options`` are the run's
+        :class:`~finepar.engine.EngineOptions` (None: the defaults). Default: none."""
         return []
 
     def static_params(self) -> dict:

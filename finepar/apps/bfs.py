@@ -156,14 +156,15 @@ class BFS(FrontierApp, App):
         """The GPU alone on a small, shallow input by rule
         (:func:`~finepar.engine.grouplevels.by_rule`: one work-group's levels there beat
         every plan), else None (the whole-run choice)."""
-        return grouplevels.by_rule(pair, matrix, GROUP_NNZ, self.usual(params), options)
+        return grouplevels.by_rule(pair, matrix, GROUP_NNZ, self.usual(params), options,
+                                   transposed=True)
 
-    def early_programs(self, pair, matrix: Graph, params: dict) -> list:
+    def early_programs(self, pair, matrix: Graph, params: dict, options=None) -> list:
         """The one work-group's program alone where :meth:`one_device` takes the GPU by
         rule; else the push list's program on the GPU (the usual push role) and the run's
         start, and on a small input the one work-group's too."""
         group = [("gpu", (GROUP_FRAGMENT, grouplevels.SKELETON), {})]
-        if self.one_device(pair, matrix, params):
+        if self.one_device(pair, matrix, params, options):
             return group
         return [("gpu", ("apps/bfs/frontier.cl", "skeleton/frontier.cl"),
                  queue_defines(pair.gpu.info, matrix, role="gpu")),

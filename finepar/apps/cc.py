@@ -204,9 +204,9 @@ class ConnectedComponents(FrontierApp, App):
                 return role
         return None
 
-    def early_programs(self, pair, matrix: Graph, params: dict) -> list:
+    def early_programs(self, pair, matrix: Graph, params: dict, options=None) -> list:
         """Afforest's and FastSV's list programs on the device Afforest would take."""
-        role = self.one_device(pair, matrix, params)
+        role = self.one_device(pair, matrix, params, options)
         if role is None:
             return []
         info = pair.side(role).info

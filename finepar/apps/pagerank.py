@@ -180,9 +180,9 @@ class PageRank(App):
             return None
         return "gpu"
 
-    def early_programs(self, pair, matrix: Graph, params: dict) -> list:
+    def early_programs(self, pair, matrix: Graph, params: dict, options=None) -> list:
         """The work-group loop's program on the device :meth:`one_device` takes."""
-        role = self.one_device(pair, matrix, params)
+        role = self.one_device(pair, matrix, params, options)
         if role is None:
             return []
         return [(role, powerloop.PROGRAM,

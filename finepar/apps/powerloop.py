@@ -57,19 +57,19 @@ def applies(engine, graph, renumbered: bool) -> bool:
 
 def wanted(nnz: int, options, limit: int | None = None) -> bool:
     """Whether ``options.group_loop`` asks for the small input's form of a run on an
-    input of ``nnz`` entries: ``always``, or ``auto`` where it is :func:`small` (PageRank's
-    loop, and CC's unsampled Afforest with its own ``limit`` on a GPU)."""
+    input of ``nnz`` entries: ``always``, or ``auto`` up to ``limit`` entries (default
+    :data:`GROUP_LOOP_NNZ`; PageRank's loop, and CC's unsampled Afforest with its own limit
+    on a GPU)."""
     from ..engine import EngineOptions
     return (options or EngineOptions()).small_form(
         nnz, GROUP_LOOP_NNZ if limit is None else limit)
 
 
-def small(nnz: int, options, limit: int | None = None) -> bool:
-    """Whether an input of ``nnz`` entries is small enough (at most ``limit``, by default
-    :data:`GROUP_LOOP_NNZ` as it is at the call) and ``options.group_loop`` allows it (not
+def small(nnz: int, options) -> bool:
+    """Whether an input of ``nnz`` entries is small enough for the loop (at most
+    :data:`GROUP_LOOP_NNZ`, as it is at the call) and ``options.group_loop`` allows it (not
     ``none``)."""
-    limit = GROUP_LOOP_NNZ if limit is None else limit
-    return getattr(options, "group_loop", "auto") != "none" and int(nnz) <= limit
+    return getattr(options, "group_loop", "auto") != "none" and int(nnz) <= GROUP_LOOP_NNZ
 
 
 def group_size(side, role: str) -> int:

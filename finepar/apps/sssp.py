@@ -243,9 +243,9 @@ class SSSP(FrontierApp, App):
     def _ensure_push(self, engine: Engine, graph: Graph, st: dict) -> None:
         """Build the push side's state where :meth:`prepare` left it to its first use."""
         if st["queue"] is None and st["push_role"] is not None:
-            state = engine.state[self.name]
-            state.update(self._push_state(engine, st["push_role"], graph))
-            st.update(state)
+            built = self._push_state(engine, st["push_role"], graph)
+            engine.state[self.name].update(built)
+            st.update(built)
 
     def default_delta(self, graph: Graph, st: dict, weights: str) -> float:
         """cuGraph's near-far seed: 32 x the mean edge length / the mean out-degree (once
@@ -444,11 +444,12 @@ class SSSP(FrontierApp, App):
     def one_device(self, pair, matrix: Graph, params: dict, options=None) -> str | None:
         """The GPU alone on a small, shallow input by rule
         (:func:`~finepar.engine.grouplevels.by_rule`), else None (the whole-run choice)."""
-        return grouplevels.by_rule(pair, matrix, GROUP_NNZ, self.usual(params), options)
+        return grouplevels.by_rule(pair, matrix, GROUP_NNZ, self.usual(params), options,
+                                   transposed=True)
 
-    def early_programs(self, pair, matrix: Graph, params: dict) -> list:
+    def early_programs(self, pair, matrix: Graph, params: dict, options=None) -> list:
         """The one work-group's program where :meth:`one_device` takes the GPU by rule."""
-        if self.one_device(pair, matrix, params):
+        if self.one_device(pair, matrix, params, options):
             return [("gpu", (GROUP_FRAGMENT, grouplevels.SKELETON), {})]
         return []
 

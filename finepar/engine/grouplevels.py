@@ -47,11 +47,16 @@ FIRST_LEVELS = 512
 
 def applies(engine, graph, limit: int, usual: bool) -> bool:
     """Whether ``engine`` runs an app's levels in one work-group: one device, one process,
-    int32 offsets, the app's default way of running (``usual``), and a GPU device alone on
-    an input of at most ``limit`` entries (or ``group_loop='always'`` on either role)."""
+    a non-empty input with int32 offsets, the matrix in one piece (a budget that cuts it
+    into chunks is kept), the app's default way of running (``usual``), and a GPU device
+    alone on an input of at most ``limit`` entries (or ``group_loop='always'`` on either
+    role)."""
     if (not usual or len(engine.roles) != 1 or getattr(engine, "comm", None) is not None
-            or graph.nnz >= 2**31 or graph.indptr.dtype != np.int32):
+            or graph.n == 0 or graph.nnz >= 2**31 or graph.indptr.dtype != np.int32):
         return False
+    store = engine.stores.get(engine.roles[0])
+    if store is not None and len(store.pieces) > 1:  # cut into chunks by a memory budget:
+        return False  # the launch would hold the whole CSR past it
     if getattr(engine.options, "group_loop", "auto") == "always":
         return True
     role = engine.roles[0]
@@ -67,12 +72,15 @@ def applies(engine, graph, limit: int, usual: bool) -> bool:
 DEEP_LEVELS = 256
 
 
-def by_rule(pair, matrix, limit: int, usual: bool, options=None) -> str | None:
+def by_rule(pair, matrix, limit: int, usual: bool, options=None,
+            transposed: bool = False) -> str | None:
     """``'gpu'`` where a run of ``matrix`` takes the GPU's one work-group by rule, nothing
     tuned, measured or built but the program it runs (an app's ``one_device``): the app's
     usual way of running, ``group_loop='auto'`` and at most ``limit`` entries, a real GPU
     (not an emulated pair's), and a host BFS from the default root of at most
-    :data:`DEEP_LEVELS` levels (:func:`~finepar.engine.levels.deeper_than`); else None.
+    :data:`DEEP_LEVELS` levels (:func:`~finepar.engine.levels.deeper_than`), along the
+    out-edges (``transposed``: ``matrix`` is the app's ``A^T``, whose transpose the BFS
+    walks; a symmetric graph is its own); else None.
     A cold run of such an input spent 2.9-3.3 s of its 3.7-4.1 s measuring every
     candidate (each one's programs built cold) to pick this one."""
     from .options import EngineOptions
@@ -82,7 +90,8 @@ def by_rule(pair, matrix, limit: int, usual: bool, options=None) -> str | None:
             or getattr(pair, "emulated", False) or gpu is None or gpu.info.kind != "gpu"
             or matrix.indptr.dtype != np.int32):
         return None
-    return None if deeper_than(matrix, DEEP_LEVELS) else "gpu"
+    out_edges = matrix.transpose() if transposed else matrix
+    return None if deeper_than(out_edges, DEEP_LEVELS) else "gpu"
 
 
 def group_size(side) -> int:
@@ -112,7 +121,6 @@ class GroupLevels:
     def __init__(self, engine, graph, fragment: str, with_data: bool = False):
         self.role = role = engine.roles[0]
         side = engine.pair.side(role)
-        self.wg = group_size(side)
         self.indptr, self.indices, _ = engine.global_csr(role, graph)
         self.data = engine.dummy(role)
         if with_data:  # shared with the push side's list where it uploaded them
@@ -123,10 +131,13 @@ class GroupLevels:
             self.data = engine._global_csr[key][0]
         self.graph = graph
         self.kernel = engine.pair.kernel(side, (fragment, SKELETON), {}, "group_levels")
+        limit = self.kernel.get_work_group_info(cl().kernel_work_group_info.WORK_GROUP_SIZE,
+                                                side.queue.device)
+        self.wg = min(group_size(side), 1 << (max(int(limit), 1).bit_length() - 1))
         n = max(graph.n, 1)
         self.lists = [engine.scratch(role, np.zeros(n, np.int32)) for _ in range(2)]
-        self.out = engine.scratch(role, np.zeros(4 + 2 * graph.n, np.int32))
-        self.host = np.zeros(4 + 2 * graph.n, np.int32)
+        self.out = engine.scratch(role, np.zeros(2 + 2 * graph.n, np.int32))
+        self.host = np.zeros(2 + 2 * graph.n, np.int32)
 
     def run(self, engine, root: int, args: tuple, direction: str) -> tuple:
         """Every level from ``root`` in one launch with the fragment's ``args``, then one
@@ -144,12 +155,12 @@ class GroupLevels:
             np.int32(g.n), np.int32(root), np.int32(g.n + 1), self.indptr, self.indices,
             *args, *self.lists, self.out, mod.LocalMemory(4 * wg), mod.LocalMemory(4 * wg)),
             kind="group", wg=wg, wait=False)
-        engine.read_buffer(role, h, self.out, min(2 + 2 * FIRST_LEVELS, h.size))
+        engine.read_buffer(role, h, self.out, min(1 + 2 * FIRST_LEVELS, h.size))
         depth = int(h[0])
         if depth > FIRST_LEVELS:
-            engine.read_buffer(role, h, self.out, 2 + 2 * depth)
-        found = h[2:2 + 2 * depth:2].tolist()
-        found_edges = h[3:3 + 2 * depth:2].tolist()
+            engine.read_buffer(role, h, self.out, 1 + 2 * depth)
+        found = h[1:1 + 2 * depth:2].tolist()
+        found_edges = h[2:2 + 2 * depth:2].tolist()
         root_edges = int(g.indptr[root + 1] - g.indptr[root])
         levels = list(zip([1] + found[:-1], [root_edges] + found_edges[:-1], found,
                           found_edges))

@@ -18,9 +18,8 @@
  *   GROUP_ROOT(r)         the root's;
  *   GROUP_EDGE(u, v, k, d)  edge k, u -> v, from a vertex of level d: 1 where v joins the
  *                         next list (once a level: the fragment sees to it), else 0.
- * out (int): [0] levels run (the last one found nothing), [1] vertices listed over the
- * run (the root too), [2 + 2d] and [3 + 2d] level d's list and its out-edges, for the first
- * max_rec levels. */
+ * out (int): [0] levels run (the last one found nothing), [1 + 2d] and [2 + 2d] level d's
+ * next list and its out-edges, for the first max_rec levels. */
 
 /* Edge k, u -> v: where the app lists v, append it to the next list and count its edges. */
 #define LIST(u, v, k)                                                        \
@@ -47,7 +46,7 @@ __kernel void group_levels(const int n, const int root, const int max_rec,
     }
     barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
     __global int *cur = qa, *nxt = qb;
-    int size = 1, depth = 0, reached = 1;
+    int size = 1, depth = 0;
     while (size > 0) {
         for (int base = 0; base < size; base += W) {
             const int i = base + l;
@@ -83,23 +82,19 @@ __kernel void group_levels(const int n, const int root, const int max_rec,
         barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
         size = count;
         if (l == 0 && depth < max_rec) {
-            out[2 + 2 * depth] = size;
-            out[3 + 2 * depth] = found_edges;
+            out[1 + 2 * depth] = size;
+            out[2 + 2 * depth] = found_edges;
         }
         barrier(CLK_LOCAL_MEM_FENCE);  /* every work-item has read the counts */
         if (l == 0) {
             count = 0;
             found_edges = 0;
         }
-        reached += size;
         depth++;
         __global int *t = cur;
         cur = nxt;
         nxt = t;
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    if (l == 0) {
-        out[0] = depth;
-        out[1] = reached;
-    }
+    if (l == 0) out[0] = depth;
 }
