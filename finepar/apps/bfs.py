@@ -59,8 +59,6 @@ NARROW_SCAN, NARROW_UNEXPLORED = 4.0, 0.01
 #: ms on soc-Slashdot0902 (948,464) against the usual path's 1.21 and 2.14 ms, and 2.44 ms
 #: at scale 16 (1.8 M) against 1.35: one SM's edges, about 1.3-1.7 ns each.
 GROUP_NNZ = 1 << 20
-#: The app's part of that launch.
-GROUP_FRAGMENT = "apps/bfs/group.cl"
 
 #: The program of a run's start and a chain's arming (opencl/apps/bfs/start.cl).
 START_SOURCES = ("apps/bfs/start.cl",)
@@ -79,7 +77,7 @@ def op_name(kind: str, lanes: int | None) -> str:
 
 
 @register
-class BFS(FrontierApp, App):
+class BFS(grouplevels.GroupLevelsApp, FrontierApp, App):
     """Direction-optimising BFS over the plan.
 
     Result: ``values`` are levels (int32, -1 unreached), ``extra['parent']``
@@ -95,6 +93,9 @@ class BFS(FrontierApp, App):
     api_doc = """BFS from ``root`` (a row; default the vertex of largest out-degree); returns
         ``(levels, parents, report)`` (int32, -1 unreached)."""
     title = "breadth-first search from one root (direction-optimising)"
+    #: a small input's levels in one work-group (finepar.engine.grouplevels): top-down
+    group_fragment, group_direction = "apps/bfs/group.cl", "top-down"
+    group_vectors = ("level", "parent")
     #: one op a kind (:func:`op_name`) and team size; the first, with the plan's own teams,
     #: is the tuner's (a step that scans every entry) and the ranks'
     ops = tuple(RowOp(op_name(kind, lanes), "apps/bfs/rowop.cl", acc_dtype=np.dtype(np.int32),
@@ -152,18 +153,20 @@ class BFS(FrontierApp, App):
         Beamer's switch, no ``max_iter``): what one work-group's levels compute."""
         return params.get("direction", "auto") == "auto" and params.get("max_iter") is None
 
-    def one_device(self, pair, matrix: Graph, params: dict, options=None) -> str | None:
-        """The GPU alone on a small, shallow input by rule
-        (:func:`~finepar.engine.grouplevels.by_rule`: one work-group's levels there beat
-        every plan), else None (the whole-run choice)."""
-        return grouplevels.by_rule(pair, matrix, GROUP_NNZ, self.usual(params), options,
-                                   transposed=True)
+    @property
+    def group_nnz(self) -> int:
+        """:data:`GROUP_NNZ`, as the module holds it at the call."""
+        return GROUP_NNZ
+
+    def group_args(self, engine: Engine, st: dict, gl) -> tuple:
+        """Levels and parents on the launch's role."""
+        return (engine.buffer("level", gl.role), engine.buffer("parent", gl.role))
 
     def early_programs(self, pair, matrix: Graph, params: dict, options=None) -> list:
         """The one work-group's program alone where :meth:`one_device` takes the GPU by
         rule; else the push list's program on the GPU (the usual push role) and the run's
         start, and on a small input the one work-group's too."""
-        group = [("gpu", (GROUP_FRAGMENT, grouplevels.SKELETON), {})]
+        group = [self.group_program()]
         if self.one_device(pair, matrix, params, options):
             return group
         return [("gpu", ("apps/bfs/frontier.cl", "skeleton/frontier.cl"),
@@ -473,7 +476,7 @@ class BFS(FrontierApp, App):
         if "mark_counts" in st:  # a distributed run's levels, merged over the ranks
             iters, trace, where = bfsranks.level_loop(self, engine, st, max_iter)
         elif self.in_group(engine, graph, params):  # a small input: one launch
-            iters, trace, where = self._group_levels(engine, graph, st["root"])
+            iters, trace, where = self.group_levels(engine, graph, st)
         else:
             if st["queue"] is None and st["push_role"] is not None:  # left to first use
                 st["queue"] = engine.state[self.name]["queue"] = self._queue(
@@ -495,22 +498,6 @@ class BFS(FrontierApp, App):
                                 **({"rank_levels": st["rank_levels"]}
                                    if "rank_levels" in st else {})},
                          work_edges=work)
-
-    def in_group(self, engine: Engine, graph: Graph, params: dict) -> bool:
-        """Whether a run with ``params`` takes every level in one work-group's launch
-        (:func:`~finepar.engine.grouplevels.applies`, up to :data:`GROUP_NNZ` entries;
-        the default direction, no ``max_iter``)."""
-        return grouplevels.applies(engine, graph, GROUP_NNZ, self.usual(params))
-
-    def _group_levels(self, engine: Engine, graph: Graph, root: int):
-        """Every level top-down in one launch (built once an engine)."""
-        state = engine.state[self.name]
-        if state.get("group_levels") is None:
-            state["group_levels"] = grouplevels.GroupLevels(engine, graph, GROUP_FRAGMENT)
-        gl = state["group_levels"]
-        engine._plain("level", "parent")
-        return gl.run(engine, root, (engine.buffer("level", gl.role),
-                                     engine.buffer("parent", gl.role)), "top-down")
 
     def collect(self, engine: Engine, graph: Graph, result: AppResult) -> AppResult:
         st = engine.state[self.name]

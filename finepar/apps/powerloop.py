@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..device import cl
+from ..engine.grouplevels import whole_on_one_device
 
 #: Inputs of at most this many entries run the power iteration in one work-group
 #: (``group_loop='auto'``): one SM of a GPU, or one CPU core, sums a few tens of
@@ -47,11 +48,8 @@ def applies(engine, graph, renumbered: bool) -> bool:
     device, one process, the contributions in the input's numbering (not
     ``renumbered``), the matrix held in one piece (a budget that cuts it into chunks is
     kept), and the input small enough (or ``group_loop='always'``: :func:`wanted`)."""
-    if len(engine.roles) != 1 or getattr(engine, "comm", None) is not None or renumbered:
-        return False
-    store = engine.stores.get(engine.roles[0])
-    if store is not None and len(store.pieces) > 1:  # cut into chunks by a memory budget:
-        return False  # the loop would hold a whole copy past it
+    if renumbered or not whole_on_one_device(engine):  # a budget's chunks: the loop
+        return False  # would hold a whole copy past it
     return wanted(graph.nnz, engine.options)
 
 

@@ -80,8 +80,6 @@ WEIGHTS = ("values", "abs")
 #: Entries up to which a GPU alone runs SSSP's rounds in one work-group, frontier
 #: Bellman-Ford without piles (:mod:`finepar.engine.grouplevels`, ``group_loop='auto'``).
 GROUP_NNZ = 1 << 20
-#: The app's part of that launch.
-GROUP_FRAGMENT = "apps/sssp/group.cl"
 
 
 def _op(name: str, weights: str) -> RowOp:
@@ -146,7 +144,7 @@ def length_range(graph: Graph, weights: str = "values") -> tuple[float, float]:
 
 
 @register
-class SSSP(FrontierApp, App):
+class SSSP(grouplevels.GroupLevelsApp, FrontierApp, App):
     """Frontier Bellman-Ford from one root with pull and push rounds.
 
     Result: ``values`` are the path lengths (float32, ``inf`` unreached);
@@ -187,6 +185,9 @@ class SSSP(FrontierApp, App):
     )
     rate_unit = "TEPS"
     weighted = True
+    #: a small input's rounds in one work-group (finepar.engine.grouplevels)
+    group_fragment, group_vectors = "apps/sssp/group.cl", ("dist", "stamp")
+    group_reads_values = True
     sync_vectors = ("dist", "stamp")
     #: a run from a small source starts on the CPU's walk, Dijkstra on one work-item
     #: (finepar.engine.heapwalk); it writes dist only
@@ -411,7 +412,7 @@ class SSSP(FrontierApp, App):
         st.update(p, n=graph.n, nnz=graph.nnz, op=self.ops[WEIGHTS.index(p["weights"])].name,
                   delta=d, least_length=lo, one_length=lo if lo == hi else -1.0)
         if self.in_group(engine, graph, p):  # a small input: one launch
-            iters, trace, where = self._group_levels(engine, graph, st)
+            iters, trace, where = self.group_levels(engine, graph, st)
         else:
             self._ensure_push(engine, graph, st)
             iters, trace, where = self.frontier_loop(engine, st, policy=policy,
@@ -435,35 +436,20 @@ class SSSP(FrontierApp, App):
         return not (params.get("static") or params.get("unbounded")
                     or params.get("delta") is not None or params.get("max_iter") is not None)
 
-    def in_group(self, engine: Engine, graph: Graph, params: dict) -> bool:
-        """Whether a run with ``params`` takes every round in one work-group's launch
-        (:func:`~finepar.engine.grouplevels.applies`, up to :data:`GROUP_NNZ` entries, the
-        default way: :meth:`usual`)."""
-        return grouplevels.applies(engine, graph, GROUP_NNZ, self.usual(params))
+    @property
+    def group_nnz(self) -> int:
+        """:data:`GROUP_NNZ`, as the module holds it at the call."""
+        return GROUP_NNZ
 
-    def one_device(self, pair, matrix: Graph, params: dict, options=None) -> str | None:
-        """The GPU alone on a small, shallow input by rule
-        (:func:`~finepar.engine.grouplevels.by_rule`), else None (the whole-run choice)."""
-        return grouplevels.by_rule(pair, matrix, GROUP_NNZ, self.usual(params), options,
-                                   transposed=True)
+    def group_args(self, engine: Engine, st: dict, gl) -> tuple:
+        """Distances, stamps and the lengths (one length, the values or their
+        magnitudes) on the launch's role."""
+        return (engine.buffer("dist", gl.role), engine.buffer("stamp", gl.role), gl.data,
+                np.int32(st["weights"] == "abs"), np.float32(st["one_length"]))
 
     def early_programs(self, pair, matrix: Graph, params: dict, options=None) -> list:
         """The one work-group's program where :meth:`one_device` takes the GPU by rule."""
-        if self.one_device(pair, matrix, params, options):
-            return [("gpu", (GROUP_FRAGMENT, grouplevels.SKELETON), {})]
-        return []
-
-    def _group_levels(self, engine: Engine, graph: Graph, st: dict):
-        """Every round of frontier Bellman-Ford in one launch (built once an engine)."""
-        state = engine.state[self.name]
-        if state.get("group_levels") is None:
-            state["group_levels"] = grouplevels.GroupLevels(engine, graph, GROUP_FRAGMENT,
-                                                            with_data=not graph.pattern)
-        gl = state["group_levels"]
-        engine._plain("dist", "stamp")
-        return gl.run(engine, st["root"], (
-            engine.buffer("dist", gl.role), engine.buffer("stamp", gl.role), gl.data,
-            np.int32(st["weights"] == "abs"), np.float32(st["one_length"])), "push")
+        return [self.group_program()] if self.one_device(pair, matrix, params, options) else []
 
     def collect(self, engine: Engine, graph: Graph, result: AppResult) -> AppResult:
         st = engine.state[self.name]

@@ -29,6 +29,7 @@ beats the CPU's walk on an input is the whole-run choice's to measure
 from __future__ import annotations
 
 import time
+import weakref
 
 import numpy as np
 
@@ -45,18 +46,25 @@ GPU_GROUP = 1024
 FIRST_LEVELS = 512
 
 
+def whole_on_one_device(engine) -> bool:
+    """One device, one process, and the matrix in one piece there (no budget cut it into
+    chunks): where a small input's one-launch forms may hold the whole CSR (these levels,
+    :mod:`finepar.apps.powerloop`'s loop)."""
+    if len(engine.roles) != 1 or getattr(engine, "comm", None) is not None:
+        return False
+    store = engine.stores.get(engine.roles[0])
+    return store is None or len(store.pieces) <= 1
+
+
 def applies(engine, graph, limit: int, usual: bool) -> bool:
     """Whether ``engine`` runs an app's levels in one work-group: one device, one process,
     a non-empty input with int32 offsets, the matrix in one piece (a budget that cuts it
     into chunks is kept), the app's default way of running (``usual``), and a GPU device
     alone on an input of at most ``limit`` entries (or ``group_loop='always'`` on either
     role)."""
-    if (not usual or len(engine.roles) != 1 or getattr(engine, "comm", None) is not None
-            or graph.n == 0 or graph.nnz >= 2**31 or graph.indptr.dtype != np.int32):
-        return False
-    store = engine.stores.get(engine.roles[0])
-    if store is not None and len(store.pieces) > 1:  # cut into chunks by a memory budget:
-        return False  # the launch would hold the whole CSR past it
+    if (not usual or graph.n == 0 or graph.nnz >= 2**31 or graph.indptr.dtype != np.int32
+            or not whole_on_one_device(engine)):  # a budget's chunks: the launch would
+        return False  # hold the whole CSR past it
     if getattr(engine.options, "group_loop", "auto") == "always":
         return True
     role = engine.roles[0]
@@ -90,8 +98,15 @@ def by_rule(pair, matrix, limit: int, usual: bool, options=None,
             or getattr(pair, "emulated", False) or gpu is None or gpu.info.kind != "gpu"
             or matrix.indptr.dtype != np.int32):
         return None
-    out_edges = matrix.transpose() if transposed else matrix
-    return None if deeper_than(out_edges, DEEP_LEVELS) else "gpu"
+    key = (DEEP_LEVELS, transposed)
+    known = _DEEP.setdefault(matrix, {})
+    if key not in known:  # once a matrix: the plan and the early builds both ask
+        known[key] = deeper_than(matrix.transpose() if transposed else matrix, DEEP_LEVELS)
+    return None if known[key] else "gpu"
+
+
+#: :func:`by_rule`'s depth test by matrix (its BFS and any transpose done once).
+_DEEP: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def group_size(side) -> int:
@@ -168,3 +183,58 @@ class GroupLevels:
         trace.add("group", levels, 1, time.perf_counter() - t0, "empty", direction=direction,
                   where=f"{role} (work-group)")
         return depth, trace, "group"
+
+
+class GroupLevelsApp:
+    """What a frontier app (BFS, SSSP) shares to run a small input's levels in one
+    work-group's launch; mixed in before :class:`~finepar.apps.base.App`. The app sets
+    :attr:`group_fragment`, :attr:`group_nnz`, :attr:`group_direction` and
+    :attr:`group_vectors`, and defines :meth:`usual` and :meth:`group_args`."""
+
+    #: The app's fragment, before :data:`SKELETON`.
+    group_fragment = ""
+    #: Entries up to which a GPU alone takes it (``group_loop='auto'``).
+    group_nnz = 0
+    #: The trace's name for its levels' direction.
+    group_direction = "push"
+    #: The app's vectors the fragment writes (kept in the input's numbering).
+    group_vectors: tuple = ()
+    #: Whether the fragment reads the matrix's values (SSSP's lengths).
+    group_reads_values = False
+
+    def usual(self, params: dict) -> bool:
+        """Whether a run with ``params`` runs the app the default way, which the one
+        work-group's levels compute."""
+        return True
+
+    def group_args(self, engine, st: dict, gl: GroupLevels) -> tuple:
+        """The fragment's ``GROUP_ARGS`` on ``gl``'s role."""
+        raise NotImplementedError
+
+    def in_group(self, engine, graph, params: dict) -> bool:
+        """Whether a run with ``params`` takes every level in one work-group's launch
+        (:func:`applies`, up to :attr:`group_nnz` entries, the default way: :meth:`usual`)."""
+        return applies(engine, graph, self.group_nnz, self.usual(params))
+
+    def one_device(self, pair, matrix, params: dict, options=None) -> str | None:
+        """The GPU alone on a small, shallow input by rule (:func:`by_rule`: one
+        work-group's levels there beat every plan), else None (the whole-run choice)."""
+        return by_rule(pair, matrix, self.group_nnz, self.usual(params), options,
+                       transposed=getattr(self, "matrix_form", None) == "transpose")
+
+    def group_program(self) -> tuple:
+        """The launch's program, as :meth:`~finepar.apps.base.App.early_programs` lists it."""
+        return ("gpu", (self.group_fragment, SKELETON), {})
+
+    def group_levels(self, engine, graph, st: dict) -> tuple:
+        """Every level from ``st['root']`` in one launch (:class:`GroupLevels`, built once
+        an engine): ``(levels, trace, 'group')``."""
+        state = engine.state[self.name]
+        if state.get("group_levels") is None:
+            state["group_levels"] = GroupLevels(engine, graph, self.group_fragment,
+                                                with_data=not graph.pattern
+                                                and self.group_reads_values)
+        gl = state["group_levels"]
+        engine._plain(*self.group_vectors)
+        return gl.run(engine, st["root"], self.group_args(engine, st, gl),
+                      self.group_direction)
