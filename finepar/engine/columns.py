@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..device import alloc, cl
+from ..errors import DeviceError
 
 #: Read classes: 0 for columns no entry reads, ``c`` for ``2**(c-1) <= reads < 2**c``.
 CLASSES = 33
@@ -254,3 +255,32 @@ def programs(pair, names: tuple) -> list:
 def _round(count: int, wg: int = _WG) -> int:
     """``count`` work-items rounded up to whole work-groups of ``wg`` (at least one)."""
     return max(-(-int(count) // wg) * wg, wg)
+
+
+def check_step_numbering(columns: dict, roles: tuple, op, args: dict,
+                         exchange: str | None) -> None:
+    """Refuse a step of ``op`` (:class:`~finepar.engine.RowOp`, its vector arguments
+    ``args``) that would read its ``x`` in another numbering than a renumbered device's
+    columns (``columns``: role -> :class:`ColumnOrder`), or write a vector kept in that
+    numbering by row; its column writes land in each device's own numbering.
+
+    Raises
+    ------
+    DeviceError
+        Naming the device and the vector.
+    """
+    x, by_column, by_row = args["x"], {args[k] for k in op.column_writes}, None
+    for r in roles:
+        c = columns.get(r)
+        if c is None or not c.applied:
+            continue
+        if by_row is None:
+            by_row = tuple(v for k, v in args.items() if k not in op.column_writes
+                           and k not in ("x", "ia")) + (exchange,) * (exchange not in by_column)
+        if x is not None and x not in c.names:
+            raise DeviceError(f"the {r}'s columns are renumbered for {sorted(c.names)}: a "
+                              f"step cannot gather {x!r} by column there (columns='none')")
+        for name in by_row:
+            if name and name in c.names:
+                raise DeviceError(f"vector {name!r} is kept in the renumbered columns' "
+                                  f"order on the {r}: a step cannot write it by row")

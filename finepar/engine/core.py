@@ -37,7 +37,7 @@ from .executors import (DeviceCounterExecutor, HostChunkExecutor, ProfilingExecu
                         StaticExecutor)
 from .launches import (RowOp, ShareLowering, lower_adaptive, lower_chunks, lower_ell,
                        lower_groups, lower_partitioned)
-from .columns import order_columns, scatter
+from .columns import check_step_numbering, order_columns, scatter
 from .memory import SLOTS, SideStore, check_fits, lowered_programs
 from .options import EngineOptions
 from .timing import StepRecord, event_seconds, event_span, summarize
@@ -293,12 +293,15 @@ class Engine:
         return any(op.reads_values(self.matrix) for op in self.ops)
 
     def dummy(self, role: str):
-        """A small placeholder buffer for kernel arguments an op does not use."""
-        side = self.pair.side(role)
-        key = "shared" if self.pair.shared else role
-        if key not in self._dummy:
-            self._dummy[key] = alloc(side, nbytes=64)
-        return self._dummy[key]
+        """A small placeholder buffer for kernel arguments an op does not use (one for
+        both roles in shared memory, kept under each role's name too)."""
+        hit = self._dummy.get(role)
+        if hit is None:
+            key = "shared" if self.pair.shared else role
+            if key not in self._dummy:
+                self._dummy[key] = alloc(self.pair.side(role), nbytes=64)
+            hit = self._dummy[role] = self._dummy[key]
+        return hit
 
     def scratch(self, role: str, array: np.ndarray):
         """A buffer on ``role``'s side holding ``array`` (frontier lists, counters)."""
@@ -341,21 +344,6 @@ class Engine:
                 raise DeviceError(f"vector {name!r} is kept in the renumbered columns' order "
                                   f"on a device: write it from the host (Engine.vector / "
                                   f"write), or run with columns='none'")
-
-    def _numbering(self, roles: tuple, x: str | None, by_row: tuple) -> None:
-        """Refuse a step that would read ``x`` in another numbering than a renumbered
-        device's columns, or write a vector kept in that numbering by row."""
-        for r in roles:
-            c = self.columns.get(r)
-            if c is None or not c.applied:
-                continue
-            if x is not None and x not in c.names:
-                raise DeviceError(f"the {r}'s columns are renumbered for {sorted(c.names)}: a "
-                                  f"step cannot gather {x!r} by column there (columns='none')")
-            for name in by_row:
-                if name and name in c.names:
-                    raise DeviceError(f"vector {name!r} is kept in the renumbered columns' "
-                                      f"order on the {r}: a step cannot write it by row")
 
     def replace_indices(self, role: str, piece, indices) -> None:
         """Make ``indices`` the column indices ``piece`` of ``role``'s store reads (and, for
@@ -409,6 +397,15 @@ class Engine:
     def arg(self, name: str | None, role: str):
         """A step argument: vector ``name``'s buffer on ``role``, or the dummy."""
         return self.buffer(name, role) if name else self.dummy(role)
+
+    def step_args(self, args: dict, role: str) -> dict:
+        """A step's kernel arguments on ``role``: each named vector's buffer there, the
+        dummy for an unnamed one, ``ia`` as given (one call a step: its host cost counts)."""
+        out, vectors = {}, self._vectors
+        for k, v in args.items():
+            hit = v if k == "ia" else vectors[v].get(role) if v else self.dummy(role)
+            out[k] = hit if hit is not None else self.buffer(v, role)
+        return out
 
     @property
     def device_iterations(self) -> bool:
@@ -688,11 +685,9 @@ class Engine:
         """
         roles = tuple(r for r in (roles or self.roles) if r in self.stores)
         args = {"x": x, "y": y, "s0": s0, "s1": s1, "s2": s2, "aux": aux, "ia": ia}
-        o = self.op(op)  # its column writes land in each device's own numbering
-        by_column = {args[k] for k in o.column_writes}
-        self._numbering(roles, x, tuple(v for k, v in args.items() if k not in o.column_writes
-                                        and k not in ("x", "ia"))
-                        + (exchange,) * (exchange not in by_column))
+        o = self.op(op)
+        if self.columns:
+            check_step_numbering(self.columns, roles, o, args, exchange)
         return self.executor.step(self, o, args, roles, wait=wait, exchange=exchange,
                                   slot=None if slot is None else slot % SLOTS)
 

@@ -40,7 +40,6 @@ class StaticExecutor:
     def step(self, eng, op, args: dict, roles: tuple, *, wait: bool, exchange: str | None,
              slot: int | None = None):
         """One row operation; see :meth:`finepar.engine.Engine.rowop`."""
-        mod = cl()
         t0 = time.perf_counter()
         rec = StepRecord("rowop", roles)
         events: dict[str, list] = {r: [] for r in roles}
@@ -50,14 +49,14 @@ class StaticExecutor:
             store = eng.stores[role]
             ol = ols[role] = store.ops(op, eng.fscal[role], eng.stop[role])
             q = store.side.queue
-            bound = {k: eng.arg(v, role) if k != "ia" else v for k, v in args.items()}
-            events[role] = store.enqueue(ol, bound, flush=wait and FLUSH_EACH_LAUNCH)
+            events[role] = store.enqueue(ol, eng.step_args(args, role), flush=wait and FLUSH_EACH_LAUNCH)
             rec.launches[role] = len(events[role])
             if store.ring is not None:
                 uploads[role] = store.ring.uploads
             if ol.reduce is not None and (wait or slot is not None):
                 ol.enqueue_reduce(q, 0 if slot is None else slot)
         if wait:
+            mod = cl()
             eng.after_kernels(exchange)  # before the sums' reads, in order behind the kernels
             for role, ol in ols.items():
                 if ol.reduce is not None:
@@ -176,7 +175,7 @@ class HostChunkExecutor(StaticExecutor):
         mod = cl()
         t0 = time.perf_counter()
         rec = StepRecord("rowop", roles)
-        bound = {r: {k: eng.arg(v, r) if k != "ia" else v for k, v in args.items()}
+        bound = {r: eng.step_args(args, r)
                  for r in roles}
         ols = {r: eng.stores[r].ops(op, eng.fscal[r], eng.stop[r]) for r in roles}
         for r in roles:  # only the chunks a side takes write their partial sums

@@ -108,6 +108,19 @@ REDUCE_STAGE = _sig("reduce_stage", "n:int partials tmp")
 STEP_ARGS = ("x", "y", "s0", "s1", "s2", "aux", "ia")
 
 _SCALAR = {"int": np.int32, "float": np.float32}
+#: An argument never given (:meth:`Launch.bind`).
+_UNSET = object()
+#: ``pyopencl.enqueue_nd_range_kernel``, looked up once (:func:`_enqueue_kernel`).
+_ENQUEUE: list = []
+
+
+def _enqueue_kernel():
+    """``pyopencl.enqueue_nd_range_kernel``: looked up on the first launch, not on each (a
+    launch's host cost sets the pace of small steps: DESIGN.md §6)."""
+    if not _ENQUEUE:
+        from ..device import cl
+        _ENQUEUE.append(cl().enqueue_nd_range_kernel)
+    return _ENQUEUE[0]
 
 
 class Launch:
@@ -139,10 +152,15 @@ class Launch:
         self.label = label
         self.nnz = int(nnz)
         self._values: dict[str, Any] = {}
+        self._given: dict[str, Any] = {}  # the object each argument was last given as
 
     def bind(self, **values: Any) -> "Launch":
         """Set arguments by name (only those that changed)."""
+        given = self._given
         for name, v in values.items():
+            if given.get(name, _UNSET) is v:  # the same buffer, or the same scalar object
+                continue
+            given[name] = v
             i = self.signature.index(name)
             kind = self.signature.args[i].kind
             if kind in _SCALAR:
@@ -161,9 +179,8 @@ class Launch:
 
     def enqueue(self, queue, wait_for=None):
         """Enqueue on ``queue``; returns the event."""
-        from ..device import cl
-        return cl().enqueue_nd_range_kernel(queue, self.kernel, (self.global_size,),
-                                            (self.local_size,), wait_for=wait_for)
+        return _enqueue_kernel()(queue, self.kernel, (self.global_size,),
+                                 (self.local_size,), wait_for=wait_for)
 
 
 @dataclass(frozen=True)

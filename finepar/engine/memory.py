@@ -631,7 +631,7 @@ class SideStore:
         until a flush or a blocking call), so that the device starts the step while the
         host enqueues the rest of it: a step the host waits for (two devices, ranks)
         otherwise leaves the device idle for the whole of the step's enqueueing."""
-        mod, q = cl(), self.side.queue
+        q = self.side.queue
         events, uploaded = [], {}
         if self.ring is not None:
             self.ring.uploads = []
@@ -646,7 +646,7 @@ class SideStore:
                 L.bind(indices=idx_buf, data=data_buf if data_buf is not None else self.dummy)
                 wait = [up]
             if i in ol.queue:
-                mod.enqueue_fill_buffer(q, ol.queue[i], np.zeros(1, np.int32), 0, 4)
+                cl().enqueue_fill_buffer(q, ol.queue[i], np.zeros(1, np.int32), 0, 4)
             events.append(L.bind(**bound).enqueue(q, wait_for=wait))
             if flush:
                 q.flush()
