@@ -547,3 +547,22 @@ def test_a_split_must_beat_the_better_device_alone_by_the_margin():
     assert {e["T_f"] for e in trajectory} == {0, 50, 100}
     far = {0: 10.0, 50: 1.00, 100: 1.00 * (1 + tuner.CORUN_MARGIN) + 1e-3}
     assert tuner.one_device_unless_split_wins(predict(far), 50, [], 0, 100) == (50, 1.0)
+
+
+def test_a_gpu_work_item_walking_a_long_row_sets_a_floor(rng):
+    """Under grouping ``none`` a GPU share's time is at least its longest row walked by one
+    work-item (ITEM_ENTRY_S an entry), which a fit on the share's moments can miss; other
+    groupings cut long rows, and on an emulated pair (one CPU) there is no such floor."""
+    lengths = np.array([4] * 2000 + [200_000])
+    st = features.RowStats(lengths)
+    model = perfmodel.fit_platform(_synthetic_records(rng, 30), platform="syn",
+                                   devices={"cpu": "P|c", "gpu": "P|g"}, emulated=False)
+    t = int(st.max_length())
+    walk = 200_000 * tuner.ITEM_ENTRY_S
+    none = tuner.Predictor(st, 2, model=model, grouping="none")(t)
+    assert none["t_gpu"] >= walk
+    assert model.predict_seconds(st.share(t, "gpu"), 2, "gpu", "none") < walk  # the fit alone
+    short = tuner.Predictor(st, 2, model=model, grouping="none")(4)  # the long row on the CPU
+    assert short["t_gpu"] < walk
+    assert tuner.Predictor(st, 2, model=model, grouping="pow4")(t)["t_gpu"] < walk
+    assert tuner.Predictor(st, 2, model=model, grouping="none", serial=True)(t)["t_gpu"] < walk

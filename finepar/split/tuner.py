@@ -184,6 +184,14 @@ class TuneResult:
         return f"{self.model} ({', '.join(where)})"
 
 
+#: Seconds one GPU work-item takes an entry of a row it walks alone (grouping ``none``: a
+#: work-item a row), a floor under a share's predicted time: its longest row's walk. A
+#: model fitted on the share's mean and variance alone can miss it: at Graph500 scale 18
+#: (longest row 25,328 entries) the H200 model predicted 0.27 ms a product, and the product
+#: took 0.79 ms, 31 ns an entry (one H200, 2026-11-28, benchmarks/runs/h200-2026-11-28p).
+ITEM_ENTRY_S = 31e-9
+
+
 class Predictor:
     """Predicted per-iteration times of a fine split, from a platform model or
     from measured constant throughputs.
@@ -244,6 +252,8 @@ class Predictor:
         if self.model is not None:
             grouping = self.lowering(threshold, role)
             t = self.model.predict_seconds(f, self.matrix_type, role, grouping)
+            if grouping == "none" and role == "gpu" and not self.serial:
+                t = max(t, self.stats.longest(threshold, role) * ITEM_ENTRY_S)
             o = self.model.overhead.get(role)
             if o is not None:
                 t += o.seconds(self.stats.launches(threshold, role, grouping))
