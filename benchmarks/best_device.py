@@ -129,6 +129,10 @@ def parse(argv):
                    help="FinePar's calls' EngineOptions.group_loop (a small input's form of "
                         "a run: auto, the default, by its size rule; always, to find where "
                         "that rule should stand; none, never)")
+    p.add_argument("--columns", default="auto", choices=("auto", "hot", "none"),
+                   help="FinePar's calls' EngineOptions.columns (auto, the default: hot "
+                        "columns first where x outgrows the GPU's cache; hot: wherever they "
+                        "can be; none: never)")
     p.add_argument("--scipy-max-nnz", type=float, default=6e8,
                    help="skip the single-threaded scipy peers above this many nonzeros")
     p.add_argument("--slow-s", type=float, default=20.0,
@@ -219,8 +223,9 @@ def finepar_call(app, g, pair, devices: str, params: dict, args):
     """One ``finepar.run`` call with the graph in memory: (wall seconds, result, report)."""
     import finepar
     from finepar.engine import EngineOptions
-    opts = {} if args.group_loop == "auto" else {
-        "options": EngineOptions(group_loop=args.group_loop)}
+    given = {k: v for k, v in (("group_loop", args.group_loop), ("columns", args.columns))
+             if v != "auto"}
+    opts = {"options": EngineOptions(**given)} if given else {}
     t0 = time.perf_counter()
     result, report = finepar.run(app.name, g, pair=pair, devices=devices, model=args.model,
                                  cache=not args.no_cache, **opts, **params)

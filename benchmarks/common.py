@@ -171,7 +171,14 @@ class Budget:
 
 
 def load_json(path) -> dict:
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    """A run's JSON document, plain or gzipped (``.json.gz``: the larger runs are committed
+    so, to keep what a device call carries small)."""
+    p = Path(path)
+    if p.suffix == ".gz":
+        import gzip
+        with gzip.open(p, "rt", encoding="utf-8") as f:
+            return json.load(f)
+    return json.loads(p.read_text(encoding="utf-8"))
 
 
 def merged_runs(paths, args, keys=(), missing=None) -> tuple[list, str, str]:
