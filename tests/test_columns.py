@@ -79,7 +79,7 @@ def test_auto_renumbers_only_past_the_cache_and_where_few_columns_take_most_read
     roomy = api.make_pair(memory="split", gpu="emulate")
     _, rep = _spmv(g, roomy, x, "auto", devices="gpu")
     cols = rep.plan["columns"]["gpu"]
-    assert not cols["applied"] and "fits the cache" in cols["reason"]
+    assert not cols["applied"] and "within the cache" in cols["reason"]
     small = api.make_pair(memory="split", gpu="emulate", config={"cache_overrides": {"": 4096}})
     _, rep = _spmv(g, small, x, "auto", devices="gpu")
     assert rep.plan["columns"]["gpu"]["applied"], rep.plan["columns"]
@@ -88,6 +88,26 @@ def test_auto_renumbers_only_past_the_cache_and_where_few_columns_take_most_read
     assert hot_share(hist, 4 * 2 * 100, 4, 1000) == pytest.approx(0.1)
     hist[11] = 10  # ten columns read 1024+ times each
     assert hot_share(hist, 4 * 2 * 10, 4, 1000 + 10 * 1024) > 0.9
+
+
+def test_auto_renumbers_a_gpus_columns_past_a_sixteenth_of_its_cache():
+    """A GPU's gathers miss before x outgrows its L2 (each reads 4 bytes of a sector): auto
+    renumbers a GPU's columns where x passes GPU_X_CACHE_SHARE of its cache, a CPU's only
+    past the whole cache."""
+    import dataclasses
+    from finepar.engine.columns import GPU_X_CACHE_SHARE
+    g = generated_graph(12)  # x: 16 KiB
+    cache = 4 * g.n * 4  # x is a quarter of it
+    assert 4 * g.n > cache * GPU_X_CACHE_SHARE
+    x = np.ones(g.n, np.float32)
+    pair = api.make_pair(memory="split", gpu="emulate", config={"cache_overrides": {"": cache}})
+    _, rep = _spmv(g, pair, x, "auto", devices="gpu")  # the emulated role is a CPU device
+    assert not rep.plan["columns"]["gpu"]["applied"]
+    assert "within the cache" in rep.plan["columns"]["gpu"]["reason"]
+    pair.gpu.info = dataclasses.replace(pair.gpu.info, kind="gpu")
+    y, rep = _spmv(g, pair, x, "auto", devices="gpu")
+    assert rep.plan["columns"]["gpu"]["applied"], rep.plan["columns"]
+    assert np.allclose(y.values, reference_spmv(g, x), rtol=1e-5, atol=1e-4)
 
 
 def test_apps_reading_no_vector_by_column_are_left_alone(split_pair):
