@@ -46,6 +46,7 @@ def parse_args(argv=None):
     ap.add_argument("--repeat", type=int, default=1000, help="SpMV products a run (1000)")
     ap.add_argument("--devices", default="gpu", choices=("auto", "cpu", "gpu"))
     ap.add_argument("--grouping", default="auto", choices=("auto", "none", "pow4", "adaptive"))
+    ap.add_argument("--no-bare", action="store_true", help="part two only")
     ap.add_argument("--json", default="probe_enqueue.json")
     args = ap.parse_args(argv)
     from finepar.errors import UsageError
@@ -127,7 +128,7 @@ def main(argv=None) -> int:
     out = {"script": "benchmarks/probe_enqueue.py", "date": today(),
            "device": pair.describe(), "args": vars(args), "bare": {}, "spmv": []}
     log(out["device"])
-    for role in ("gpu", "cpu"):
+    for role in () if args.no_bare else ("gpu", "cpu"):
         out["bare"][role] = bare_cases(pair.side(role), args.launches)
         write_json(args.json, out)
     specs = [] if args.graphs == "none" else [s.strip() for s in args.graphs.split(",")]

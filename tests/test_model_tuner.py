@@ -566,3 +566,26 @@ def test_a_gpu_work_item_walking_a_long_row_sets_a_floor(rng):
     assert short["t_gpu"] < walk
     assert tuner.Predictor(st, 2, model=model, grouping="pow4")(t)["t_gpu"] < walk
     assert tuner.Predictor(st, 2, model=model, grouping="none", serial=True)(t)["t_gpu"] < walk
+
+
+def test_adaptive_and_ell_launch_counts_match_their_lowerings(rng):
+    """CSR-adaptive is one launch of row blocks, plus the apply where a row is cut into
+    segments (longer than the split); ELL one launch: the counts the tuner adds launch
+    costs for are the lowerings' own."""
+    from finepar.engine.launches import lower_adaptive
+    from finepar.io import from_csr
+    for trial in range(12):
+        n = int(rng.integers(2, 300))
+        lengths = (rng.pareto(1.0, size=n) * int(rng.integers(1, 40))).astype(np.int64)
+        lengths = np.minimum(lengths, n)
+        lengths[int(rng.integers(n))] = min(n, 150 * int(rng.integers(1, 3)))
+        indptr = np.concatenate([[0], np.cumsum(lengths)])
+        indices = np.concatenate([np.sort(rng.choice(n, int(k), replace=False))
+                                  for k in lengths] + [np.zeros(0, np.int64)])
+        g = from_csr(indptr, indices.astype(np.int32), None, n, name="t", pattern=True)
+        st = features.RowStats(lengths)
+        low = lower_adaptive(g, "gpu", np.arange(n, dtype=np.int32), block_nnz=32,
+                             max_segments=32, split=200)
+        want = len(low.launches) + int(low.apply_rows.size > 0)
+        assert st.launches(int(lengths.max()), "gpu", "adaptive", split=200) == want
+        assert st.launches(int(lengths.max()), "gpu", "ell") == 1

@@ -190,6 +190,10 @@ class TuneResult:
 #: (longest row 25,328 entries) the H200 model predicted 0.27 ms a product, and the product
 #: took 0.79 ms, 31 ns an entry (one H200, 2026-11-28, benchmarks/runs/h200-2026-11-28p).
 ITEM_ENTRY_S = 31e-9
+#: The row length past which CSR-adaptive cuts a row into segments (one more launch, the
+#: ``apply``): :func:`~finepar.engine.launches.lower_adaptive`'s default, 8 blocks of
+#: :class:`~finepar.device.discovery.LaunchConfig`'s ``block_nnz`` (1,024 a GPU, 512 a CPU).
+ADAPTIVE_SPLIT = {"gpu": 8 * 1024, "cpu": 8 * 512}
 
 
 class Predictor:
@@ -256,7 +260,8 @@ class Predictor:
                 t = max(t, self.stats.longest(threshold, role) * ITEM_ENTRY_S)
             o = self.model.overhead.get(role)
             if o is not None:
-                t += o.seconds(self.stats.launches(threshold, role, grouping))
+                t += o.seconds(self.stats.launches(threshold, role, grouping,
+                                                   ADAPTIVE_SPLIT[role]))
             return r * t
         return r * f.SW / self.throughput[role]
 
