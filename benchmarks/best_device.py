@@ -133,6 +133,8 @@ def parse(argv):
                    help="FinePar's calls' EngineOptions.columns (auto, the default: hot "
                         "columns first where x outgrows the GPU's cache; hot: wherever they "
                         "can be; none: never)")
+    p.add_argument("--grouping", default="auto", choices=("auto", "none", "pow4", "adaptive"),
+                   help="FinePar's calls' grouping (auto, the default: the tuner's)")
     p.add_argument("--scipy-max-nnz", type=float, default=6e8,
                    help="skip the single-threaded scipy peers above this many nonzeros")
     p.add_argument("--slow-s", type=float, default=20.0,
@@ -226,6 +228,8 @@ def finepar_call(app, g, pair, devices: str, params: dict, args):
     given = {k: v for k, v in (("group_loop", args.group_loop), ("columns", args.columns))
              if v != "auto"}
     opts = {"options": EngineOptions(**given)} if given else {}
+    if args.grouping != "auto":
+        opts["grouping"] = args.grouping
     t0 = time.perf_counter()
     result, report = finepar.run(app.name, g, pair=pair, devices=devices, model=args.model,
                                  cache=not args.no_cache, **opts, **params)
