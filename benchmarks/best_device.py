@@ -133,7 +133,8 @@ def parse(argv):
                    help="FinePar's calls' EngineOptions.columns (auto, the default: hot "
                         "columns first where x outgrows the GPU's cache; hot: wherever they "
                         "can be; none: never)")
-    p.add_argument("--grouping", default="auto", choices=("auto", "none", "pow4", "adaptive"),
+    p.add_argument("--grouping", default="auto",
+                   choices=("auto", "none", "pow4", "adaptive", "ell"),
                    help="FinePar's calls' grouping (auto, the default: the tuner's)")
     p.add_argument("--scipy-max-nnz", type=float, default=6e8,
                    help="skip the single-threaded scipy peers above this many nonzeros")

@@ -45,7 +45,8 @@ def parse_args(argv=None):
     ap.add_argument("--launches", type=int, default=2000, help="enqueues a case (2000)")
     ap.add_argument("--repeat", type=int, default=1000, help="SpMV products a run (1000)")
     ap.add_argument("--devices", default="gpu", choices=("auto", "cpu", "gpu"))
-    ap.add_argument("--grouping", default="auto", choices=("auto", "none", "pow4", "adaptive"))
+    ap.add_argument("--grouping", default="auto",
+                    choices=("auto", "none", "pow4", "adaptive", "ell"))
     ap.add_argument("--no-bare", action="store_true", help="part two only")
     ap.add_argument("--json", default="probe_enqueue.json")
     args = ap.parse_args(argv)

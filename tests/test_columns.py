@@ -13,6 +13,7 @@ from finepar.engine import Engine, EngineOptions
 from finepar.engine.columns import CLASSES, hot_share
 from finepar.errors import DeviceError
 from finepar.apps.spmv import reference_spmv, spmv_error_bound
+from finepar.io import from_scipy
 
 
 @pytest.fixture(scope="module")
@@ -108,6 +109,15 @@ def test_auto_renumbers_a_gpus_columns_past_a_sixteenth_of_its_cache():
     y, rep = _spmv(g, pair, x, "auto", devices="gpu")
     assert rep.plan["columns"]["gpu"]["applied"], rep.plan["columns"]
     assert np.allclose(y.values, reference_spmv(g, x), rtol=1e-5, atol=1e-4)
+    # a mesh's columns are read alike: its hottest eighth takes an eighth of the reads
+    import scipy.sparse as sp
+    side = int(np.sqrt(g.n))
+    path = sp.diags([1.0, 1.0], [-1, 1], shape=(side, side))
+    mesh = from_scipy((sp.kron(path, sp.eye(side)) + sp.kron(sp.eye(side), path)).tocsr(),
+                      "mesh")
+    _, rep = _spmv(mesh, pair, np.ones(mesh.n, np.float32), "auto", devices="gpu")
+    assert not rep.plan["columns"]["gpu"]["applied"]
+    assert "hottest columns" in rep.plan["columns"]["gpu"]["reason"]
 
 
 def test_apps_reading_no_vector_by_column_are_left_alone(split_pair):

@@ -49,7 +49,8 @@ class StaticExecutor:
             store = eng.stores[role]
             ol = ols[role] = store.ops(op, eng.fscal[role], eng.stop[role])
             q = store.side.queue
-            events[role] = store.enqueue(ol, eng.step_args(args, role), flush=wait and FLUSH_EACH_LAUNCH)
+            events[role] = store.enqueue(ol, eng.step_args(args, role),
+                                         flush=wait and FLUSH_EACH_LAUNCH)
             rec.launches[role] = len(events[role])
             if store.ring is not None:
                 uploads[role] = store.ring.uploads

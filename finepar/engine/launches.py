@@ -161,17 +161,15 @@ class Launch:
         for name, v in values.items():
             if given.get(name, _UNSET) is v:  # the same buffer, or the same scalar object
                 continue
-            given[name] = v
             i = self.signature.index(name)
             kind = self.signature.args[i].kind
-            if kind in _SCALAR:
-                v = _SCALAR[kind](v)
-                if name in self._values and self._values[name] == v:
-                    continue
-            elif self._values.get(name) is v:
-                continue
-            self.kernel.set_arg(i, v)
-            self._values[name] = v
+            value = _SCALAR[kind](v) if kind in _SCALAR else v
+            if name not in self._values or not (
+                    self._values[name] == value if kind in _SCALAR
+                    else self._values[name] is value):
+                self.kernel.set_arg(i, value)
+                self._values[name] = value
+            given[name] = v  # only once the kernel holds it
         return self
 
     def missing(self) -> list[str]:

@@ -40,8 +40,9 @@ class EngineOptions:
     columns : {'auto', 'hot', 'none'}
         Renumber each device's share's columns hottest first on that device
         (:mod:`finepar.engine.columns`) for an app that reads a vector by column: ``auto``
-        (default) where that vector exceeds the device's cache and its hottest columns
-        take most reads, ``hot`` wherever the share can be, ``none`` never.
+        (default) where that vector passes a sixteenth of a GPU's cache (a CPU's whole
+        cache) and its hottest columns take most reads, ``hot`` wherever the share can
+        be, ``none`` never.
     walk : 'auto', 'none' or int
         Small frontiers of BFS on the CPU's walk, one work-item walking a queue
         (:mod:`finepar.engine.walk`): ``auto`` (default) while the frontier's out-edges

@@ -196,6 +196,12 @@ ITEM_ENTRY_S = 31e-9
 ADAPTIVE_SPLIT = {"gpu": 8 * 1024, "cpu": 8 * 512}
 
 
+def adaptive_splits(pair) -> dict:
+    """The split of each role's CSR-adaptive lowering on ``pair``: 8 blocks of its side's
+    ``block_nnz`` (which local memory may lower), as the engine lowers a share."""
+    return {r: 8 * pair.side(r).launch.block_nnz for r in ("cpu", "gpu")}
+
+
 class Predictor:
     """Predicted per-iteration times of a fine split, from a platform model or
     from measured constant throughputs.
@@ -224,14 +230,19 @@ class Predictor:
     scale : dict, optional
         ``{'cpu': r, 'gpu': r}``: each device's predicted share time multiplied by
         ``r``, a correction measured on this input (:func:`measured_scale`).
+    adaptive_split : dict, optional
+        ``{'cpu': entries, 'gpu': entries}``: the row length past which CSR-adaptive cuts a
+        row (its ``apply`` launch); default :data:`ADAPTIVE_SPLIT`, :func:`tune` passes the
+        pair's (:func:`adaptive_splits`).
     """
 
     def __init__(self, stats: RowStats, matrix_type: int, *, model: PlatformModel | None = None,
                  throughput: dict | None = None, transfer: bool = False,
                  grouping: str = "none", serial: bool = False, gpu_resident: int | None = None,
                  bytes_per_nnz: int = 4, h2d_bandwidth: float | None = None,
-                 scale: dict | None = None):
+                 scale: dict | None = None, adaptive_split: dict | None = None):
         self.scale = dict(scale or {})
+        self.adaptive_split = dict(adaptive_split or ADAPTIVE_SPLIT)
         self.grouping = grouping
         self.serial = serial
         self.gpu_resident = gpu_resident
@@ -261,7 +272,7 @@ class Predictor:
             o = self.model.overhead.get(role)
             if o is not None:
                 t += o.seconds(self.stats.launches(threshold, role, grouping,
-                                                   ADAPTIVE_SPLIT[role]))
+                                                   self.adaptive_split[role]))
             return r * t
         return r * f.SW / self.throughput[role]
 
@@ -469,7 +480,8 @@ def tune(workload, pair, *, model: str | PlatformModel | ModelMatch | None = Non
         if grouping == "auto" and workload.app.groupings:  # the app's own choice among them
             groupings = tuple(g for g in groupings if g in workload.app.groupings) or groupings
         preds = {g: Predictor(stats, det.matrix_type, model=match.model, transfer=exchanges,
-                              grouping=g, serial=pair.emulated, scale=scale, **stream)
+                              grouping=g, serial=pair.emulated, scale=scale,
+                              adaptive_split=adaptive_splits(pair), **stream)
                  for g in groupings}
     else:
         g = "pow4" if grouping == "auto" else grouping
