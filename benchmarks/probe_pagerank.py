@@ -87,8 +87,7 @@ def kernel_loop(eng, op, args: dict, steps: int, before=None) -> dict:
             q = store.side.queue
             mod.enqueue_fill_buffer(q, eng.stop[r], np.zeros(1, np.int32), 0, 4)
             ol = store.ops(op, eng.fscal[r], eng.stop[r])
-            bound = {n: eng.arg(v, r) if n != "ia" else v for n, v in args.items()}
-            launched = store.enqueue(ol, bound)
+            launched = store.enqueue(ol, eng.step_args(args, r))
             labels = [f"{r} {i}: {L.label}" for i, L in enumerate(ol.launches)]
             labels += [f"{r} apply"] * (ol.apply is not None)
             if ol.reduce_stage is not None:

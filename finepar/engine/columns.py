@@ -126,7 +126,7 @@ def hot_room(x_bytes: int, cache_bytes: int) -> int:
     every column's class bound passes half its reads: a road network would pass). Graph500
     scales 18 and 20: the hottest eighth of x's columns take at least 63% of the reads;
     luxembourg 13%, memplus 34%, soc-Slashdot0902 49%."""
-    return cache_bytes if x_bytes > cache_bytes else min(cache_bytes, x_bytes // 4)
+    return cache_bytes if x_bytes > cache_bytes else x_bytes // 4
 
 
 def order_columns(engine, names: tuple, mode: str = "auto", role: str = "gpu") -> ColumnOrder:
@@ -288,12 +288,13 @@ def check_step_numbering(columns: dict, roles: tuple, op, args: dict,
     DeviceError
         Naming the device and the vector.
     """
-    x, by_column, by_row = args["x"], {args[k] for k in op.column_writes}, None
+    x, by_row = args["x"], None
     for r in roles:
         c = columns.get(r)
         if c is None or not c.applied:
             continue
         if by_row is None:
+            by_column = {args[k] for k in op.column_writes}
             by_row = tuple(v for k, v in args.items() if k not in op.column_writes
                            and k not in ("x", "ia")) + (exchange,) * (exchange not in by_column)
         if x is not None and x not in c.names:

@@ -394,10 +394,6 @@ class Engine:
             bufs[role] = filled(self.pair.side(role), bufs["size"], self._vec_dtype[name])
         return bufs[role]
 
-    def arg(self, name: str | None, role: str):
-        """A step argument: vector ``name``'s buffer on ``role``, or the dummy."""
-        return self.buffer(name, role) if name else self.dummy(role)
-
     def step_args(self, args: dict, role: str) -> dict:
         """A step's kernel arguments on ``role``: each named vector's buffer there, the
         dummy for an unnamed one, ``ia`` as given (one call a step: its host cost counts)."""

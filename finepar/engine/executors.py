@@ -176,8 +176,7 @@ class HostChunkExecutor(StaticExecutor):
         mod = cl()
         t0 = time.perf_counter()
         rec = StepRecord("rowop", roles)
-        bound = {r: eng.step_args(args, r)
-                 for r in roles}
+        bound = {r: eng.step_args(args, r) for r in roles}
         ols = {r: eng.stores[r].ops(op, eng.fscal[r], eng.stop[r]) for r in roles}
         for r in roles:  # only the chunks a side takes write their partial sums
             if ols[r].partials is not None:

@@ -108,6 +108,9 @@ REDUCE_STAGE = _sig("reduce_stage", "n:int partials tmp")
 STEP_ARGS = ("x", "y", "s0", "s1", "s2", "aux", "ia")
 
 _SCALAR = {"int": np.int32, "float": np.float32}
+#: CSR-adaptive cuts a row longer than this many blocks of ``block_nnz`` into segments
+#: (:func:`lower_adaptive`'s default split; the tuner counts its ``apply`` launch from it).
+ADAPTIVE_SPLIT_BLOCKS = 8
 #: An argument never given (:meth:`Launch.bind`).
 _UNSET = object()
 #: The :mod:`pyopencl` module, imported once (:func:`_cl`).
@@ -164,9 +167,8 @@ class Launch:
             i = self.signature.index(name)
             kind = self.signature.args[i].kind
             value = _SCALAR[kind](v) if kind in _SCALAR else v
-            if name not in self._values or not (
-                    self._values[name] == value if kind in _SCALAR
-                    else self._values[name] is value):
+            old = self._values.get(name, _UNSET)
+            if old is _UNSET or (old != value if kind in _SCALAR else old is not value):
                 self.kernel.set_arg(i, value)
                 self._values[name] = value
             given[name] = v  # only once the kernel holds it
@@ -591,7 +593,7 @@ def lower_adaptive(matrix: Graph, role: str, rows: np.ndarray, *, block_nnz: int
     ShareLowering
     """
     rows = np.asarray(rows, dtype=np.int32)
-    split = int(split or 8 * block_nnz)
+    split = int(split or ADAPTIVE_SPLIT_BLOCKS * block_nnz)
     lengths = matrix.lengths_of(rows)
     seg_row, seg_len, seg_slot, apply_rows, slot_ptr = cut_rows(rows, lengths, split)
     seg_ptr = np.zeros(seg_row.size + 1, dtype=np.int64)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..engine.launches import ADAPTIVE_SPLIT_BLOCKS
 from ..features import RowStats, detect_type
 from ..partition import GROUPINGS
 from .calibrate import choose_model
@@ -190,16 +191,14 @@ class TuneResult:
 #: (longest row 25,328 entries) the H200 model predicted 0.27 ms a product, and the product
 #: took 0.79 ms, 31 ns an entry (one H200, 2026-11-28, benchmarks/runs/h200-2026-11-28p).
 ITEM_ENTRY_S = 31e-9
-#: The row length past which CSR-adaptive cuts a row into segments (one more launch, the
-#: ``apply``): :func:`~finepar.engine.launches.lower_adaptive`'s default, 8 blocks of
-#: :class:`~finepar.device.discovery.LaunchConfig`'s ``block_nnz`` (1,024 a GPU, 512 a CPU).
-ADAPTIVE_SPLIT = {"gpu": 8 * 1024, "cpu": 8 * 512}
 
 
 def adaptive_splits(pair) -> dict:
-    """The split of each role's CSR-adaptive lowering on ``pair``: 8 blocks of its side's
-    ``block_nnz`` (which local memory may lower), as the engine lowers a share."""
-    return {r: 8 * pair.side(r).launch.block_nnz for r in ("cpu", "gpu")}
+    """The row length past which each role's CSR-adaptive lowering on ``pair`` cuts a row
+    into segments (one more launch, the ``apply``): as the engine lowers a share,
+    :data:`~finepar.engine.launches.ADAPTIVE_SPLIT_BLOCKS` blocks of its side's
+    ``block_nnz`` (which local memory may lower)."""
+    return {r: ADAPTIVE_SPLIT_BLOCKS * pair.side(r).launch.block_nnz for r in ("cpu", "gpu")}
 
 
 class Predictor:
@@ -232,8 +231,8 @@ class Predictor:
         ``r``, a correction measured on this input (:func:`measured_scale`).
     adaptive_split : dict, optional
         ``{'cpu': entries, 'gpu': entries}``: the row length past which CSR-adaptive cuts a
-        row (its ``apply`` launch); default :data:`ADAPTIVE_SPLIT`, :func:`tune` passes the
-        pair's (:func:`adaptive_splits`).
+        row (its ``apply`` launch): :func:`tune` passes the pair's
+        (:func:`adaptive_splits`); without it no ``apply`` is counted.
     """
 
     def __init__(self, stats: RowStats, matrix_type: int, *, model: PlatformModel | None = None,
@@ -242,7 +241,7 @@ class Predictor:
                  bytes_per_nnz: int = 4, h2d_bandwidth: float | None = None,
                  scale: dict | None = None, adaptive_split: dict | None = None):
         self.scale = dict(scale or {})
-        self.adaptive_split = dict(adaptive_split or ADAPTIVE_SPLIT)
+        self.adaptive_split = dict(adaptive_split or {})
         self.grouping = grouping
         self.serial = serial
         self.gpu_resident = gpu_resident
@@ -272,7 +271,7 @@ class Predictor:
             o = self.model.overhead.get(role)
             if o is not None:
                 t += o.seconds(self.stats.launches(threshold, role, grouping,
-                                                   self.adaptive_split[role]))
+                                                   self.adaptive_split.get(role)))
             return r * t
         return r * f.SW / self.throughput[role]
 
