@@ -57,7 +57,7 @@ import math
 #: smallest graph on which the first call won with no loss above; the CC app's calls lost
 #: their first call on cnr-2000 (uploads and the device's preparation) and won at scale 20,
 #: as did bfs_layers; none was measured below 948,464 entries. The H200 run of
-#: 2026-11-27 (``benchmarks/runs/h200-2026-11-27/nxbackend-real.json``) lost bfs_edges's
+#: 2026-11-27 (``benchmarks/runs/h200-2026-11-27/nxbackend-real.json.gz``) lost bfs_edges's
 #: first call on soc-Slashdot0902 (1.3x: the conversion; cached 11x faster), so bfs_edges
 #: starts at cnr-2000's size; its ``--crossover`` over graphs of up to 203,710 entries
 #: (``nxbackend-crossover-small.json``) lost every traversal's and CC's first call there.
