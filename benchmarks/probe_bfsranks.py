@@ -4,6 +4,11 @@ the functions of most cumulative time printed per rank, the profiles written bes
 ``--json`` (``JSON.RANK.{levels,parents}.prof``); per rank the levels' records (direction,
 wall, exchange, MPI, kernel seconds, host synchronisations) in ``--json``.
 
+With ``--timeline`` (instead of cProfile) each rank records its timed run as a timeline
+(:mod:`rankline`): every OpenCL command with its device times, and the host functions of
+the levels' protocol; per level, the device's busy time and its idle time charged to the
+host function open then (``timeline`` in ``--json``, a table per rank printed).
+
     mpiexec -n 2 python benchmarks/probe_bfsranks.py graph500:26 --json $OUT/probe_bfsranks.json
 """
 
@@ -42,8 +47,12 @@ def main(argv=None) -> int:
     p.add_argument("graph", help="a graph500:SCALE spec or a file")
     p.add_argument("--devices", default="gpu", help="each rank's devices (auto, gpu, cpu)")
     p.add_argument("--top", type=int, default=25, help="functions printed per profile")
+    p.add_argument("--timeline", action="store_true",
+                   help="record the timed run's commands and host steps (no cProfile)")
     p.add_argument("--json", required=True)
     args = p.parse_args(argv)
+    if args.timeline:
+        return with_timeline(args)
     from finepar import mpi
     from finepar.apps import bfsranks
     from finepar.mpi.comm import Communicator
@@ -71,6 +80,72 @@ def main(argv=None) -> int:
                            for l in r["levels"]] for r in report.ranks]}
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(rec, f, indent=1)
+    comm.close()
+    return 0
+
+
+def timeline_spans() -> list:
+    """The host functions :mod:`rankline` stamps: the levels, their protocol's steps."""
+    from finepar.apps import bfsranks as b
+    from finepar.device.peer import _Driver
+    from finepar.engine import Engine
+    from finepar.engine.frontier import FrontierQueue
+    from finepar.mpi.comm import Communicator
+    from finepar.mpi.engine import DistEngine
+    from finepar.mpi.peers import PeerExchange
+    parts = b.LevelParts
+    return [(b, "_bottom_up", "bottom-up"), (b, "_top_down", "top-down"),
+            (b, "_finish", "parents"), (parts, "read", "read"),
+            (parts, "read_header", "read_header"), (parts, "merge", "merge"),
+            (parts, "post", "post"), (parts, "_gpu_to_gpu", "gpu_to_gpu"),
+            (b, "mark_bits", "mark_bits"), (b, "_merged_size", "merged_size"),
+            (b, "_hand_over", "hand_over"), (PeerExchange, "move", "move"),
+            (_Driver, "synchronize", "cuda_sync"),
+            (Communicator, "allgather_ints", "allgather"),
+            (DistEngine, "rowop_local", "rowop"), (Engine, "fill", "fill"),
+            (Engine, "read_buffer", "read_buffer"), (Engine, "drain", "drain"),
+            (Engine, "write", "write"), (Engine, "read", "read_vector"),
+            (FrontierQueue, "run", "queue.run"), (FrontierQueue, "from_bitmap", "from_bitmap")]
+
+
+def with_timeline(args) -> int:
+    """``--timeline``: the run with :class:`rankline.Timeline` recording each call of
+    ``bfsranks.level_loop`` (the last one kept: the timed run's)."""
+    from rankline import Timeline
+    from finepar import mpi
+    from finepar.apps import bfsranks
+    from finepar.mpi.comm import Communicator
+    comm = Communicator()
+    tl = Timeline(timeline_spans(), ("bottom-up", "top-down", "parents"))
+    loop = bfsranks.level_loop
+
+    def recorded(*a, **k):
+        tl.start()
+        try:
+            return loop(*a, **k)
+        finally:
+            tl.stop()
+    bfsranks.level_loop = recorded
+    try:
+        _, report = mpi.run("bfs", args.graph, comm=comm, devices=args.devices)
+        mine = tl.summary()
+    except Exception:  # noqa: BLE001 - one rank's error ends every rank, not a hang
+        traceback.print_exc()
+        comm.abort(1)
+    every = comm.comm.gather(mine, root=0)
+    if comm.rank == 0:
+        for r, t in enumerate(every):
+            print(f"===== rank {r}: level, kind, wall, device busy, commands; idle by host step (ms)")
+            for row in t["levels"]:
+                idle = ", ".join(f"{k} {v:.3f}" for k, v in
+                                 sorted(row["idle_ms"].items(), key=lambda kv: -kv[1]))
+                print(f"{row['level']} {row['kind']}: wall {row['wall_ms']:.3f}, busy "
+                      f"{row['busy_ms']:.3f}, {row['commands']} commands; idle: {idle}",
+                      flush=True)
+        rec = {"run_s": report.timings["run"], "timeline": every,
+               "levels": [r["levels"] for r in report.ranks]}
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(rec, f, indent=1, default=float)
     comm.close()
     return 0
 
