@@ -35,7 +35,9 @@ class Timeline:
     """
 
     def __init__(self, spans: list, levels: tuple):
-        import pyopencl as cl
+        from finepar.device import cl as finepar_cl
+        cl = finepar_cl()  # after FinePar registers the NVIDIA driver: a bare import of
+        # pyopencl first would load the ICD loader without it (the GPU role then emulated)
         self.cl, self.levels = cl, levels
         self.on, self.saved = False, []
         self.host: list = []   # [label, t0, t1, depth]
