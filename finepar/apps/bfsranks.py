@@ -22,13 +22,18 @@ enqueued. With ``--exchange gpu`` the parts move GPU to GPU instead
 (:mod:`finepar.mpi.peers`): each rank's part goes into its send region (a bottom-up
 level's copied there on the device, with no read to the host), every other
 rank's is copied into the receive region by the rank's GPU, and the kernels on the GPU
-read them there (a top-down level's parts, and a CPU share's, are copied on to the
-host). A level's host waits are its reads: a bottom-up level's header (its found
-vertices and their out-degrees, summed on the device) with the list's first
-:data:`PEEK` words, and a longer part; a top-down level's tally, then its claims with
-their out-degrees, which travel with the part, so the merged frontier (the ranks' claims
-may overlap) is counted from the parts where one rank claimed or the lists are short,
-else on the device. No n-long host array is touched a level. The direction is Beamer's
+read them there (a CPU share's are copied on to the host). On that path a level's part
+is staged: copied into the send region on the device before the level's header is read
+(a bottom-up level stages both forms, the list at the half's start and the words at its
+end, where the half holds both), so once every rank has read its header and the sizes'
+collective is done, the peers copy it with no post and no barrier
+(:meth:`LevelParts.stage`). A level's host waits are its reads: a bottom-up level's header
+(its found vertices and their out-degrees, summed on the device) with the list's first
+:data:`PEEK` words, and a longer part where it crosses the host; a top-down level's
+tally, then its claims' out-degrees (summed on the device), which go with the sizes,
+and its part where it crosses the host. The merged frontier (the ranks' claims may
+overlap) is counted from the sizes where one rank claimed, from short lists where they
+crossed the host, else on the device. No n-long host array is touched a level. The direction is Beamer's
 rule (:meth:`~finepar.apps.bfs.BFS.wants_pull`) on the merged frontier's size and
 edges, which every rank has alike. A vertex another rank claimed gets its parent at the
 end: each rank sends the (vertex, parent) pairs it holds for other ranks' vertices (found
@@ -202,23 +207,29 @@ class LevelParts:
         return int(count), int(edges)
 
     def _gpu_to_gpu(self, targets: tuple, host: np.ndarray, counts: np.ndarray,
-                    displs: np.ndarray, at: int, mine: int, host_copy, source=None) -> tuple:
+                    displs: np.ndarray, at: int, mine: int, host_copy, source=None,
+                    staged=None) -> tuple:
         """With :attr:`peers` (``--exchange gpu``): this rank's part into the send region
         (from ``source``, ``(buffer, first word)`` on the GPU, where given: a copy on the
-        device; else from ``host``), every other rank's pulled into the receive region at
-        its displacement (collective), and copied on to ``host`` where a role outside the
-        GPU's context or ``host_copy`` (a top-down level: its parts are counted on the
-        host) needs them; the roles whose kernels read the receive region. Else ``()``."""
+        device; else from ``host``; nothing where every rank's ``staged`` word, from the
+        merge's collective, says :meth:`stage` put it there), every other rank's pulled
+        into the receive region at its displacement (collective), and copied on to
+        ``host`` where a role outside the GPU's context or ``host_copy`` (a top-down
+        level counted on the host) needs them; the roles whose kernels read the receive
+        region. Else ``()``."""
         px = self.peers
         if px is None:
             return ()
         eng, mod, me = self.engine, cl(), self.comm.rank
         near = tuple(r for r in targets if eng.pair.side(r).context == px.side.context)
+        ready = staged is not None and bool((staged >= 0).all())
         for role in near:  # the last merge's kernels are done with the receive region
             eng.pair.side(role).queue.finish()
-        self.post(mine, source, host[at:at + mine])
-        px.move([(s, 0, 4 * int(displs[s]), 4 * int(counts[s]))
-                 for s in range(self.comm.size) if s != me and counts[s]])
+        if not ready:
+            self.post(mine, source, host[at:at + mine])
+        src = staged if ready else np.zeros(self.comm.size, np.int64)
+        px.move([(s, 4 * int(src[s]), 4 * int(displs[s]), 4 * int(counts[s]))
+                 for s in range(self.comm.size) if s != me and counts[s]], barrier=not ready)
         total = int(counts.sum())
         if total and (host_copy or len(near) < len(targets)):
             for a, b in ((0, at), (at + mine, total)):  # this rank's own part is there
@@ -241,6 +252,30 @@ class LevelParts:
                              is_blocking=True)
         px.side.queue.finish()
 
+    def stage(self, role: str, source, first: int, words: int, at: int = 0) -> bool:
+        """Copy ``words`` words of ``source`` from word ``first`` into word ``at`` of the
+        current half of the send region, on the device and not waited for: the level's
+        next read (its header) waits for it, and every rank makes that read before the
+        merge's collective, so the peers may copy the part once that is done (no
+        :meth:`post`, no barrier). False (nothing staged) without the GPU path, where
+        ``role`` is outside the GPU's context, or where the part would not fit its half."""
+        px = self.peers
+        if (px is None or self.engine.pair.side(role).context != px.side.context
+                or 4 * (at + words) > px.half):
+            return False
+        if words:
+            cl().enqueue_copy(px.side.queue, px.send, source, src_offset=4 * first,
+                              dst_offset=px.at + 4 * at, byte_count=4 * words)
+        return True
+
+    def words_at(self, rank: int) -> int:
+        """Where in ``rank``'s half a bottom-up level stages its part's words (the list
+        staged at word 0 beside them; see :meth:`stage`): the half's last words, or -1
+        where the half cannot hold both (then the words are posted at 0 once chosen)."""
+        w0, w1 = (int(x) for x in self.spans[rank])
+        at = self.peers.halves[rank] // 4 - (w1 - w0)
+        return at if at >= w1 - w0 else -1
+
     def wait(self) -> None:
         """The last merge's uploads are done (their host words may be overwritten)."""
         for ev in self.pending:
@@ -248,7 +283,8 @@ class LevelParts:
         self.pending = []
 
     def merge(self, target: str, roles: tuple, form: int, size: int, first: int,
-              sums: tuple, fill, tail: int = 0, source=None) -> tuple[np.ndarray, dict]:
+              sums: tuple, fill, tail: int = 0, source=None, staged: int = -1
+              ) -> tuple[np.ndarray, dict]:
         """Merge every rank's part into bitmap ``target`` on ``roles`` (collective).
 
         Parameters
@@ -272,18 +308,22 @@ class LevelParts:
             ``(role, buffer, first word)``: where this rank's part lies on a device. Where
             the part goes GPU to GPU from that device's context, it is copied on the
             device into the send region and ``fill`` is not called (no host round trip).
+        staged : int
+            The word of the send region's half where :meth:`stage` put the part already
+            (its header read since), or -1. Where every rank staged its part, the peers
+            copy it from there with no post and no barrier.
 
         Returns
         -------
         (ndarray, dict)
-            Every rank's ``[size, form, first, tail, *sums]`` (int64, one row a rank),
-            the parts' displacements in :attr:`host`; this rank's bytes sent and received
-            and the exchange's seconds.
+            Every rank's ``[size, form, first, tail, staged, *sums]`` (int64, one row a
+            rank), the parts' displacements in :attr:`host`; this rank's bytes sent and
+            received and the exchange's seconds.
         """
         comm, eng = self.comm, self.engine
         t0, m0 = time.perf_counter(), comm.mpi_seconds
         self.wait()
-        meta = comm.allgather_ints([size, form, first, tail, *sums])
+        meta = comm.allgather_ints([size, form, first, tail, staged, *sums])
         counts = meta[:, 0] + meta[:, 3]
         displs = np.concatenate(([0], np.cumsum(counts)[:-1]))
         total, me = int(counts.sum()), comm.rank
@@ -295,7 +335,7 @@ class LevelParts:
             fill(host[at:at + mine])
         targets = _distinct(eng, target, roles)
         near = self._gpu_to_gpu(targets, host, counts, displs, at, mine, tail or None,
-                                source[1:] if direct else None)
+                                source[1:] if direct else None, meta[:, 4] if direct else None)
         if total and self.peers is None:  # every rank's part, this rank's in place
             comm.allgatherv(host[at:at + mine], counts=counts, out=host[:total])
         mod = cl()
@@ -495,15 +535,20 @@ def _bottom_up(app, engine: Engine, st: dict, it: int, where: str, size: int, ed
     for r in engine.roles:  # shared memory: the other queue's bits done before own_part reads
         if r != role:
             engine._shared_barrier(engine.pair.side(r))
-    w0, w1 = (int(x) for x in parts.spans[engine.comm.rank])
+    me = engine.comm.rank
+    w0, w1 = (int(x) for x in parts.spans[me])
     nxt, dev = engine.buffer("next", role), parts.device_words(role, w1 - w0)
     parts.zero_hdr()
     _launch(engine, role, "own_part", w1 - w0,
             (np.int32(w1 - w0), np.int32(w0), nxt, engine.buffer("outdeg", role), dev,
              parts.hdr, np.int32(w1 - w0)))
+    # both forms staged for the peers before the header is read (its wait covers them)
+    listed = parts.stage(role, dev, 0, w1 - w0)
+    at = parts.words_at(me) if listed else -1
+    worded = at >= 0 and parts.stage(role, nxt, w0, w1 - w0, at)
     found, found_edges = parts.read_header(role, dev, w1 - w0)
     if found < w1 - w0:  # its vertices' list, on the device
-        form, part = AS_LIST, found
+        form, part, staged = AS_LIST, found, 0 if listed else -1
 
         def fill(host):
             if found <= PEEK:
@@ -511,19 +556,20 @@ def _bottom_up(app, engine: Engine, st: dict, it: int, where: str, size: int, ed
             else:
                 parts.read(role, [(host, dev, 0)])
     else:
-        form, part = AS_WORDS, w1 - w0
+        form, part, staged = AS_WORDS, w1 - w0, at if worded else -1
 
         def fill(host):
             parts.read(role, [(host, nxt, w0)])
     meta, info = parts.merge("next", tuple(engine.roles), form, part, w0,
                              (found, found_edges), fill,
-                             source=(role, *((dev, 0) if form == AS_LIST else (nxt, w0))))
+                             source=(role, *((dev, 0) if form == AS_LIST else (nxt, w0))),
+                             staged=staged)
     _stats(engine, "merges", FORMS[form], info)
     engine.swap("front", "next")
     engine.fill("next", 0)
     mark_bits(engine, st, "front", it + 1, count=False)
     st["front_ready"] = True
-    total = meta[:, 4:6].sum(axis=0)
+    total = meta[:, 5:7].sum(axis=0)
     return int(total[0]), int(total[1]), {"own_found": found, "form": FORMS[form],
                                           "part": part, **info}
 
@@ -534,10 +580,12 @@ def _top_down(app, engine: Engine, st: dict, it: int, where: str, size: int, edg
     vertices and ``edges`` out-edges over every rank), its claims merged over the ranks;
     the next frontier's size and edges, and the level's part.
 
-    Two reads: the advance's tally, then the part with its claims' out-degrees (summed
-    on the device), which travel with it. The merged frontier is counted from the parts
-    where they cannot overlap (one rank claimed) or are short lists (on the host), else
-    on the device (a third read)."""
+    Two reads: the advance's tally, then its claims' out-degrees (summed on the device),
+    which go with the merge's sizes; the part itself goes GPU to GPU, staged in the send
+    region before that read (else it is read with it and goes through the host). The
+    merged frontier is counted from the sizes where the claims cannot overlap (one rank
+    claimed), from short lists on the host where they came through it, else on the
+    device (a third read)."""
     queue, push, parts = st["queue"], st["push_role"], st["parts"]
     if where == "marks":
         _move(st, True, app.sync_vectors)
@@ -562,14 +610,13 @@ def _top_down(app, engine: Engine, st: dict, it: int, where: str, size: int, edg
         form, part, src = AS_LIST, claims, queue.front
     else:  # more claims than words: the bitmap's words
         form, part, src = AS_WORDS, parts.nw, front
+    staged = 0 if parts.stage(push, src, 0, part) else -1
+    claim_edges = parts.read_header(push)[1] if claims else 0
 
-    def fill(host):  # the part, then its claims' out-degrees (two words)
-        if claims:
-            parts.read(push, [(host[:part], src, 0), (parts.head[:4], parts.hdr, 0)])
-            host[part:] = parts.head[2:4]
-        else:
-            host[:] = 0
-    meta, info = parts.merge("front", (push,), form, part, 0, (claims,), fill, tail=2)
+    def fill(host):  # the host path's part
+        parts.read(push, [(host, src, 0)])
+    meta, info = parts.merge("front", (push,), form, part, 0, (claims, claim_edges), fill,
+                             source=(push, src, 0), staged=staged)
     _stats(engine, "claims", FORMS[form], info)
     engine.stats["claim_lists"] += int((meta[:, 1] == AS_LIST).all())
     found, found_edges = _merged_size(st, parts, meta)
@@ -585,16 +632,17 @@ def _top_down(app, engine: Engine, st: dict, it: int, where: str, size: int, edg
 
 
 def _merged_size(st: dict, parts: LevelParts, meta: np.ndarray) -> tuple[int, int]:
-    """The merged claims' vertices and out-degrees from the gathered parts (``meta``
-    rows ``[size, form, first, tail, claims, displacement]``): one rank's claims where
-    only one rank claimed any (its own are distinct), the union of short lists on the
-    host; else ``(-1, -1)``: they are counted on the device."""
-    host, sizes, claims, displs = parts.host, meta[:, 0], meta[:, 4], meta[:, 5]
+    """The merged claims' vertices and out-degrees from the gathered sizes (``meta``
+    rows ``[size, form, first, tail, staged, claims, their out-degrees,
+    displacement]``): one rank's claims where only one rank claimed any (its own are
+    distinct), the union of short lists on the host where the parts came through it;
+    else ``(-1, -1)``: they are counted on the device."""
+    host, sizes, claims, displs = parts.host, meta[:, 0], meta[:, 5], meta[:, 7]
     if int((claims > 0).sum()) <= 1:
         r = int(np.argmax(claims))
-        d = int(displs[r] + sizes[r])
-        return int(claims[r]), int(host[d:d + 2].copy().view(np.uint64)[0])
-    if (meta[:, 1] == AS_LIST).all() and int(claims.sum()) <= HOST_UNION:
+        return int(claims[r]), int(meta[r, 6])
+    if (parts.peers is None and (meta[:, 1] == AS_LIST).all()
+            and int(claims.sum()) <= HOST_UNION):
         ids = np.unique(np.concatenate([host[d:d + c] for c, d in zip(sizes, displs)]))
         return int(ids.size), int(st["outdeg"][ids].sum())
     return -1, -1
