@@ -87,6 +87,7 @@ def main(argv=None) -> int:
 def timeline_spans() -> list:
     """The host functions :mod:`rankline` stamps: the levels, their protocol's steps."""
     from finepar.apps import bfsranks as b
+    from finepar.device import cl as finepar_cl
     from finepar.device.peer import _Driver
     from finepar.engine import Engine
     from finepar.engine.frontier import FrontierQueue
@@ -100,7 +101,9 @@ def timeline_spans() -> list:
             (parts, "post", "post"), (parts, "_gpu_to_gpu", "gpu_to_gpu"),
             (b, "mark_bits", "mark_bits"), (b, "_merged_size", "merged_size"),
             (b, "_hand_over", "hand_over"), (PeerExchange, "move", "move"),
-            (_Driver, "synchronize", "cuda_sync"),
+            (_Driver, "synchronize", "cuda_sync"), (_Driver, "copy", "cuda_copy"),
+            (_Driver, "current_again", "cuda_current"),
+            (finepar_cl().CommandQueue, "finish", "finish"),
             (Communicator, "allgather_ints", "allgather"),
             (DistEngine, "rowop_local", "rowop"), (Engine, "fill", "fill"),
             (Engine, "read_buffer", "read_buffer"), (Engine, "drain", "drain"),

@@ -223,9 +223,9 @@ class LevelParts:
         eng, mod, me = self.engine, cl(), self.comm.rank
         near = tuple(r for r in targets if eng.pair.side(r).context == px.side.context)
         ready = staged is not None and bool((staged >= 0).all())
-        for role in near:  # the last merge's kernels are done with the receive region
-            eng.pair.side(role).queue.finish()
-        if not ready:
+        if not ready:  # staged: the header's read waited for the queue already
+            for role in near:  # the last merge's kernels are done with the receive region
+                eng.pair.side(role).queue.finish()
             self.post(mine, source, host[at:at + mine])
         src = staged if ready else np.zeros(self.comm.size, np.int64)
         px.move([(s, 4 * int(src[s]), 4 * int(displs[s]), 4 * int(counts[s]))
@@ -385,7 +385,6 @@ def mark_bits(engine: Engine, st: dict, name: str, value: int, count: bool,
     (default: every side's levels), enqueued; with ``count``, the set vertices and their
     out-degrees, counted on the push side (one 16-byte read, which waits; else zeros and
     no wait)."""
-    nw = (st["n"] + 31) // 32
     push = st["push_role"]
     counts = st["mark_counts"]
     if count:
@@ -393,8 +392,8 @@ def mark_bits(engine: Engine, st: dict, name: str, value: int, count: bool,
                                  0, 16)
     for role in roles or _level_roles(engine, st):
         mine = count and role == push
-        _launch(engine, role, "mark_bits", nw,
-                (np.int32(nw), np.int32(st["n"]), engine.buffer(name, role),
+        _launch(engine, role, "mark_bits", st["n"],
+                (np.int32(st["n"]), engine.buffer(name, role),
                  engine.buffer("level", role), engine.buffer("outdeg", role),
                  np.int32(value), np.int32(mine), counts if mine else engine.dummy(role)))
     if not count:

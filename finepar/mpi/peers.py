@@ -198,12 +198,14 @@ class PeerExchange:
         else:
             if barrier:
                 self.comm.node.Barrier()
-            drv = driver()
-            drv.current_again()
-            dst0 = self.mems[1].ptr
-            for rank, src, dst, nbytes in pulls:
-                drv.copy(dst0 + dst, self.views[rank].ptr + self.peer_at(rank) + src, nbytes)
-            drv.synchronize()
+            if pulls:  # nothing to copy: no call into CUDA
+                drv = driver()
+                drv.current_again()
+                dst0 = self.mems[1].ptr
+                for rank, src, dst, nbytes in pulls:
+                    drv.copy(dst0 + dst, self.views[rank].ptr + self.peer_at(rank) + src,
+                             nbytes)
+                drv.synchronize()
         self.parity ^= 1
 
     def _move_emulated(self, pulls) -> None:

@@ -92,26 +92,24 @@ void list_edges(const int count, __global const int *restrict src,
 }
 
 /* level[v] <- value for every vertex v < n set in the merged frontier bitmap `words`
- * and not yet visited; with `counts`, counts[0] += the set vertices and counts[1] +=
- * their out-degrees (summed per work-group of 256, one atomic each). */
+ * and not yet visited, a work-item a vertex (a warp's loads and stores of level are
+ * consecutive words; its 32 bits come from one word); with `counts`, counts[0] += the
+ * set vertices and counts[1] += their out-degrees (summed per work-group of 256, one
+ * atomic each; out-degrees read only then). */
 __kernel __attribute__((reqd_work_group_size(256, 1, 1)))
-void mark_bits(const int nw, const int n, __global const uint *restrict words,
+void mark_bits(const int n, __global const uint *restrict words,
                __global int *level, __global const int *restrict outdeg, const int value,
                const int count, __global ulong *counts)
 {
     __local ulong part[2][256];
-    const int w = (int)get_global_id(0);
+    const int v = (int)get_global_id(0);
     const int l = (int)get_local_id(0);
     ulong size = 0, edges = 0;
-    uint b = w < nw ? words[w] : 0u;
-    while (b) {
-        const uint low = b & (~b + 1u);
-        const int v = (w << 5) + (31 - (int)clz(low));
-        b ^= low;
-        if (v < n) {
-            if (level[v] < 0) level[v] = value;
-            size += 1;
-            edges += (ulong)outdeg[v];
+    if (v < n && ((words[v >> 5] >> (v & 31)) & 1u)) {
+        if (level[v] < 0) level[v] = value;
+        if (count) {
+            size = 1;
+            edges = (ulong)outdeg[v];
         }
     }
     if (!count) return;
