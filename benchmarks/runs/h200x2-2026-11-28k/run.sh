@@ -20,7 +20,7 @@ done
 probe timeline "$PWD" --timeline
 grep -v -e Warn -e lambda "$OUT/timeline.log"
 rm -f "$OUT"/*.prof
-PYTHONPATH=/tmp/site:$PWD timeout 330 python3 benchmarks/dist.py --scales 26 --ranks 2 \
+PYTHONPATH=$site:/tmp/site:$PWD timeout 330 python3 benchmarks/dist.py --scales 26 --ranks 2 \
   --apps bfs --check one-process --mpiexec /tmp/mpi/bin/mpiexec --json "$OUT/dist.json" \
   --md "$OUT/dist.md" > "$OUT/dist.log" 2>&1
 tail -25 "$OUT/dist.log"
