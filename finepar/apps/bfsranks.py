@@ -59,6 +59,7 @@ import numpy as np
 from ..device import PinnedHost, alloc, cl
 from ..engine import Engine
 from ..engine.frontier import PushRun
+from ..engine.launches import bind_changed
 from ..engine.timing import event_seconds
 from ..engine.trace import FrontierTrace
 from ..engine.backref import EngineRef
@@ -91,8 +92,11 @@ def _kernel(engine: Engine, role: str, name: str):
 
 
 def _launch(engine: Engine, role: str, name: str, size: int, args: tuple) -> None:
-    engine.launch(role, _kernel(engine, role, name), size, args, kind="queue", wg=256,
-                  wait=False)
+    """Enqueue kernel ``name`` of :data:`SOURCES` (every launch of them comes here, so
+    only the arguments that changed are set: :func:`bind_changed`)."""
+    kernel = _kernel(engine, role, name)
+    bind_changed(kernel, args)
+    engine.launch(role, kernel, size, None, kind="queue", wg=256, wait=False)
 
 
 def prepare(engine: Engine, push: str, n: int) -> dict:

@@ -840,13 +840,16 @@ class Engine:
         role, else the GPU, else the only role."""
         return self.push_role() or ("gpu" if "gpu" in self.roles else self.roles[0])
 
-    def launch(self, role: str, kernel, global_size: int, args: tuple, *, kind: str = "push",
-               wg: int = 64, wait: bool = True) -> StepRecord:
+    def launch(self, role: str, kernel, global_size: int, args: tuple | None, *,
+               kind: str = "push", wg: int = 64, wait: bool = True) -> StepRecord:
         """Run one kernel on one side (a device-alone step); returns its StepRecord
-        (also appended to ``records``)."""
+        (also appended to ``records``). ``args=None``: the kernel holds its arguments
+        already (:func:`finepar.engine.launches.bind_changed`)."""
         t0 = time.perf_counter()
         side = self.pair.side(role)
-        ev = kernel(side.queue, (-(-max(global_size, 1) // wg) * wg,), (wg,), *args)
+        size = (-(-max(global_size, 1) // wg) * wg,)
+        ev = (kernel(side.queue, size, (wg,), *args) if args is not None else
+              cl().enqueue_nd_range_kernel(side.queue, kernel, size, (wg,)))
         rec = StepRecord(kind, (role,), launches={role: 1})
         if wait:
             ev.wait()

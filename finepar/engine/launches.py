@@ -127,6 +127,26 @@ def _cl():
     return _CL[0]
 
 
+def bind_changed(kernel, args: tuple) -> None:
+    """Set ``kernel``'s positional arguments ``args``, only those that changed since
+    the last call for this kernel object (buffers by identity, NumPy scalars by type and
+    value; the last values ride on the kernel object), as :meth:`Launch.bind` does by
+    name: pyopencl's kernel call sets every argument, a few microseconds each.
+
+    Only for kernel objects whose every launch goes through here: an argument set
+    elsewhere (a kernel call) is not seen, so the next call here could skip it."""
+    last = getattr(kernel, "_finepar_args", None)
+    if last is None or len(last) != len(args):
+        last = [_UNSET] * len(args)
+    for i, a in enumerate(args):
+        old = last[i]
+        if old is a or (isinstance(a, np.generic) and type(old) is type(a) and old == a):
+            continue
+        kernel.set_arg(i, a)
+        last[i] = a
+    kernel._finepar_args = last
+
+
 class Launch:
     """One kernel launch on one device: a kernel object with its arguments bound by name.
 
