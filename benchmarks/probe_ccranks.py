@@ -1,9 +1,10 @@
-"""Connected components across ranks, run by run (issue 32): ``--runs`` timed runs of CC
-on one engine in one process, then under ``mpiexec -n P`` on one load and one engine
-per rank (:func:`finepar.mpi.runner.run_rows`), each after a warm-up; every answer of
-the ranks checked equal to the one-process answer. ``benchmarks/dist.py`` times one
-run a process; a CC run at Graph500 scale 26 is 13-16 ms, so one run cannot tell a
-change of half a millisecond from a lease's noise.
+"""Connected components (or BFS, ``--app bfs``) across ranks, run by run (issue 32):
+``--runs`` timed runs on one engine in one process, then under ``mpiexec -n P`` on one
+load and one engine per rank (:func:`finepar.mpi.runner.run_rows`), each after a warm-up;
+every answer of the ranks checked equal to the one-process answer (CC's labels, BFS's
+levels). ``benchmarks/dist.py`` times one run a process; a CC run at Graph500 scale 26 is
+13-16 ms and a BFS run 8-11, so one run cannot tell a change of half a millisecond from a
+lease's noise.
 
 Kept: each run's time (a distributed run's is its slowest rank's), their min / median /
 max, the ratio of the medians, and per rank the last run's line (Afforest's kernels,
@@ -36,6 +37,7 @@ from common import child_env, log, main_of, today, write_json
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("graph", help="a graph500:SCALE spec or a file")
+    p.add_argument("--app", default="cc", choices=("cc", "bfs"), help="the app (default cc)")
     p.add_argument("--ranks", type=int, default=2, help="ranks of the distributed runs")
     p.add_argument("--runs", type=int, default=9, help="timed runs of each (after a warm-up)")
     p.add_argument("--mpiexec", default="mpiexec", help="the launcher")
@@ -59,12 +61,12 @@ def spread(values: list) -> dict:
             "runs": values}
 
 
-def one_process(g, runs: int) -> tuple[dict, np.ndarray]:
-    """CC's default plan on one engine: a warm-up, then ``runs`` timed runs; with each
-    run's kernel seconds by kind (``kinds``: Afforest's link, compress, ...)."""
+def one_process(g, runs: int, app: str = "cc") -> tuple[dict, np.ndarray]:
+    """The app's default plan on one engine: a warm-up, then ``runs`` timed runs; with
+    each run's kernel seconds by kind (``kinds``: Afforest's link, compress, ...)."""
     from finepar import api
     from probe_sssp import engine_for
-    wl = api.Workload("cc", g)
+    wl = api.Workload(app, g)
     params = wl.app.reference_params(g, wl.app.check_params(g, {}))
     wl_run, eng = engine_for(wl, api.make_pair(), argparse.Namespace(devices="auto"),
                              "auto", params)
@@ -97,7 +99,7 @@ def worker(args) -> int:
     comm.exchange = args.exchange
     try:
         rows = load_rows(args.worker[0], comm)
-        result, report = run_rows("cc", rows, comm=comm, runs=args.runs)
+        result, report = run_rows(args.app, rows, comm=comm, runs=args.runs)
     except Exception:  # noqa: BLE001 - one rank's error ends every rank, not a hang
         traceback.print_exc()
         comm.abort(1)
@@ -110,7 +112,7 @@ def worker(args) -> int:
         write_json(args.json, {
             **spread(times), "correct": bool(np.array_equal(result.values, want)),
             "lines": lines, "device": ranks[0].get("devices"),
-            "counts": {k: result.extra["ranks"].get(k) for k in
+            "counts": {k: (result.extra.get("ranks") or {}).get(k) for k in
                        ("bits_path", "waits", "records", "records_gathered", "hooks")}})
     comm.close()
     return 0
@@ -127,9 +129,9 @@ def main(argv=None) -> int:
     out = {"script": "benchmarks/probe_ccranks.py", "date": today(), "graph": args.graph,
            "n": int(g.n), "nnz": int(g.nnz), "args": vars(args)}
     write_json(args.json, out)
-    out["one_process"], labels = one_process(g, args.runs)
+    out["one_process"], labels = one_process(g, args.runs, args.app)
     kinds = out["one_process"]["kinds"]
-    log(f"cc on {args.graph}, one process ({out['one_process']['plan']}): "
+    log(f"{args.app} on {args.graph}, one process ({out['one_process']['plan']}): "
         + _line(out["one_process"]) + "; kernels ms by median: " + ", ".join(
             f"{k} {1e3 * statistics.median(r.get(k, 0.0) for r in kinds):.2f}"
             for k in sorted({k for r in kinds for k in r})))
@@ -144,7 +146,8 @@ def main(argv=None) -> int:
         np.save(answer, labels)
         t0 = time.perf_counter()
         proc = subprocess.run([args.mpiexec, "-n", str(args.ranks), sys.executable, __file__,
-                               args.graph, "--runs", str(args.runs), "--json", str(part),
+                               args.graph, "--app", args.app, "--runs", str(args.runs),
+                               "--json", str(part),
                                "--exchange", args.exchange,
                                "--worker", str(path), str(answer)],
                               capture_output=True, text=True, env=child_env())
@@ -158,8 +161,9 @@ def main(argv=None) -> int:
     out["ranks"] = ranks
     out["ratio"] = out["one_process"]["median"] / ranks["median"]
     write_json(args.json, out)
+    counts = f"; {ranks['counts']}" if any(ranks["counts"].values()) else ""  # CC's
     log(f"{args.ranks} ranks: {_line(ranks)}, {'correct' if ranks['correct'] else 'WRONG'}; "
-        f"{out['ratio']:.2f}x the one process's median; {ranks['counts']}")
+        f"{out['ratio']:.2f}x the one process's median{counts}")
     for k, v in ranks["lines"].items():
         log(f"  {k}: {v}")
     return 0

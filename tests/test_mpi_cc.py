@@ -363,3 +363,28 @@ def test_probe_times_each_run_and_checks_the_ranks_answer(tmp_path):
     assert ranks["counts"]["bits_path"] == "host" and ranks["counts"]["waits"] == 2
     assert set(ranks["lines"]) == {"ranks", "rank 0", "rank 1"}
     assert doc["ratio"] == pytest.approx(one["median"] / ranks["median"])
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("mpiexec")
+def test_probe_runs_bfs_too(tmp_path):
+    """``probe_ccranks.py --app bfs``: BFS's timed runs in one process and over 2 ranks,
+    the ranks' levels equal to the one process's."""
+    import os
+    import subprocess
+    import sys
+    from test_mpi import mpiexec
+    root = HERE.parent
+    out = tmp_path / "probe.json"
+    env = dict(os.environ, FINEPAR_CACHE=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, str(root / "benchmarks" / "probe_ccranks.py"),
+                           "graph500:10", "--app", "bfs", "--ranks", "2", "--runs", "2",
+                           "--mpiexec", mpiexec(), "--json", str(out)], capture_output=True,
+                          text=True, timeout=600, env=env, cwd=root / "benchmarks")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    doc = json.loads(out.read_text())
+    assert doc["args"]["app"] == "bfs"
+    assert len(doc["one_process"]["runs"]) == len(doc["ranks"]["runs"]) == 2
+    assert doc["ranks"]["correct"] is True
+    assert not any(doc["ranks"]["counts"].values())  # CC's counts only
