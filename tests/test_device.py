@@ -234,3 +234,25 @@ def test_guessed_builds_run_one_at_a_time_and_the_rest_drop(pairs):
     gate.set()
     pair.settle()
     assert ran == ["first"]
+
+
+def test_unregistered_nvidia_driver_is_named_when_the_gpu_is_emulated(monkeypatch):
+    """No GPU found while NVIDIA's OpenCL driver is installed but was left unregistered
+    (here: pyopencl imported before FinePar could register it): the selection's ``how``
+    says why the GPU role is emulated and a warning says so at once; with the driver
+    registered, or none installed, nothing is added."""
+    from finepar.device import discovery
+    from finepar.device.icd import IcdReport
+    cpus = [d for d in runtime.list_devices() if d.kind == "cpu"]
+    lib = "/usr/local/nvidia/lib64/libnvidia-opencl.so.1"
+    why = (f"NVIDIA OpenCL driver {lib} is not registered and pyopencl was imported before "
+           f"FinePar could register it")
+    left = IcdReport(nvidia_library=lib, notes=[why])
+    monkeypatch.setattr(discovery, "prepare_icd", lambda: left)
+    with pytest.warns(RuntimeWarning, match="emulated on the CPU: NVIDIA OpenCL driver"):
+        sel = runtime.select_pair(devices=cpus)
+    assert sel.emulated and sel.how["gpu"] == f"auto (no GPU found: emulated); {why}"
+    for rep in (IcdReport(nvidia_library=lib, registered=True), IcdReport(),
+                IcdReport(nvidia_library=lib, vendors_dir="/tmp/finepar-icd")):
+        monkeypatch.setattr(discovery, "prepare_icd", lambda rep=rep: rep)
+        assert runtime.select_pair(devices=cpus).how["gpu"] == "auto (no GPU found: emulated)"

@@ -307,8 +307,23 @@ def select_pair(cpu: str | None = None, gpu: str | None = None, *,
     if gpu_dev is None:
         gpu_dev = cpu_dev
         if how.get("gpu") == "auto":
-            how["gpu"] = "auto (no GPU found: emulated)"
+            how["gpu"] = "auto (no GPU found: emulated)" + _unregistered_gpu()
     return Selection(cpu=cpu_dev, gpu=gpu_dev, emulated=emulated, how=how)
+
+
+def _unregistered_gpu() -> str:
+    """Where no GPU was found but NVIDIA's OpenCL driver is installed and was left
+    unregistered (pyopencl imported before FinePar, ``FINEPAR_NO_ICD_FIX``, or the
+    private registration failed): the reason, for the selection's ``how``, and a
+    warning, since the run then goes on with the GPU role emulated on the CPU. Else
+    ``""``."""
+    rep = prepare_icd()
+    if rep.nvidia_library is None or rep.registered or rep.vendors_dir is not None:
+        return ""
+    import warnings
+    why = rep.notes[-1] if rep.notes else f"to fix: {rep.fix_command}"
+    warnings.warn(f"the GPU role is emulated on the CPU: {why}", RuntimeWarning, stacklevel=3)
+    return f"; {why}"
 
 
 @dataclass
