@@ -245,3 +245,41 @@ def test_level_records(ranks, case, graphs):
     # before its part is counted; a split pair's two sides also move rows and merge their
     # bits through the host)
     assert syncs[case["memory"]] <= {"shared": 5, "split": 12}[case["memory"]]
+
+
+@pytest.mark.parametrize("kernel", ("mark_sparse", "mark_dense"))
+@pytest.mark.parametrize("density", (0.002, 0.5))
+def test_marks_both_layouts(kernel, density):
+    """``mark_sparse`` (a work-item a word) and ``mark_dense`` (a work-item a vertex) set
+    ``level[v] = value`` for exactly the unvisited vertices set in the bitmap, count them
+    and their out-degrees when asked, and leave the levels alone otherwise; n not a
+    multiple of 32 or of the work-group."""
+    from finepar.api import make_pair
+    from finepar.apps.bfsranks import SOURCES
+    from finepar.device import alloc, cl
+    rng = np.random.default_rng(7)
+    n = 70_001
+    pair = make_pair()
+    side = pair.side("gpu")
+    k = pair.kernel(side, SOURCES, {}, kernel)
+    set_ = rng.random(n) < density
+    bits = np.packbits(set_.astype(np.uint8), bitorder="little")
+    words = np.zeros((n + 31) // 32 * 4, np.uint8)
+    words[:bits.size] = bits
+    level = np.where(rng.random(n) < 0.3, 2, -1).astype(np.int32)
+    outdeg = rng.integers(0, 50, n).astype(np.int32)
+    mf = cl().mem_flags
+    dw = cl().Buffer(side.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=words)
+    dl = cl().Buffer(side.context, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=level)
+    do = cl().Buffer(side.context, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=outdeg)
+    counts = alloc(side, nbytes=16)
+    cl().enqueue_fill_buffer(side.queue, counts, np.zeros(1, np.uint64), 0, 16)
+    size = n if kernel == "mark_dense" else (n + 31) // 32
+    k(side.queue, (-(-size // 256) * 256,), (256,), np.int32(n), dw, dl, do, np.int32(5),
+      np.int32(1), counts)
+    got, tally = np.empty_like(level), np.zeros(2, np.uint64)
+    cl().enqueue_copy(side.queue, got, dl)
+    cl().enqueue_copy(side.queue, tally, counts)
+    want = np.where(set_ & (level < 0), 5, level)
+    assert (got == want).all()
+    assert tally.tolist() == [int(set_.sum()), int(outdeg[set_].sum())]

@@ -66,8 +66,8 @@ from ..engine.backref import EngineRef
 
 #: The kernels of the merges, the levels' marks and the parents.
 SOURCES = ("apps/bfs/ranks.cl",)
-KERNELS = ("bits_from_list", "or_words", "own_part", "list_edges", "mark_bits",
-           "claimed_pairs", "set_parents", "root_children")
+KERNELS = ("bits_from_list", "or_words", "own_part", "list_edges", "mark_sparse",
+           "mark_dense", "claimed_pairs", "set_parents", "root_children")
 #: A part's form: a vertex list, or a run of bitmap words.
 AS_LIST, AS_WORDS = 0, 1
 FORMS = {AS_LIST: "list", AS_WORDS: "words"}
@@ -383,21 +383,32 @@ def _level_roles(engine: Engine, st: dict) -> tuple:
     return (st["push_role"],) if engine.pair.shared else tuple(engine.roles)
 
 
+#: A merged frontier of more than ``n / DENSE_MARKS`` vertices is marked a work-item a
+#: vertex (``mark_dense``), a smaller one a work-item a word (``mark_sparse``): on an
+#: H200 at Graph500 scale 26 a word a work-item took about 40 ps a set vertex past
+#: 0.014 ms (1.12 ms for 28 M of 67 M vertices), a vertex a work-item 0.17-0.30 ms
+#: whatever the count, so they cross near 6 M (2026-11-28).
+DENSE_MARKS = 12
+
+
 def mark_bits(engine: Engine, st: dict, name: str, value: int, count: bool,
-              roles: tuple | None = None) -> tuple[int, int]:
+              roles: tuple | None = None, found: int | None = None) -> tuple[int, int]:
     """``level[v] = value`` for the unvisited vertices set in bitmap ``name`` on ``roles``
     (default: every side's levels), enqueued; with ``count``, the set vertices and their
     out-degrees, counted on the push side (one 16-byte read, which waits; else zeros and
-    no wait)."""
-    push = st["push_role"]
+    no wait). ``found``: the set vertices where known (a work-item a vertex past
+    ``n / DENSE_MARKS`` of them, else a work-item a word)."""
+    push, n = st["push_role"], st["n"]
     counts = st["mark_counts"]
+    dense = found is not None and found > n // DENSE_MARKS
+    kernel, size = ("mark_dense", n) if dense else ("mark_sparse", (n + 31) // 32)
     if count:
         cl().enqueue_fill_buffer(engine.pair.side(push).queue, counts, np.zeros(1, np.uint64),
                                  0, 16)
     for role in roles or _level_roles(engine, st):
         mine = count and role == push
-        _launch(engine, role, "mark_bits", st["n"],
-                (np.int32(st["n"]), engine.buffer(name, role),
+        _launch(engine, role, kernel, size,
+                (np.int32(n), engine.buffer(name, role),
                  engine.buffer("level", role), engine.buffer("outdeg", role),
                  np.int32(value), np.int32(mine), counts if mine else engine.dummy(role)))
     if not count:
@@ -570,9 +581,9 @@ def _bottom_up(app, engine: Engine, st: dict, it: int, where: str, size: int, ed
     _stats(engine, "merges", FORMS[form], info)
     engine.swap("front", "next")
     engine.fill("next", 0)
-    mark_bits(engine, st, "front", it + 1, count=False)
-    st["front_ready"] = True
     total = meta[:, 5:7].sum(axis=0)
+    mark_bits(engine, st, "front", it + 1, count=False, found=int(total[0]))
+    st["front_ready"] = True
     return int(total[0]), int(total[1]), {"own_found": found, "form": FORMS[form],
                                           "part": part, **info}
 
@@ -628,7 +639,7 @@ def _top_down(app, engine: Engine, st: dict, it: int, where: str, size: int, edg
         found, found_edges = mark_bits(engine, st, "front", it + 1, count=True,
                                        roles=(push,))
     else:
-        mark_bits(engine, st, "front", it + 1, count=False, roles=(push,))
+        mark_bits(engine, st, "front", it + 1, count=False, roles=(push,), found=found)
     st["front_ready"] = True
     return found, found_edges, {"own_found": claims, "form": FORMS[form], "part": part,
                                 "counted": "device" if on_device else "parts", **info}

@@ -91,19 +91,69 @@ void list_edges(const int count, __global const int *restrict src,
     if (l == 0 && part[0]) atom_add(&hdr[1], part[0]);
 }
 
+/* counts[0] += the work-group's `size`s, counts[1] += its `edges` (`part`: 512 ulong of
+ * local memory declared by the kernel; a macro, not a function, so its barriers stay in
+ * the kernel's body, which PoCL's work-group loops need). */
+#define MARK_TALLY(part, size, edges, counts)                                          \
+    do {                                                                               \
+        const int l_ = (int)get_local_id(0);                                           \
+        part[l_] = (size);                                                             \
+        part[256 + l_] = (edges);                                                      \
+        barrier(CLK_LOCAL_MEM_FENCE);                                                  \
+        for (int s_ = 128; s_ > 0; s_ >>= 1) {                                         \
+            if (l_ < s_) {                                                             \
+                part[l_] += part[l_ + s_];                                             \
+                part[256 + l_] += part[256 + l_ + s_];                                 \
+            }                                                                          \
+            barrier(CLK_LOCAL_MEM_FENCE);                                              \
+        }                                                                              \
+        if (l_ == 0 && part[0]) {                                                      \
+            atom_add(&(counts)[0], part[0]);                                           \
+            atom_add(&(counts)[1], part[256]);                                         \
+        }                                                                              \
+    } while (0)
+
 /* level[v] <- value for every vertex v < n set in the merged frontier bitmap `words`
- * and not yet visited, a work-item a vertex (a warp's loads and stores of level are
- * consecutive words; its 32 bits come from one word); with `counts`, counts[0] += the
- * set vertices and counts[1] += their out-degrees (summed per work-group of 256, one
- * atomic each; out-degrees read only then). */
+ * and not yet visited; with `counts`, counts[0] += the set vertices and counts[1] +=
+ * their out-degrees (summed per work-group of 256, one atomic each; out-degrees read
+ * only then). Two layouts, the host picking by the frontier's size: a work-item a word
+ * (mark_sparse: an empty word costs one load; a set vertex's level is a scattered
+ * access) and a work-item a vertex (mark_dense: a warp's level accesses consecutive,
+ * but every vertex a work-item). On an H200 at Graph500 scale 26 (2026-11-28) a word a
+ * work-item took 0.014 ms for a few thousand set vertices and 1.12 ms for 28 M, a
+ * vertex a work-item 0.17-0.30 ms whatever the count. */
 __kernel __attribute__((reqd_work_group_size(256, 1, 1)))
-void mark_bits(const int n, __global const uint *restrict words,
-               __global int *level, __global const int *restrict outdeg, const int value,
-               const int count, __global ulong *counts)
+void mark_sparse(const int n, __global const uint *restrict words, __global int *level,
+                 __global const int *restrict outdeg, const int value, const int count,
+                 __global ulong *counts)
 {
-    __local ulong part[2][256];
+    __local ulong part[512];
+    const int w = (int)get_global_id(0);
+    ulong size = 0, edges = 0;
+    uint b = w < ((n + 31) >> 5) ? words[w] : 0u;
+    while (b) {
+        const uint low = b & (~b + 1u);
+        const int v = (w << 5) + (31 - (int)clz(low));
+        b ^= low;
+        if (v < n) {
+            if (level[v] < 0) level[v] = value;
+            if (count) {
+                size += 1;
+                edges += (ulong)outdeg[v];
+            }
+        }
+    }
+    if (count)  /* alike in every work-item: the barriers are reached by all */
+        MARK_TALLY(part, size, edges, counts);
+}
+
+__kernel __attribute__((reqd_work_group_size(256, 1, 1)))
+void mark_dense(const int n, __global const uint *restrict words, __global int *level,
+                __global const int *restrict outdeg, const int value, const int count,
+                __global ulong *counts)
+{
+    __local ulong part[512];
     const int v = (int)get_global_id(0);
-    const int l = (int)get_local_id(0);
     ulong size = 0, edges = 0;
     if (v < n && ((words[v >> 5] >> (v & 31)) & 1u)) {
         if (level[v] < 0) level[v] = value;
@@ -112,21 +162,8 @@ void mark_bits(const int n, __global const uint *restrict words,
             edges = (ulong)outdeg[v];
         }
     }
-    if (!count) return;
-    part[0][l] = size;
-    part[1][l] = edges;
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int s = 128; s > 0; s >>= 1) {
-        if (l < s) {
-            part[0][l] += part[0][l + s];
-            part[1][l] += part[1][l + s];
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-    }
-    if (l == 0 && part[0][0]) {
-        atom_add(&counts[0], part[0][0]);
-        atom_add(&counts[1], part[1][0]);
-    }
+    if (count)  /* alike in every work-item: the barriers are reached by all */
+        MARK_TALLY(part, size, edges, counts);
 }
 
 /* The (vertex, parent) pairs of the vertices lo .. hi - 1 (another rank's) that this
