@@ -92,8 +92,10 @@ void list_edges(const int count, __global const int *restrict src,
 }
 
 /* counts[0] += the work-group's `size`s, counts[1] += its `edges` (`part`: 512 ulong of
- * local memory declared by the kernel; a macro, not a function, so its barriers stay in
- * the kernel's body, which PoCL's work-group loops need). */
+ * local memory declared by the kernel). A macro: as a function called under the
+ * kernel's `if (count)`, its barriers gave wrong sums on PoCL (every work-item added
+ * the group's total; ranks_tally of apps/cc/ranks.cl, called unconditionally, is
+ * right). */
 #define MARK_TALLY(part, size, edges, counts)                                          \
     do {                                                                               \
         const int l_ = (int)get_local_id(0);                                           \
