@@ -44,7 +44,11 @@ CASES = ([{"id": f"{g}-{mem}", "graph": g, "memory": mem, "params": {}}
          # every level top-down: parents handed from each rank to several owners
          + [{"id": "directed-top-down-gpu-exchange", "graph": "directed.npz",
              "memory": "split", "exchange": "gpu",
-             "params": {"devices": "gpu", "root": 3, "direction": "top-down"}}])
+             "params": {"devices": "gpu", "root": 3, "direction": "top-down"}}]
+         # the GPU path with the CPU alone a rank: a part made outside the GPU's context
+         # is not staged, so every rank posts its part and the peers wait at a barrier
+         + [{"id": "graph500:10-cpu-gpu-exchange", "graph": "graph500:10",
+             "memory": "split", "exchange": "gpu", "params": {"devices": "cpu"}}])
 
 
 @pytest.fixture(scope="module")
