@@ -48,7 +48,10 @@ CASES = ([{"id": f"{g}-{mem}", "graph": g, "memory": mem, "params": {}}
          # the GPU path with the CPU alone a rank: a part made outside the GPU's context
          # is not staged, so every rank posts its part and the peers wait at a barrier
          + [{"id": "graph500:10-cpu-gpu-exchange", "graph": "graph500:10",
-             "memory": "split", "exchange": "gpu", "params": {"devices": "cpu"}}])
+             "memory": "split", "exchange": "gpu", "params": {"devices": "cpu"}}]
+         # and both roles on one context's two queues (shared memory)
+         + [{"id": "graph500:10-shared-gpu-exchange", "graph": "graph500:10",
+             "memory": "shared", "exchange": "gpu", "params": {}}])
 
 
 @pytest.fixture(scope="module")
@@ -153,16 +156,15 @@ def expected_syncs(rec: dict, gpu_path: bool = False) -> int:
     part's header with the part's first words (:data:`~finepar.apps.bfsranks.PEEK`), and
     a part past them (or its words) once more where the parts cross the host (on the GPU
     path, ``gpu_path``, the part goes on the device); a top-down level reads the advance's
-    tally, then its claims' out-degrees where it has any, its part where it crosses the
-    host (not on the GPU path, where it is staged on the device), and the merged
+    tally, then its claims' out-degrees where it has any (with its part where it
+    crosses the host; on the GPU path it is staged on the device), and the merged
     frontier's count where the sizes cannot give it; the parents' hand-over reads its
     counts, then any pairs (not on the GPU path)."""
     from finepar.apps.bfsranks import PEEK
     if rec["direction"] == "bottom-up":
         return 1 if gpu_path or (rec["form"] == "list" and rec["part"] <= PEEK) else 2
     if rec["direction"] == "top-down":
-        return (1 + (rec["own_found"] > 0) + (rec["part"] > 0 and not gpu_path)
-                + (rec["counted"] == "device"))
+        return 1 + (rec["own_found"] > 0) + (rec["counted"] == "device")
     # the pairs' counts, then any pairs (on the GPU path they stay on the devices)
     return 1 + (rec["own_found"] > 0 and not gpu_path)
 
@@ -218,6 +220,13 @@ def test_level_records(ranks, case, graphs):
             assert rec["form"] == ("list" if as_list else "words")
             assert rec["part"] == (mine.size if as_list else words)
             assert rec["bytes_sent"] == 4 * rec["part"] and rec["part"] <= nw
+            # staged on the device where every rank's part lies on its GPU's queue (the
+            # GPU alone; not the CPU alone; both roles: where the push role is the GPU)
+            gpu_exchange = case.get("exchange") == "gpu"
+            if not gpu_exchange or case["params"].get("devices") == "cpu":
+                assert not rec["staged"], (d, r)
+            elif one_role:
+                assert rec["staged"], (d, r)
             if one_role:
                 gpu_path = case.get("exchange") == "gpu" and ranks > 1
                 assert rec["host_syncs"] == expected_syncs(rec, gpu_path), (d, r, rec)

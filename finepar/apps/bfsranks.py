@@ -59,7 +59,7 @@ import numpy as np
 from ..device import PinnedHost, alloc, cl
 from ..engine import Engine
 from ..engine.frontier import PushRun
-from ..engine.launches import bind_changed
+from ..engine.launches import bind_changed, forget_args
 from ..engine.timing import event_seconds
 from ..engine.trace import FrontierTrace
 from ..engine.backref import EngineRef
@@ -139,8 +139,9 @@ class LevelParts:
         Page-locked: ``hdr``'s four words, then up to :data:`PEEK` words of the part read
         with them.
     peers : PeerExchange or None
-        The GPU path's regions (``--exchange gpu``: a part of ``nw + 2`` words a rank, at
-        least :data:`REGION_WORDS`), else None: the parts go through the host.
+        The GPU path's regions (``--exchange gpu``: a part of ``nw + 2`` words a rank, or
+        twice its largest span, at least :data:`REGION_WORDS`), else None: the parts go
+        through the host.
     """
 
     engine = EngineRef()  # weak: the engine's state holds this
@@ -151,7 +152,7 @@ class LevelParts:
         b = engine.partition.bounds.astype(np.int64)
         self.spans = np.stack((b[:-1] // 32, -(-b[1:] // 32)), axis=1)
         self.host = np.zeros(0, np.uint32)
-        self._pinned = None
+        self._pinned = self._held = None
         self.dev: dict = {}
         self.counts = engine.scratch(push, np.zeros(self.comm.size + 1, np.int32))
         self.hdr = engine.scratch(push, np.zeros(2, np.uint64))
@@ -165,8 +166,10 @@ class LevelParts:
             self.device_words(role, words)
         # the GPU path where the run's exchanges take it (DistEngine.peer_exchange: a part a rank,
         # closed with the engine); at least REGION_WORDS, so a small graph's parents'
-        # hand-over fits too
-        region = max(self.nw + 2, REGION_WORDS)
+        # hand-over fits too, and twice the largest span, so a bottom-up level stages both
+        # its forms (stage, words_at: at two ranks nnz-balanced spans pass nw / 2)
+        span = int((self.spans[:, 1] - self.spans[:, 0]).max())
+        region = max(self.nw + 2, 2 * span, REGION_WORDS)
         self.peers = engine.peer_exchange(engine.pair.side("gpu"), 4 * region,
                                           4 * self.comm.size * region, "merges")
 
@@ -211,23 +214,22 @@ class LevelParts:
         return int(count), int(edges)
 
     def _gpu_to_gpu(self, targets: tuple, host: np.ndarray, counts: np.ndarray,
-                    displs: np.ndarray, at: int, mine: int, host_copy, source=None,
+                    displs: np.ndarray, at: int, mine: int, source=None,
                     staged=None) -> tuple:
         """With :attr:`peers` (``--exchange gpu``): this rank's part into the send region
         (from ``source``, ``(buffer, first word)`` on the GPU, where given: a copy on the
         device; else from ``host``; nothing where every rank's ``staged`` word, from the
         merge's collective, says :meth:`stage` put it there), every other rank's pulled
         into the receive region at its displacement (collective), and copied on to
-        ``host`` where a role outside the GPU's context or ``host_copy`` (a top-down
-        level counted on the host) needs them; the roles whose kernels read the receive
-        region. Else ``()``."""
+        ``host`` where a role outside the GPU's context needs them; the roles whose
+        kernels read the receive region. Else ``()``."""
         px = self.peers
         if px is None:
             return ()
         eng, mod, me = self.engine, cl(), self.comm.rank
         near = tuple(r for r in targets if eng.pair.side(r).context == px.side.context)
         ready = staged is not None and bool((staged >= 0).all())
-        if not ready:  # staged: the header's read waited for the queue already
+        if not ready:  # staged: the level's read on this queue waited for it already
             for role in near:  # the last merge's kernels are done with the receive region
                 eng.pair.side(role).queue.finish()
             self.post(mine, source, host[at:at + mine])
@@ -235,7 +237,7 @@ class LevelParts:
         px.move([(s, 4 * int(src[s]), 4 * int(displs[s]), 4 * int(counts[s]))
                  for s in range(self.comm.size) if s != me and counts[s]], barrier=not ready)
         total = int(counts.sum())
-        if total and (host_copy or len(near) < len(targets)):
+        if total and len(near) < len(targets):
             for a, b in ((0, at), (at + mine, total)):  # this rank's own part is there
                 if b > a:
                     mod.enqueue_copy(px.side.queue, host[a:b], px.recv, src_offset=4 * a)
@@ -256,15 +258,31 @@ class LevelParts:
                              is_blocking=True)
         px.side.queue.finish()
 
+    def direct(self, role: str) -> bool:
+        """Whether a part lying on ``role``'s device goes GPU to GPU from there (the GPU
+        path, ``role`` in the GPU's context), never read to the host."""
+        return (self.peers is not None
+                and self.engine.pair.side(role).context == self.peers.side.context)
+
+    def held_words(self, words: int) -> np.ndarray:
+        """Page-locked host words (at least ``words``) a part is read into before the
+        merge's collective, with its header, where it crosses the host."""
+        if self._held is None or self._held.host.size < words:
+            self._held = PinnedHost(self.engine.pair.side(self.push), np.zeros(0, np.uint32),
+                                    size=max(words, 1))
+        return self._held.host
+
     def stage(self, role: str, source, first: int, words: int, at: int = 0) -> bool:
         """Copy ``words`` words of ``source`` from word ``first`` into word ``at`` of the
         current half of the send region, on the device and not waited for: the level's
         next read (its header) waits for it, and every rank makes that read before the
         merge's collective, so the peers may copy the part once that is done (no
         :meth:`post`, no barrier). False (nothing staged) without the GPU path, where
-        ``role`` is outside the GPU's context, or where the part would not fit its half."""
+        ``role``'s queue is not the GPU's (another context, or shared memory's second
+        queue: nothing would order the copy after the part's kernels), or where the part
+        would not fit its half."""
         px = self.peers
-        if (px is None or self.engine.pair.side(role).context != px.side.context
+        if (px is None or self.engine.pair.side(role).queue is not px.side.queue
                 or 4 * (at + words) > px.half):
             return False
         if words:
@@ -287,8 +305,7 @@ class LevelParts:
         self.pending = []
 
     def merge(self, target: str, roles: tuple, form: int, size: int, first: int,
-              sums: tuple, fill, tail: int = 0, source=None, staged: int = -1
-              ) -> tuple[np.ndarray, dict]:
+              sums: tuple, fill, source=None, staged: int = -1) -> tuple[np.ndarray, dict]:
         """Merge every rank's part into bitmap ``target`` on ``roles`` (collective).
 
         Parameters
@@ -301,13 +318,11 @@ class LevelParts:
             :data:`AS_LIST` (``size`` vertex ids) or :data:`AS_WORDS` (``size`` words
             from word ``first``).
         sums : tuple of int
-            Numbers every rank gets with the sizes (a bottom-up level's sums).
+            Numbers every rank gets with the sizes (a level's found vertices and their
+            out-degrees; a top-down level's claims and theirs).
         fill : callable
-            ``fill(host)`` puts this rank's part into ``host`` (uint32, ``size + tail``
-            long): one read at most.
-        tail : int
-            Words every part carries after its ``size`` (a top-down level's out-degrees
-            of its claims, which its rank knows only with them).
+            ``fill(host)`` puts this rank's part into ``host`` (uint32, ``size`` long):
+            one read at most.
         source : tuple, optional
             ``(role, buffer, first word)``: where this rank's part lies on a device. Where
             the part goes GPU to GPU from that device's context, it is copied on the
@@ -320,26 +335,26 @@ class LevelParts:
         Returns
         -------
         (ndarray, dict)
-            Every rank's ``[size, form, first, tail, staged, *sums]`` (int64, one row a
-            rank), the parts' displacements in :attr:`host`; this rank's bytes sent and
-            received and the exchange's seconds.
+            Every rank's ``[size, form, first, staged, *sums]`` (int64, one row a rank),
+            the parts' displacements in :attr:`host`; this rank's bytes sent and received,
+            the exchange's seconds and whether the parts were staged.
         """
         comm, eng = self.comm, self.engine
         t0, m0 = time.perf_counter(), comm.mpi_seconds
         self.wait()
-        meta = comm.allgather_ints([size, form, first, tail, staged, *sums])
-        counts = meta[:, 0] + meta[:, 3]
+        meta = comm.allgather_ints([size, form, first, staged, *sums])
+        counts = meta[:, 0]
         displs = np.concatenate(([0], np.cumsum(counts)[:-1]))
         total, me = int(counts.sum()), comm.rank
         at, mine = int(displs[me]), int(counts[me])
         host = self.host_words(total)
-        direct = (source is not None and self.peers is not None and not tail
-                  and eng.pair.side(source[0]).context == self.peers.side.context)
+        direct = source is not None and self.direct(source[0])
         if not direct:
             fill(host[at:at + mine])
         targets = _distinct(eng, target, roles)
-        near = self._gpu_to_gpu(targets, host, counts, displs, at, mine, tail or None,
-                                source[1:] if direct else None, meta[:, 4] if direct else None)
+        staged_all = meta[:, 3] if direct else None
+        near = self._gpu_to_gpu(targets, host, counts, displs, at, mine,
+                                source[1:] if direct else None, staged_all)
         if total and self.peers is None:  # every rank's part, this rank's in place
             comm.allgatherv(host[at:at + mine], counts=counts, out=host[:total])
         mod = cl()
@@ -363,9 +378,10 @@ class LevelParts:
                             (np.int32(c), np.int32(meta[s, 2]), dev, np.int32(off), words))
             queue.flush()  # NVIDIA's driver holds commands until a flush
         seconds = time.perf_counter() - t0
+        staged = staged_all is not None and bool((staged_all >= 0).all())
         return np.column_stack((meta, displs)), {
             "bytes_sent": 4 * mine, "bytes_received": 4 * (total - mine),
-            "exchange_s": seconds, "mpi_s": comm.mpi_seconds - m0}
+            "exchange_s": seconds, "mpi_s": comm.mpi_seconds - m0, "staged": staged}
 
 
 def _distinct(engine: Engine, name: str, roles: tuple) -> list:
@@ -396,17 +412,19 @@ def mark_bits(engine: Engine, st: dict, name: str, value: int, count: bool,
     """``level[v] = value`` for the unvisited vertices set in bitmap ``name`` on ``roles``
     (default: every side's levels), enqueued; with ``count``, the set vertices and their
     out-degrees, counted on the push side (one 16-byte read, which waits; else zeros and
-    no wait). ``found``: the set vertices where known (a work-item a vertex past
-    ``n / DENSE_MARKS`` of them, else a work-item a word)."""
+    no wait). ``found``: the set vertices where known (on the GPU a work-item a vertex
+    past ``n / DENSE_MARKS`` of them, else a work-item a word)."""
     push, n = st["push_role"], st["n"]
     counts = st["mark_counts"]
     dense = found is not None and found > n // DENSE_MARKS
-    kernel, size = ("mark_dense", n) if dense else ("mark_sparse", (n + 31) // 32)
     if count:
         cl().enqueue_fill_buffer(engine.pair.side(push).queue, counts, np.zeros(1, np.uint64),
                                  0, 16)
     for role in roles or _level_roles(engine, st):
         mine = count and role == push
+        # a vertex a work-item on the GPU only (measured there; a CPU walks words)
+        kernel, size = (("mark_dense", n) if dense and role == "gpu" else
+                        ("mark_sparse", (n + 31) // 32))
         _launch(engine, role, kernel, size,
                 (np.int32(n), engine.buffer(name, role),
                  engine.buffer("level", role), engine.buffer("outdeg", role),
@@ -500,6 +518,9 @@ def level_loop(app, engine: Engine, st: dict, max_iter: int | None
     st["rank_levels"].append(level.record(level=it, direction="parents", **part))
     clocks.append(level)
     _kernel_seconds(engine, clocks, st["rank_levels"])
+    for role in engine.roles:  # the kernels no longer hold this run's buffers
+        for name in KERNELS:
+            forget_args(_kernel(engine, role, name))
     return it, trace, "marks"
 
 
@@ -531,7 +552,8 @@ def _bottom_up(app, engine: Engine, st: dict, it: int, where: str, size: int, ed
     ``edges`` out-edges, merged): the next frontier's size and edges, and the level's
     part (form, size, exchange). Its row operation's sums are not read: its own part's
     kernel counts the rank's found vertices and their out-degrees, read with the part's
-    first words (one read; a second for a part past :data:`PEEK` words)."""
+    first words (one read; a second for a part past :data:`PEEK` words where it crosses
+    the host; on the GPU path both forms are staged before that read)."""
     push, parts = st["push_role"], st["parts"]
     if where == "queue":
         _move(st, False, app.sync_vectors)
@@ -581,7 +603,7 @@ def _bottom_up(app, engine: Engine, st: dict, it: int, where: str, size: int, ed
     _stats(engine, "merges", FORMS[form], info)
     engine.swap("front", "next")
     engine.fill("next", 0)
-    total = meta[:, 5:7].sum(axis=0)
+    total = meta[:, 4:6].sum(axis=0)
     mark_bits(engine, st, "front", it + 1, count=False, found=int(total[0]))
     st["front_ready"] = True
     return int(total[0]), int(total[1]), {"own_found": found, "form": FORMS[form],
@@ -625,10 +647,18 @@ def _top_down(app, engine: Engine, st: dict, it: int, where: str, size: int, edg
     else:  # more claims than words: the bitmap's words
         form, part, src = AS_WORDS, parts.nw, front
     staged = 0 if parts.stage(push, src, 0, part) else -1
-    claim_edges = parts.read_header(push)[1] if claims else 0
+    held = None
+    if not claims:
+        claim_edges = 0
+    elif parts.direct(push):  # the part goes GPU to GPU: its out-degrees alone are read
+        claim_edges = parts.read_header(push)[1]
+    else:  # through the host: the part read with its out-degrees, one wait
+        held = parts.held_words(part)[:part]
+        parts.read(push, [(held, src, 0), (parts.head[:4], parts.hdr, 0)])
+        claim_edges = int(parts.head[:4].view(np.uint64)[1])
 
-    def fill(host):  # the host path's part
-        parts.read(push, [(host, src, 0)])
+    def fill(host):  # the host path's part, read above
+        host[:] = held if held is not None else 0
     meta, info = parts.merge("front", (push,), form, part, 0, (claims, claim_edges), fill,
                              source=(push, src, 0), staged=staged)
     _stats(engine, "claims", FORMS[form], info)
@@ -647,14 +677,13 @@ def _top_down(app, engine: Engine, st: dict, it: int, where: str, size: int, edg
 
 def _merged_size(st: dict, parts: LevelParts, meta: np.ndarray) -> tuple[int, int]:
     """The merged claims' vertices and out-degrees from the gathered sizes (``meta``
-    rows ``[size, form, first, tail, staged, claims, their out-degrees,
-    displacement]``): one rank's claims where only one rank claimed any (its own are
+    rows ``[size, form, first, staged, claims, their out-degrees, displacement]``): one rank's claims where only one rank claimed any (its own are
     distinct), the union of short lists on the host where the parts came through it;
     else ``(-1, -1)``: they are counted on the device."""
-    host, sizes, claims, displs = parts.host, meta[:, 0], meta[:, 5], meta[:, 7]
+    host, sizes, claims, displs = parts.host, meta[:, 0], meta[:, 4], meta[:, 6]
     if int((claims > 0).sum()) <= 1:
         r = int(np.argmax(claims))
-        return int(claims[r]), int(meta[r, 6])
+        return int(claims[r]), int(meta[r, 5])
     if (parts.peers is None and (meta[:, 1] == AS_LIST).all()
             and int(claims.sum()) <= HOST_UNION):
         ids = np.unique(np.concatenate([host[d:d + c] for c, d in zip(sizes, displs)]))

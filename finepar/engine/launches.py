@@ -147,6 +147,13 @@ def bind_changed(kernel, args: tuple) -> None:
     kernel._finepar_args = last
 
 
+def forget_args(kernel) -> None:
+    """Forget what :func:`bind_changed` remembered for ``kernel`` (its next call sets
+    every argument): the remembered buffers are references that would keep a finished
+    run's device memory alive on a kernel object that outlives it."""
+    kernel._finepar_args = None
+
+
 class Launch:
     """One kernel launch on one device: a kernel object with its arguments bound by name.
 
