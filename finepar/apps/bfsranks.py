@@ -33,10 +33,10 @@ collective is done, the peers copy it with no post and no barrier
 tally, then its claims' out-degrees (summed on the device), which go with the sizes,
 and its part where it crosses the host. The merged frontier (the ranks' claims may
 overlap) is counted from the sizes where one rank claimed, from short lists where they
-crossed the host, else on the device. No n-long host array is touched a level. The direction is Beamer's
-rule (:meth:`~finepar.apps.bfs.BFS.wants_pull`) on the merged frontier's size and
-edges, which every rank has alike. A vertex another rank claimed gets its parent at the
-end: each rank sends the (vertex, parent) pairs it holds for other ranks' vertices (found
+crossed the host, else on the device. No n-long host array is touched a level. The
+direction is Beamer's rule (:meth:`~finepar.apps.bfs.BFS.wants_pull`) on the merged
+frontier's size and edges, which every rank has alike. A vertex another rank claimed
+gets its parent at the end: each rank sends the (vertex, parent) pairs it holds for other ranks' vertices (found
 on the device) to their owners, once (GPU to GPU through the merges' regions where they
 fit, with one host wait for the counts). (An owner finding them from the levels every rank
 holds, an in-neighbour one level up, sends nothing, but a work-item's scan of a hub
@@ -173,11 +173,18 @@ class LevelParts:
         self.peers = engine.peer_exchange(engine.pair.side("gpu"), 4 * region,
                                           4 * self.comm.size * region, "merges")
 
+    def _grown(self, pinned, words: int):
+        """``pinned`` (a :class:`PinnedHost` or None), or a new one where it holds fewer
+        than ``words`` words."""
+        if pinned is None or pinned.host.size < words:
+            pinned = PinnedHost(self.engine.pair.side(self.push), np.zeros(0, np.uint32),
+                                size=max(words, 1))
+        return pinned
+
     def host_words(self, words: int) -> np.ndarray:
         """The page-locked host words, at least ``words`` of them."""
         if self.host.size < words:
-            side = self.engine.pair.side(self.push)
-            self._pinned = PinnedHost(side, np.zeros(0, np.uint32), size=words)
+            self._pinned = self._grown(self._pinned, words)
             self.host = self._pinned.host
         return self.host
 
@@ -218,9 +225,9 @@ class LevelParts:
                     staged=None) -> tuple:
         """With :attr:`peers` (``--exchange gpu``): this rank's part into the send region
         (from ``source``, ``(buffer, first word)`` on the GPU, where given: a copy on the
-        device; else from ``host``; nothing where every rank's ``staged`` word, from the
-        merge's collective, says :meth:`stage` put it there), every other rank's pulled
-        into the receive region at its displacement (collective), and copied on to
+        device; else from ``host``; nothing where ``staged``, every rank's word from the
+        merge's collective, says where :meth:`stage` put each part), every other rank's
+        pulled into the receive region at its displacement (collective), and copied on to
         ``host`` where a role outside the GPU's context needs them; the roles whose
         kernels read the receive region. Else ``()``."""
         px = self.peers
@@ -228,7 +235,7 @@ class LevelParts:
             return ()
         eng, mod, me = self.engine, cl(), self.comm.rank
         near = tuple(r for r in targets if eng.pair.side(r).context == px.side.context)
-        ready = staged is not None and bool((staged >= 0).all())
+        ready = staged is not None
         if not ready:  # staged: the level's read on this queue waited for it already
             for role in near:  # the last merge's kernels are done with the receive region
                 eng.pair.side(role).queue.finish()
@@ -267,9 +274,7 @@ class LevelParts:
     def held_words(self, words: int) -> np.ndarray:
         """Page-locked host words (at least ``words``) a part is read into before the
         merge's collective, with its header, where it crosses the host."""
-        if self._held is None or self._held.host.size < words:
-            self._held = PinnedHost(self.engine.pair.side(self.push), np.zeros(0, np.uint32),
-                                    size=max(words, 1))
+        self._held = self._grown(self._held, words)
         return self._held.host
 
     def stage(self, role: str, source, first: int, words: int, at: int = 0) -> bool:
@@ -352,9 +357,9 @@ class LevelParts:
         if not direct:
             fill(host[at:at + mine])
         targets = _distinct(eng, target, roles)
-        staged_all = meta[:, 3] if direct else None
+        ready = direct and bool((meta[:, 3] >= 0).all())  # alike on every rank
         near = self._gpu_to_gpu(targets, host, counts, displs, at, mine,
-                                source[1:] if direct else None, staged_all)
+                                source[1:] if direct else None, meta[:, 3] if ready else None)
         if total and self.peers is None:  # every rank's part, this rank's in place
             comm.allgatherv(host[at:at + mine], counts=counts, out=host[:total])
         mod = cl()
@@ -378,10 +383,9 @@ class LevelParts:
                             (np.int32(c), np.int32(meta[s, 2]), dev, np.int32(off), words))
             queue.flush()  # NVIDIA's driver holds commands until a flush
         seconds = time.perf_counter() - t0
-        staged = staged_all is not None and bool((staged_all >= 0).all())
         return np.column_stack((meta, displs)), {
             "bytes_sent": 4 * mine, "bytes_received": 4 * (total - mine),
-            "exchange_s": seconds, "mpi_s": comm.mpi_seconds - m0, "staged": staged}
+            "exchange_s": seconds, "mpi_s": comm.mpi_seconds - m0, "staged": ready}
 
 
 def _distinct(engine: Engine, name: str, roles: tuple) -> list:
@@ -677,9 +681,10 @@ def _top_down(app, engine: Engine, st: dict, it: int, where: str, size: int, edg
 
 def _merged_size(st: dict, parts: LevelParts, meta: np.ndarray) -> tuple[int, int]:
     """The merged claims' vertices and out-degrees from the gathered sizes (``meta``
-    rows ``[size, form, first, staged, claims, their out-degrees, displacement]``): one rank's claims where only one rank claimed any (its own are
-    distinct), the union of short lists on the host where the parts came through it;
-    else ``(-1, -1)``: they are counted on the device."""
+    rows ``[size, form, first, staged, claims, their out-degrees, displacement]``): one
+    rank's claims where only one rank claimed any (its own are distinct), the union of
+    short lists on the host where the parts came through it; else ``(-1, -1)``: they are
+    counted on the device."""
     host, sizes, claims, displs = parts.host, meta[:, 0], meta[:, 4], meta[:, 6]
     if int((claims > 0).sum()) <= 1:
         r = int(np.argmax(claims))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from dataclasses import dataclass, asdict
 from typing import Any
 
@@ -320,7 +321,6 @@ def _unregistered_gpu() -> str:
     rep = prepare_icd()
     if rep.nvidia_library is None or rep.registered or rep.vendors_dir is not None:
         return ""
-    import warnings
     why = rep.notes[-1] if rep.notes else f"to fix: {rep.fix_command}"
     warnings.warn(f"the GPU role is emulated on the CPU: {why}", RuntimeWarning, stacklevel=3)
     return f"; {why}"
