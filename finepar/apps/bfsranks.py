@@ -36,9 +36,9 @@ overlap) is counted from the sizes where one rank claimed, from short lists wher
 crossed the host, else on the device. No n-long host array is touched a level. The
 direction is Beamer's rule (:meth:`~finepar.apps.bfs.BFS.wants_pull`) on the merged
 frontier's size and edges, which every rank has alike. A vertex another rank claimed
-gets its parent at the end: each rank sends the (vertex, parent) pairs it holds for other ranks' vertices (found
-on the device) to their owners, once (GPU to GPU through the merges' regions where they
-fit, with one host wait for the counts). (An owner finding them from the levels every rank
+gets its parent at the end: each rank sends the (vertex, parent) pairs it holds for
+other ranks' vertices (found on the device) to their owners, once (GPU to GPU through
+the merges' regions where they fit, with one host wait for the counts). (An owner finding them from the levels every rank
 holds, an in-neighbour one level up, sends nothing, but a work-item's scan of a hub
 neighbour's row for the root took 89 ms on an H100 at Graph500 scale 26, against the
 hand-over's 2.8 ms: 2026-11-27.) The root's children are the exception: their parent is
