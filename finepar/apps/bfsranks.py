@@ -38,12 +38,13 @@ direction is Beamer's rule (:meth:`~finepar.apps.bfs.BFS.wants_pull`) on the mer
 frontier's size and edges, which every rank has alike. A vertex another rank claimed
 gets its parent at the end: each rank sends the (vertex, parent) pairs it holds for
 other ranks' vertices (found on the device) to their owners, once (GPU to GPU through
-the merges' regions where they fit, with one host wait for the counts). (An owner finding them from the levels every rank
-holds, an in-neighbour one level up, sends nothing, but a work-item's scan of a hub
-neighbour's row for the root took 89 ms on an H100 at Graph500 scale 26, against the
-hand-over's 2.8 ms: 2026-11-27.) The root's children are the exception: their parent is
-the root whoever claimed them, so their owner sets it from their level and no pair is
-sent for them (at Graph500 scale 26 on two ranks they were every pair: 1 M of them).
+the merges' regions where they fit, with one host wait for the counts). (An owner
+finding them from the levels every rank holds, an in-neighbour one level up, sends
+nothing, but a work-item's scan of a hub neighbour's row for the root took 89 ms on an
+H100 at Graph500 scale 26, against the hand-over's 2.8 ms: 2026-11-27.) The root's
+children are the exception: their parent is the root whoever claimed them, so their
+owner sets it from their level and no pair is sent for them (at Graph500 scale 26 on two
+ranks they were every pair: 1 M of them).
 
 Each level leaves a record (``st['rank_levels']``, the report's ``levels`` per rank):
 direction, frontier, found, the part's form and size, kernel, exchange and MPI seconds,
