@@ -99,6 +99,8 @@ def timeline_spans() -> list:
             (b, "_finish", "parents"), (parts, "read", "read"),
             (parts, "read_header", "read_header"), (parts, "merge", "merge"),
             (parts, "post", "post"), (parts, "_gpu_to_gpu", "gpu_to_gpu"),
+            (parts, "zero_hdr", "zero_hdr"), (parts, "stage", "stage"),
+            (b, "_kernel", "kernel"), (b, "bind_changed", "bind"), (Engine, "launch", "launch"),
             (b, "mark_bits", "mark_bits"), (b, "_merged_size", "merged_size"),
             (b, "_hand_over", "hand_over"), (PeerExchange, "move", "move"),
             (_Driver, "synchronize", "cuda_sync"), (_Driver, "copy", "cuda_copy"),

@@ -11,11 +11,15 @@ then walks the device's busy intervals and charges every gap between them to the
 innermost host function open at the gap's middle (``loop`` where none is: the code
 between them), per level (each call of a function named in ``levels``).
 
+Python's garbage collections while it records are host spans too (``gc``, from
+:data:`gc.callbacks`), so a stall in the host's own runtime shows as one.
+
 Used by ``probe_bfsranks.py --timeline``.
 """
 
 from __future__ import annotations
 
+import gc
 import time
 import numpy as np
 
@@ -48,6 +52,21 @@ class Timeline:
         self._wrap_call(cl.Kernel, "__call__", None)
         for owner, name, label in spans:
             self._wrap_span(owner, name, label)
+        self._gc_open = None
+        gc.callbacks.append(self._collected)
+
+    def _collected(self, phase: str, info: dict) -> None:
+        """:data:`gc.callbacks`: each collection while recording, a ``gc`` host span
+        (``gc2`` for the oldest generation's)."""
+        if not self.on:
+            return
+        if phase == "start":
+            self._gc_open = [f"gc{info.get('generation', '')}", time.perf_counter(), None,
+                             self.depth]
+        elif self._gc_open is not None:
+            self._gc_open[2] = time.perf_counter()
+            self.host.append(self._gc_open)
+            self._gc_open = None
 
     def start(self) -> None:
         """Forget what was recorded and record from now."""
@@ -61,6 +80,8 @@ class Timeline:
         for owner, name, real in reversed(self.saved):
             setattr(owner, name, real)
         self.saved = []
+        if self._collected in gc.callbacks:
+            gc.callbacks.remove(self._collected)
 
     def _wrap_call(self, owner, name: str, label: str | None) -> None:
         real = getattr(owner, name)
