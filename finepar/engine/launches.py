@@ -134,7 +134,9 @@ def bind_changed(kernel, args: tuple) -> None:
     name: pyopencl's kernel call sets every argument, a few microseconds each.
 
     Only for kernel objects whose every launch goes through here: an argument set
-    elsewhere (a kernel call) is not seen, so the next call here could skip it."""
+    elsewhere (a kernel call) is not seen, so the next call here could skip it. The
+    remembered buffers stay referenced as long as the kernel object lives: give it no
+    longer a life than theirs (:mod:`finepar.apps.bfsranks` keeps one set an engine)."""
     last = getattr(kernel, "_finepar_args", None)
     if last is None or len(last) != len(args):
         last = [_UNSET] * len(args)
@@ -145,13 +147,6 @@ def bind_changed(kernel, args: tuple) -> None:
         kernel.set_arg(i, a)
         last[i] = a
     kernel._finepar_args = last
-
-
-def forget_args(kernel) -> None:
-    """Forget what :func:`bind_changed` remembered for ``kernel`` (its next call sets
-    every argument): the remembered buffers are references that would keep a finished
-    run's device memory alive on a kernel object that outlives it."""
-    kernel._finepar_args = None
 
 
 class Launch:
