@@ -19,7 +19,10 @@ import cProfile
 import io
 import json
 import pstats
+import time
 import traceback
+
+import numpy as np
 
 
 def profiled(module, name: str, prof: cProfile.Profile) -> None:
@@ -101,6 +104,7 @@ def timeline_spans() -> list:
             (parts, "post", "post"), (parts, "_gpu_to_gpu", "gpu_to_gpu"),
             (parts, "zero_hdr", "zero_hdr"), (parts, "stage", "stage"),
             (b, "_kernel", "kernel"), (b, "bind_changed", "bind"), (Engine, "launch", "launch"),
+            (b, "alloc", "alloc"),
             (b, "mark_bits", "mark_bits"), (b, "_merged_size", "merged_size"),
             (b, "_hand_over", "hand_over"), (PeerExchange, "move", "move"),
             (_Driver, "synchronize", "cuda_sync"), (_Driver, "copy", "cuda_copy"),
@@ -113,6 +117,36 @@ def timeline_spans() -> list:
             (FrontierQueue, "run", "queue.run"), (FrontierQueue, "from_bitmap", "from_bitmap")]
 
 
+#: The recording :func:`stamp_set_args` adds its slow calls to (set by ``--timeline``).
+SLOW_ARGS: list = []
+
+
+def stamp_set_args(module, slow_s: float = 1e-4) -> None:
+    """``module.bind_changed`` replaced by the same binding with each ``set_arg`` call of
+    more than ``slow_s`` seconds a host span ``set_arg KERNEL[i] TYPE`` of the recording
+    (an argument's set has stalled until the device went idle: which one, and what)."""
+    from finepar.engine.launches import _UNSET
+
+    def bind_changed(kernel, args):
+        last = getattr(kernel, "_finepar_args", None)
+        if last is None or len(last) != len(args):
+            last = [_UNSET] * len(args)
+        for i, a in enumerate(args):
+            old = last[i]
+            if old is a or (isinstance(a, np.generic) and type(old) is type(a) and old == a):
+                continue
+            t0 = time.perf_counter()
+            kernel.set_arg(i, a)
+            t1 = time.perf_counter()
+            if t1 - t0 > slow_s and SLOW_ARGS and SLOW_ARGS[0].on:
+                what = f"{type(a).__name__}" + (f" {a.size} B" if hasattr(a, "size") else "")
+                SLOW_ARGS[0].host.append([f"set_arg {kernel.function_name}[{i}] {what}",
+                                          t0, t1, SLOW_ARGS[0].depth])
+            last[i] = a
+        kernel._finepar_args = last
+    module.bind_changed = bind_changed
+
+
 def with_timeline(args) -> int:
     """``--timeline``: the run with :class:`rankline.Timeline` recording each call of
     ``bfsranks.level_loop`` (the last one kept: the timed run's)."""
@@ -121,7 +155,9 @@ def with_timeline(args) -> int:
     from finepar.apps import bfsranks
     from finepar.mpi.comm import Communicator
     comm = Communicator()
+    stamp_set_args(bfsranks)
     tl = Timeline(timeline_spans(), ("bottom-up", "top-down", "parents"))
+    SLOW_ARGS.append(tl)
     loop = bfsranks.level_loop
 
     def recorded(*a, **k):
