@@ -19,6 +19,8 @@ import cProfile
 import io
 import json
 import pstats
+import sys
+import threading
 import time
 import traceback
 
@@ -52,8 +54,12 @@ def main(argv=None) -> int:
     p.add_argument("--top", type=int, default=25, help="functions printed per profile")
     p.add_argument("--timeline", action="store_true",
                    help="record the timed run's commands and host steps (no cProfile)")
+    p.add_argument("--switch-interval", type=float, default=None,
+                   help="Python's thread switch interval, seconds (sys.setswitchinterval)")
     p.add_argument("--json", required=True)
     args = p.parse_args(argv)
+    if args.switch_interval is not None:
+        sys.setswitchinterval(args.switch_interval)
     if args.timeline:
         return with_timeline(args)
     from finepar import mpi
@@ -121,9 +127,9 @@ def timeline_spans() -> list:
 SLOW_ARGS: list = []
 
 
-def stamp_set_args(module, slow_s: float = 1e-4) -> None:
+def stamp_set_args(module, slow_s: float = 2e-5) -> None:
     """``module.bind_changed`` replaced by the same binding with each ``set_arg`` call of
-    more than ``slow_s`` seconds a host span ``set_arg KERNEL[i] TYPE`` of the recording
+    ``slow_s`` seconds or more a host span ``set_arg KERNEL[i] TYPE`` of the recording
     (an argument's set has stalled until the device went idle: which one, and what)."""
     from finepar.engine.launches import _UNSET
 
@@ -138,7 +144,7 @@ def stamp_set_args(module, slow_s: float = 1e-4) -> None:
             t0 = time.perf_counter()
             kernel.set_arg(i, a)
             t1 = time.perf_counter()
-            if t1 - t0 > slow_s and SLOW_ARGS and SLOW_ARGS[0].on:
+            if t1 - t0 >= slow_s and SLOW_ARGS and SLOW_ARGS[0].on:
                 what = f"{type(a).__name__}" + (f" {a.size} B" if hasattr(a, "size") else "")
                 SLOW_ARGS[0].host.append([f"set_arg {kernel.function_name}[{i}] {what}",
                                           t0, t1, SLOW_ARGS[0].depth])
@@ -170,6 +176,7 @@ def with_timeline(args) -> int:
     try:
         _, report = mpi.run("bfs", args.graph, comm=comm, devices=args.devices)
         mine = tl.summary()
+        threads = [t.name for t in threading.enumerate()]  # Python's, after the runs
     except Exception:  # noqa: BLE001 - one rank's error ends every rank, not a hang
         traceback.print_exc()
         comm.abort(1)
@@ -183,7 +190,7 @@ def with_timeline(args) -> int:
                 print(f"{row['level']} {row['kind']}: wall {row['wall_ms']:.3f}, busy "
                       f"{row['busy_ms']:.3f}, {row['commands']} commands; idle: {idle}",
                       flush=True)
-        rec = {"run_s": report.timings["run"], "timeline": every,
+        rec = {"run_s": report.timings["run"], "timeline": every, "threads": threads,
                "levels": [r["levels"] for r in report.ranks]}
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(rec, f, indent=1, default=float)
