@@ -296,3 +296,23 @@ def test_marks_both_layouts(kernel, density):
     want = np.where(set_ & (level < 0), 5, level)
     assert (got == want).all()
     assert tally.tolist() == [int(set_.sum()), int(outdeg[set_].sum())]
+
+
+def test_hand_over_never_replaces_the_levels_buffer():
+    """The parents' hand-over grows a staging buffer of its own: the levels' buffer (which
+    the level kernels hold bound for the engine's life) is the same object after the
+    hand-over asked for more words than it holds. A replaced buffer would be freed at the
+    next run's first binding, and NVIDIA's driver waits for the device to free one."""
+    from types import SimpleNamespace
+    from finepar.api import make_pair
+    from finepar.apps.bfsranks import LevelParts
+    pair = make_pair()
+    parts = SimpleNamespace(dev={}, engine=SimpleNamespace(pair=pair))
+    words = LevelParts.device_words
+    levels = words(parts, "gpu", 64)
+    pairs = words(parts, "gpu", 4096, "pairs")
+    assert words(parts, "gpu", 64) is levels and pairs is not levels
+    assert pairs.size >= 4 * 4096
+    assert words(parts, "gpu", 128, "pairs") is pairs  # it fits: not grown again
+    assert words(parts, "gpu", 8192, "pairs") is not pairs  # grown, the levels' kept
+    assert words(parts, "gpu", 32) is levels
