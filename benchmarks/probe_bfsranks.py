@@ -24,8 +24,6 @@ import threading
 import time
 import traceback
 
-import numpy as np
-
 
 def profiled(module, name: str, prof: cProfile.Profile) -> None:
     """Run ``module.name`` under ``prof`` (this process only)."""
@@ -128,29 +126,33 @@ SLOW_ARGS: list = []
 
 
 def stamp_set_args(module, slow_s: float = 2e-5) -> None:
-    """``module.bind_changed`` replaced by the same binding with each ``set_arg`` call of
-    ``slow_s`` seconds or more a host span ``set_arg KERNEL[i] TYPE`` of the recording
-    (an argument's set has stalled until the device went idle: which one, and what)."""
-    from finepar.engine.launches import _UNSET
+    """``module.bind_changed`` given each kernel through a proxy whose ``set_arg`` calls of
+    ``slow_s`` seconds or more become host spans ``set_arg KERNEL[i] TYPE`` of the
+    recording (an argument's set has stalled until the device went idle: which one)."""
+    real = module.bind_changed
 
-    def bind_changed(kernel, args):
-        last = getattr(kernel, "_finepar_args", None)
-        if last is None or len(last) != len(args):
-            last = [_UNSET] * len(args)
-        for i, a in enumerate(args):
-            old = last[i]
-            if old is a or (isinstance(a, np.generic) and type(old) is type(a) and old == a):
-                continue
+    class Timed:
+        """The kernel, its ``set_arg`` timed; every other attribute the kernel's."""
+
+        def __init__(self, kernel):
+            object.__setattr__(self, "kernel", kernel)
+
+        def __getattr__(self, name):
+            return getattr(self.kernel, name)
+
+        def __setattr__(self, name, value):
+            setattr(self.kernel, name, value)
+
+        def set_arg(self, i, a):
             t0 = time.perf_counter()
-            kernel.set_arg(i, a)
+            self.kernel.set_arg(i, a)
             t1 = time.perf_counter()
             if t1 - t0 >= slow_s and SLOW_ARGS and SLOW_ARGS[0].on:
                 what = f"{type(a).__name__}" + (f" {a.size} B" if hasattr(a, "size") else "")
-                SLOW_ARGS[0].host.append([f"set_arg {kernel.function_name}[{i}] {what}",
+                SLOW_ARGS[0].host.append([f"set_arg {self.kernel.function_name}[{i}] {what}",
                                           t0, t1, SLOW_ARGS[0].depth])
-            last[i] = a
-        kernel._finepar_args = last
-    module.bind_changed = bind_changed
+
+    module.bind_changed = lambda kernel, args: real(Timed(kernel), args)
 
 
 def with_timeline(args) -> int:
