@@ -30,7 +30,12 @@ def parse_args(argv=None):
     ap.add_argument("--app", default="bfs", help="the app (default bfs)")
     ap.add_argument("--repeats", type=int, default=5, help="timed runs")
     ap.set_defaults(devices="gpu")  # the GPU alone: BFS's plan at scale 24
+    devices = next(a for a in ap._actions if a.dest == "devices")
+    devices.choices = (*devices.choices, "cpu")  # a small graph's walk
     ap.add_argument("--profile", action="store_true", help="cProfile the timed runs")
+    ap.add_argument("--no-where", action="store_true",
+                    help="skip each call's stack walk (about 0.15 ms a call on the H200's "
+                         "host), so the gaps between calls are the run's own")
     args = ap.parse_args(argv)
     from finepar import apps
     from finepar.errors import UsageError
@@ -45,8 +50,9 @@ class CallLog:
     """Wraps pyopencl's enqueue calls and kernel calls while active: per-run counts and
     the stamped calls of the current run."""
 
-    def __init__(self, cl):
+    def __init__(self, cl, where: bool = True):
         self.cl, self.counts, self.calls, self.t0, self.saved = cl, {}, [], 0.0, {}
+        self.where = where
 
     def _wrap(self, owner, name: str, key: str):
         real = getattr(owner, name)
@@ -57,10 +63,11 @@ class CallLog:
             out = real(*a, **k)
             t2 = time.perf_counter()
             self.counts[key] = self.counts.get(key, 0) + 1
-            where = [f"{f.name}:{f.lineno}" for f in traceback.extract_stack(limit=9)[:-1]
-                     if "finepar" in f.filename][-3:]
+            where = ([f"{f.name}:{f.lineno}" for f in traceback.extract_stack(limit=9)[:-1]
+                      if "finepar" in f.filename][-3:] if self.where else [])
             self.calls.append({"call": key, "at_ms": 1e3 * (t1 - self.t0),
-                               "took_ms": 1e3 * (t2 - t1), "from": "<".join(reversed(where))})
+                               "took_ms": 1e3 * (t2 - t1), "from": "<".join(reversed(where)),
+                               "event": out if hasattr(out, "profile") else None})
             return out
         setattr(owner, name, wrapped)
 
@@ -76,6 +83,24 @@ class CallLog:
 
     def start_run(self) -> None:
         self.calls, self.t0 = [], time.perf_counter()
+
+    def device_times(self) -> None:
+        """Each stamped call's device start and run (ms; the start from the run's first
+        command's) from its event's profiling times, where it returned an event that has
+        them (a blocking read's, a profiling queue's); the events themselves dropped."""
+        first = None
+        for c in self.calls:
+            ev = c.pop("event", None)
+            try:
+                s, e = ev.profile.start, ev.profile.end
+            except Exception:  # noqa: BLE001 - no event, or a queue without profiling
+                continue
+            first = s if first is None else min(first, s)
+            c["device_ns"] = (s, e)
+        for c in self.calls:
+            if "device_ns" in c:
+                s, e = c.pop("device_ns")
+                c["dev_at_ms"], c["dev_ms"] = 1e-6 * (s - first), 1e-6 * (e - s)
 
 
 def main(argv=None) -> int:
@@ -93,7 +118,7 @@ def main(argv=None) -> int:
     wl_run.run(engine=eng, warmup=True, **params)
     prof = cProfile.Profile() if args.profile else None
     runs = []
-    with CallLog(cl()) as calls:
+    with CallLog(cl(), where=not args.no_where) as calls:
         for _ in range(args.repeats):
             if budget.spent():
                 out["notes"].append("budget spent before the last runs")
@@ -108,6 +133,7 @@ def main(argv=None) -> int:
             runs.append({"run_ms": 1e3 * rep.timings["run"], "calls": dict(calls.counts),
                          "commands": sum(calls.counts.values()),
                          "host_syncs": rep.timings.get("host_syncs")})
+        calls.device_times()
         timeline = calls.calls
     out.update(app=args.app, devices=args.devices, plan=rep.plan.get("label"), runs=runs,
                steps=res.extra.get("steps"), timeline=timeline)
@@ -122,7 +148,9 @@ def main(argv=None) -> int:
         f"run {last['calls']}, {last['host_syncs']} host syncs; runs {times} ms with the "
         f"calls wrapped")
     for c in timeline:
-        log(f"  {c['at_ms']:8.3f} ms  {c['took_ms']:6.3f}  {c['call']:24s} {c['from']}")
+        dev = (f"dev {c['dev_at_ms']:8.3f} +{c['dev_ms']:6.3f}" if "dev_ms" in c
+               else " " * 25)
+        log(f"  {c['at_ms']:8.3f} ms  {c['took_ms']:6.3f}  {dev}  {c['call']:24s} {c['from']}")
     return 0
 
 
