@@ -80,6 +80,48 @@ def test_bfs_in_one_work_group(name, role, mode, width, pairs, monkeypatch):
     np.testing.assert_array_equal(res.values, walk.values)
 
 
+@pytest.mark.parametrize("width", [1, 64])
+@pytest.mark.parametrize("room", ["one entry", "bitmap and 256 entries", "device"])
+@pytest.mark.parametrize("app_name", ["bfs", "sssp"])
+@pytest.mark.parametrize("name", ["graph500:10", "chain"])
+def test_lists_past_local_memory_and_claims_without_a_bitmap(name, app_name, room, width,
+                                                              pairs, monkeypatch):
+    """The lists' entries past the local room go to the global lists at the same
+    positions, and BFS claims by compare-and-swap where its bitmap does not fit: with room
+    for one entry (every later entry spilled, no bitmap), for the bitmap and 256 entries
+    (Graph500's frontiers of hundreds spill), and the device's own; answers equal the
+    CPU's walk, levels and edges traversed included."""
+    monkeypatch.setattr(grouplevels, "group_size", lambda side: width)
+    g = graph(name)
+    words = (g.n + 31) // 32
+    rooms = {"one entry": 8, "bitmap and 256 entries": 4 * words + 8 * min(g.n, 256)}
+    if room in rooms:
+        monkeypatch.setattr(grouplevels, "local_room", lambda side, own, wg: rooms[room])
+    made = []
+    real_run = grouplevels.GroupLevels.run
+    monkeypatch.setattr(grouplevels.GroupLevels, "run",
+                        lambda self, *a, **k: made.append(self) or real_run(self, *a, **k))
+    kw = {"root": 0 if name == "chain" else None}
+    res, _ = api.run(app_name, g, pair=pairs["split"], devices="gpu", warmup=False,
+                     options=EngineOptions(group_loop="always"), **kw)
+    walk, _ = api.run(app_name, g, pair=pairs["split"], devices="cpu", warmup=False,
+                      options=EngineOptions(group_loop="none"), **kw)
+    assert res.extra["where"] == "group" and walk.extra["where"] != "group"
+    np.testing.assert_array_equal(res.values, walk.values)
+    assert res.extra["reached"] == walk.extra["reached"]
+    if app_name == "bfs":  # SSSP's walk is Dijkstra's: its iterations are not levels
+        app = apps.get("bfs")
+        params = app.check_params(g, kw)
+        assert app.check(g, res, app.reference(g, params), params) == ""
+        assert (res.iterations, res.work_edges) == (walk.iterations, walk.work_edges)
+    gl = made[-1]
+    assert gl.bitmap == (app_name == "bfs" and room != "one entry")
+    if room in rooms:
+        left = rooms[room] - (4 * words if gl.bitmap else 0)
+        assert gl.lq_cap == max(1, min(g.n, left // 8))
+        assert gl.lq_cap == 1 or gl.lq_cap < 300  # Graph500's frontiers pass it
+
+
 def test_the_rule_that_takes_one_work_group(pairs, monkeypatch):
     """Under ``auto`` only a GPU device alone takes it (the emulated pair's GPU role is a
     CPU: its usual path), up to :data:`bfs.GROUP_NNZ` entries, with the default

@@ -96,6 +96,7 @@ class BFS(grouplevels.GroupLevelsApp, FrontierApp, App):
     #: a small input's levels in one work-group (finepar.engine.grouplevels): top-down
     group_fragment, group_direction = "apps/bfs/group.cl", "top-down"
     group_vectors = ("level", "parent")
+    group_bitmap = True  # claims on a local visited bitmap where it fits
     #: one op a kind (:func:`op_name`) and team size; the first, with the plan's own teams,
     #: is the tuner's (a step that scans every entry) and the ranks'
     ops = tuple(RowOp(op_name(kind, lanes), "apps/bfs/rowop.cl", acc_dtype=np.dtype(np.int32),
@@ -159,8 +160,10 @@ class BFS(grouplevels.GroupLevelsApp, FrontierApp, App):
         return GROUP_NNZ
 
     def group_args(self, engine: Engine, st: dict, gl) -> tuple:
-        """Levels and parents on the launch's role."""
-        return (engine.buffer("level", gl.role), engine.buffer("parent", gl.role))
+        """Levels and parents on the launch's role, and the launch's local visited bitmap
+        (:attr:`~finepar.engine.grouplevels.GroupLevels.seen`) with whether it holds one."""
+        return (engine.buffer("level", gl.role), engine.buffer("parent", gl.role), gl.seen,
+                np.int32(gl.bitmap))
 
     def early_programs(self, pair, matrix: Graph, params: dict, options=None) -> list:
         """The one work-group's program alone where :meth:`one_device` takes the GPU by

@@ -34,6 +34,7 @@ import weakref
 import numpy as np
 
 from ..device import cl
+from .launches import bind_changed
 from .levels import deeper_than
 from .trace import FrontierTrace
 
@@ -44,6 +45,11 @@ GPU_GROUP = 1024
 #: Levels whose counts the first read brings back for the trace; a deeper run reads the
 #: rest in a second.
 FIRST_LEVELS = 512
+#: Bytes of local memory left unclaimed by the lists and the bitmap (the kernel's own
+#: counters and what a compiler adds).
+LOCAL_SLACK = 256
+#: The fewest list entries kept in local memory before a bitmap may take the room.
+MIN_LOCAL_LIST = 256
 
 
 def whole_on_one_device(engine) -> bool:
@@ -117,6 +123,13 @@ def group_size(side) -> int:
     return 1 << (min(GPU_GROUP, int(side.info.max_work_group_size)).bit_length() - 1)
 
 
+def local_room(side, own: int, wg: int) -> int:
+    """Bytes of ``side``'s local memory a launch's lists and bitmap may take: the device's
+    less the kernel's own (``own``), the chunk's three words a work-item (``wg``: vertex,
+    scan, first offset) and :data:`LOCAL_SLACK`."""
+    return int(side.info.local_mem_bytes) - own - LOCAL_SLACK - 12 * wg
+
+
 class GroupLevels:
     """The launch's buffers on an engine's one device (built once an engine).
 
@@ -131,9 +144,21 @@ class GroupLevels:
         The app's fragment (``GROUP_ARGS``, ``GROUP_INIT``, ``GROUP_ROOT``, ``GROUP_EDGE``).
     with_data : bool
         Upload the values (:attr:`data`; else a dummy buffer).
+    bitmap : bool
+        The fragment takes a local visited bitmap (BFS): :attr:`seen` holds one bit a
+        vertex where it fits beside the scan and :data:`MIN_LOCAL_LIST` list entries
+        (:attr:`bitmap` then True), else one word (the fragment's global claim).
+
+    Notes
+    -----
+    The kernel object is the instance's own, its arguments bound once and only a changed
+    one (the root) set again (:func:`~finepar.engine.launches.bind_changed`): pyopencl's
+    kernel call set all 16, 63 us of host time a run on an H200's host (2026-11-28). The
+    lists' first :attr:`lq_cap` entries live in local memory (the rest of the room).
     """
 
-    def __init__(self, engine, graph, fragment: str, with_data: bool = False):
+    def __init__(self, engine, graph, fragment: str, with_data: bool = False,
+                 bitmap: bool = False):
         self.role = role = engine.roles[0]
         side = engine.pair.side(role)
         self.indptr, self.indices, _ = engine.global_csr(role, graph)
@@ -145,11 +170,21 @@ class GroupLevels:
                 engine._global_csr[key] = (alloc(side, graph.data, read_only=True),)
             self.data = engine._global_csr[key][0]
         self.graph = graph
-        self.kernel = engine.pair.kernel(side, (fragment, SKELETON), {}, "group_levels")
-        limit = self.kernel.get_work_group_info(cl().kernel_work_group_info.WORK_GROUP_SIZE,
-                                                side.queue.device)
+        mod = cl()
+        self.kernel = mod.Kernel(engine.pair.program(side, (fragment, SKELETON), {}),
+                                 "group_levels")
+        info = mod.kernel_work_group_info
+        limit = self.kernel.get_work_group_info(info.WORK_GROUP_SIZE, side.queue.device)
+        own = self.kernel.get_work_group_info(info.LOCAL_MEM_SIZE, side.queue.device)
         self.wg = min(group_size(side), 1 << (max(int(limit), 1).bit_length() - 1))
         n = max(graph.n, 1)
+        room = local_room(side, int(own), self.wg)
+        words = (n + 31) // 32
+        self.bitmap = bitmap and 4 * words + 8 * min(n, MIN_LOCAL_LIST) <= room
+        self.seen = mod.LocalMemory(4 * (words if self.bitmap else 1))
+        self.lq_cap = max(1, min(n, (room - (4 * words if self.bitmap else 0)) // 8))
+        self.local = (*(mod.LocalMemory(4 * self.wg) for _ in range(3)),
+                      mod.LocalMemory(8 * self.lq_cap))
         self.lists = [engine.scratch(role, np.zeros(n, np.int32)) for _ in range(2)]
         self.out = engine.scratch(role, np.zeros(2 + 2 * graph.n, np.int32))
         self.host = np.zeros(2 + 2 * graph.n, np.int32)
@@ -164,12 +199,12 @@ class GroupLevels:
             Levels run (the last found nothing), their trace (one launch, ``direction on
             ROLE (work-group)``), and ``'group'``: the app's vectors are on the role.
         """
-        role, wg, mod, h, g = self.role, self.wg, cl(), self.host, self.graph
+        role, wg, h, g = self.role, self.wg, self.host, self.graph
         t0 = time.perf_counter()
-        engine.launch(role, self.kernel, wg, (
+        bind_changed(self.kernel, (
             np.int32(g.n), np.int32(root), np.int32(g.n + 1), self.indptr, self.indices,
-            *args, *self.lists, self.out, mod.LocalMemory(4 * wg), mod.LocalMemory(4 * wg)),
-            kind="group", wg=wg, wait=False)
+            *args, *self.lists, self.out, *self.local, np.int32(self.lq_cap)))
+        engine.launch(role, self.kernel, wg, None, kind="group", wg=wg, wait=False)
         engine.read_buffer(role, h, self.out, min(1 + 2 * FIRST_LEVELS, h.size))
         depth = int(h[0])
         if depth > FIRST_LEVELS:
@@ -201,6 +236,8 @@ class GroupLevelsApp:
     group_vectors: tuple = ()
     #: Whether the fragment reads the matrix's values (SSSP's lengths).
     group_reads_values = False
+    #: Whether the fragment takes a local visited bitmap (:class:`GroupLevels`, BFS).
+    group_bitmap = False
 
     def usual(self, params: dict) -> bool:
         """Whether a run with ``params`` runs the app the default way, which the one
@@ -233,7 +270,8 @@ class GroupLevelsApp:
         if state.get("group_levels") is None:
             state["group_levels"] = GroupLevels(engine, graph, self.group_fragment,
                                                 with_data=not graph.pattern
-                                                and self.group_reads_values)
+                                                and self.group_reads_values,
+                                                bitmap=self.group_bitmap)
         gl = state["group_levels"]
         engine._plain(*self.group_vectors)
         return gl.run(engine, st["root"], self.group_args(engine, st, gl),

@@ -19,82 +19,102 @@
  *   GROUP_EDGE(u, v, k, d)  edge k, u -> v, from a vertex of level d: 1 where v joins the
  *                         next list (once a level: the fragment sees to it), else 0.
  * out (int): [0] levels run (the last one found nothing), [1 + 2d] and [2 + 2d] level d's
- * next list and its out-edges, for the first max_rec levels. */
+ * next list and its out-edges, for the first max_rec levels.
+ *
+ * A level's cost is its chain of dependent reads and its barriers, not its few edges (3.5
+ * us a level on one H200, luxembourg's 952 levels), so:
+ *   - the lists' first lq_cap entries live in local memory (lq: two halves), the rest in
+ *     qa / qb at the same positions;
+ *   - a list's out-edges are the next level's scan total, not a read of each listed
+ *     vertex's offsets when it is listed, and each chunk vertex's first offset waits in
+ *     local memory (ls) for the edges' gather;
+ *   - the scan runs as many rounds as the chunk's vertices need (a road graph's lists hold
+ *     tens of vertices: 4-7 rounds, not 10), and the counters alternate between two slots,
+ *     so a level ends on one barrier. */
 
-/* Edge k, u -> v: where the app lists v, append it to the next list and count its edges. */
+/* Edge k, u -> v: where the app lists v, append it to the next list. */
 #define LIST(u, v, k)                                                        \
     if (GROUP_EDGE((u), (v), (k), depth)) {                                  \
-        nxt[atomic_inc(&count)] = (v);                                       \
-        atomic_add(&found_edges, indptr[(v) + 1] - indptr[(v)]);             \
+        const int at_ = atomic_inc(&counts[p]);                              \
+        if (at_ < lq_cap) nxt_l[at_] = (v);                                  \
+        else nxt[at_] = (v);                                                 \
     }
 
 __kernel void group_levels(const int n, const int root, const int max_rec,
                            __global const int *restrict indptr,
                            __global const int *restrict indices, GROUP_ARGS,
                            __global int *qa, __global int *qb, __global int *out,
-                           __local int *lv, __local int *lo)
+                           __local int *lv, __local int *lo, __local int *ls,
+                           __local int *lq, const int lq_cap)
 {
     const int l = (int)get_local_id(0), W = (int)get_local_size(0);
-    __local int count, found_edges;
+    __local int counts[2];
     for (int v = l; v < n; v += W) GROUP_INIT(v);
-    barrier(CLK_GLOBAL_MEM_FENCE);
+    barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
     if (l == 0) {
         GROUP_ROOT(root);
-        qa[0] = root;
-        count = 0;
-        found_edges = 0;
+        lq[0] = root;
+        counts[0] = 0;
+        counts[1] = 0;
     }
     barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
     __global int *cur = qa, *nxt = qb;
-    int size = 1, depth = 0;
+    __local int *cur_l = lq, *nxt_l = lq + lq_cap;
+    int size = 1, depth = 0, p = 0;
     while (size > 0) {
+        int edges = 0;  /* this list's out-edges: the last level's found_edges */
         for (int base = 0; base < size; base += W) {
-            const int i = base + l;
-            int u = -1, deg = 0;
+            const int i = base + l, span = min(W, size - base);
+            int u = -1, deg = 0, first = 0;
             if (i < size) {
-                u = cur[i];
-                deg = indptr[u + 1] - indptr[u];
+                u = i < lq_cap ? cur_l[i] : cur[i];
+                first = indptr[u];
+                deg = indptr[u + 1] - first;
             }
             lv[l] = u;
             lo[l] = deg;
+            ls[l] = first;
             barrier(CLK_LOCAL_MEM_FENCE);
-            for (int off = 1; off < W; off <<= 1) {
+            for (int off = 1; off < span; off <<= 1) {
                 const int t = l >= off ? lo[l - off] : 0;
                 barrier(CLK_LOCAL_MEM_FENCE);
                 lo[l] += t;
                 barrier(CLK_LOCAL_MEM_FENCE);
             }
-            const int total = lo[W - 1];
+            const int total = lo[span - 1];
+            edges += total;
             for (int e = l; e < total; e += W) {
-                int a = 0, b = W - 1;  /* the first slot whose inclusive sum passes e */
+                int a = 0, b = span - 1;  /* the first slot whose inclusive sum passes e */
                 while (a < b) {
                     const int m = (a + b) >> 1;
                     if (lo[m] > e) b = m;
                     else a = m + 1;
                 }
                 const int w = lv[a];
-                const int k = indptr[w] + e - (a ? lo[a - 1] : 0);
+                const int k = ls[a] + e - (a ? lo[a - 1] : 0);
                 const int v = indices[k];
                 LIST(w, v, k)
             }
-            barrier(CLK_LOCAL_MEM_FENCE);  /* lv and lo are the next chunk's */
+            if (base + W < size) barrier(CLK_LOCAL_MEM_FENCE);  /* lv, lo, ls: the next chunk's */
         }
         barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE);
-        size = count;
-        if (l == 0 && depth < max_rec) {
-            out[1 + 2 * depth] = size;
-            out[2 + 2 * depth] = found_edges;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);  /* every work-item has read the counts */
+        size = counts[p];
         if (l == 0) {
-            count = 0;
-            found_edges = 0;
+            counts[p ^ 1] = 0;  /* the next level's counter; this one is read until then */
+            if (depth > 0 && depth - 1 < max_rec) out[2 + 2 * (depth - 1)] = edges;
+            if (depth < max_rec) {
+                out[1 + 2 * depth] = size;
+                if (size == 0) out[2 + 2 * depth] = 0;
+            }
         }
+        p ^= 1;
         depth++;
         __global int *t = cur;
         cur = nxt;
         nxt = t;
-        barrier(CLK_LOCAL_MEM_FENCE);
+        __local int *tl = cur_l;
+        cur_l = nxt_l;
+        nxt_l = tl;
     }
     if (l == 0) out[0] = depth;
 }
