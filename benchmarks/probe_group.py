@@ -1,10 +1,13 @@
-"""A small input's BFS and SSSP run by FinePar's default beside scipy's, in turn (issue 29:
-the one work-group's levels, ``finepar/engine/grouplevels.py``).
+"""A small input's run in one work-group's launch, by FinePar's default and by the loop
+forced, beside scipy's, in turn (issue 29: BFS's and SSSP's levels,
+``finepar/engine/grouplevels.py``; PageRank's iterations, ``finepar/apps/powerloop.py``).
 
-For each graph and app: a warm-up, then ``--repeats`` rounds of one FinePar default run (the
-graph in memory, the report's ``run`` time and the launch's device time, its answer checked)
-and one scipy call (``breadth_first_order``, ``dijkstra``), in turn, so a lease's drift
-falls on both. Writes JSON as it goes and logs one line a pair.
+For each graph and app: a warm-up, then ``--repeats`` rounds, each one run of every
+``--configs`` entry (the graph in memory; the report's ``run`` time and its launches' device
+time, its answer checked) and one scipy call where the app has one (``breadth_first_order``,
+``dijkstra``), in turn, so a lease's drift falls on all. Configurations: ``default``
+(FinePar's own plan) and ``loop`` (the GPU alone, ``group_loop='always'``: the one
+work-group's form at any size). Writes JSON as it goes and logs one line a pair.
 
     python benchmarks/probe_group.py --real USPowerGrid,adder_dcop_05,luxembourg \\
         --json $OUT/group.json
@@ -17,7 +20,8 @@ import time
 from common import choices, graph_specs, load, log, main_of, today, write_json
 from measure import FALLBACK_PARAMS, answer_problem, app_params, stats
 
-APPS = ("bfs", "sssp")
+APPS = ("bfs", "sssp", "pagerank")
+CONFIGS = ("default", "loop")
 
 
 def parse_args(argv=None):
@@ -26,24 +30,33 @@ def parse_args(argv=None):
     ap.add_argument("--real", default="USPowerGrid,adder_dcop_05,ca-GrQc,rajat01,wiki-Vote,"
                     "memplus,luxembourg", help="real graphs: a comma list, or all")
     ap.add_argument("--scales", default="", help="Graph500 scales, a comma list")
-    ap.add_argument("--apps", default=",".join(APPS), help="comma list of bfs, sssp")
+    ap.add_argument("--apps", default="bfs,sssp", help=f"comma list of {', '.join(APPS)}")
+    ap.add_argument("--configs", default="default", help=f"comma list of {', '.join(CONFIGS)}")
     ap.add_argument("--repeats", type=int, default=15, help="timed rounds after a warm-up")
     ap.add_argument("--json", default="probe_group.json")
     args = ap.parse_args(argv)
     args.apps = choices("--apps", args.apps, APPS)
+    args.configs = choices("--configs", args.configs, CONFIGS)
     args.specs = graph_specs(args.real, args.scales)
     return args
 
 
 def scipy_call(app: str):
-    """The scipy peer of ``app`` (:mod:`hostpeers`)."""
+    """The scipy peer of ``app`` (:mod:`hostpeers`), or None."""
     from hostpeers import scipy_bfs, scipy_dijkstra
-    return {"bfs": scipy_bfs, "sssp": scipy_dijkstra}[app]
+    return {"bfs": scipy_bfs, "sssp": scipy_dijkstra}.get(app)
 
 
-def one_pair(app_name: str, g, pair, repeats: int) -> dict:
-    """``repeats`` rounds of a FinePar default run and a scipy call, in turn."""
-    import finepar
+def config_kwargs(config: str) -> dict:
+    """``finepar.run``'s keywords for a configuration of :data:`CONFIGS`."""
+    from finepar.engine import EngineOptions
+    if config == "loop":
+        return {"devices": "gpu", "options": EngineOptions(group_loop="always")}
+    return {}
+
+
+def one_pair(app_name: str, g, pair, repeats: int, configs: list) -> dict:
+    """``repeats`` rounds of a run of each configuration and a scipy call, in turn."""
     from finepar import apps
     from finepar.errors import FineParError
     app = apps.get(app_name)
@@ -53,22 +66,35 @@ def one_pair(app_name: str, g, pair, repeats: int) -> dict:
         params = app_params(app, g, FALLBACK_PARAMS.get(app_name))
     ref = app.reference(g, params)
     peer = scipy_call(app_name)
-    run_s, kernel_s, peer_s, problems = [], [], [], []
-    where = ""
+    recs = {c: {"run": [], "kernel": [], "problems": []} for c in configs}
+    peer_s = []
     for i in range(repeats + 1):
-        res, rep = finepar.run(app_name, g, pair=pair, **params)
-        problems.append(answer_problem(app, g, res.values, ref, params, res.extra,
-                                       res.iterations))
-        ans = peer(g, params)
-        where = res.extra.get("where", "")
-        if i:
-            run_s.append(rep.timings["run"])
-            kernel_s.append(sum(rep.timings["kernel"].values()))
-            peer_s.append(ans.seconds)
-    wrong = [p for p in problems if p]
-    return {"app": app_name, "where": where, "plan": rep.plan.get("label"),
-            "levels": res.iterations, "correct": not wrong, "problem": wrong[0] if wrong else "",
-            "run": stats(run_s), "kernel": stats(kernel_s), "scipy": stats(peer_s)}
+        for c in configs:
+            one_run(recs[c], app, g, pair, params, ref, c, timed=i > 0)
+        if peer is not None:
+            ans = peer(g, params)
+            if i:
+                peer_s.append(ans.seconds)
+    out = {"app": app_name, "scipy": stats(peer_s)}
+    for c, rec in recs.items():
+        wrong = [p for p in rec.pop("problems") if p]
+        out[c] = {**rec, "correct": not wrong, "problem": wrong[0] if wrong else "",
+                  "run": stats(rec["run"]), "kernel": stats(rec["kernel"])}
+    return out
+
+
+def one_run(rec: dict, app, g, pair, params: dict, ref, config: str, timed: bool) -> None:
+    """One run of ``config`` into ``rec``: its answer's problem, its plan, and its times
+    where ``timed``."""
+    import finepar
+    res, rep = finepar.run(app.name, g, pair=pair, **config_kwargs(config), **params)
+    rec["problems"].append(answer_problem(app, g, res.values, ref, params, res.extra,
+                                          res.iterations))
+    rec.update(where=res.extra.get("where", ""), plan=rep.plan.get("label"),
+               iterations=res.iterations)
+    if timed:
+        rec["run"].append(rep.timings["run"])
+        rec["kernel"].append(sum(rep.timings["kernel"].values()))
 
 
 def main(argv=None) -> int:
@@ -84,15 +110,24 @@ def main(argv=None) -> int:
         for app_name in args.apps:
             t0 = time.perf_counter()
             row = {"graph": spec, "n": int(g.n), "nnz": int(g.nnz),
-                   **one_pair(app_name, g, pair, args.repeats)}
+                   **one_pair(app_name, g, pair, args.repeats, args.configs)}
             row["seconds"] = time.perf_counter() - t0
             out["rows"].append(row)
             write_json(args.json, out)
-            r, k, s = (row[x]["median"] * 1e3 for x in ("run", "kernel", "scipy"))
-            log(f"{app_name} on {spec}: run {r:.3f} ms (kernel {k:.3f}), scipy {s:.3f} ms, "
-                f"{s / r:.2f}x; {row['where']} ({row['plan']}), {row['levels']} levels"
-                f"{'' if row['correct'] else ' WRONG: ' + row['problem']}")
+            log_row(row, args.configs)
     return 0
+
+
+def log_row(row: dict, configs: list) -> None:
+    """One line a configuration (and scipy's median where it ran)."""
+    peer = row["scipy"]["median"] * 1e3 if row["scipy"] else None
+    for c in configs:
+        rec = row[c]
+        r, k = (rec[x]["median"] * 1e3 if rec[x] else float("nan") for x in ("run", "kernel"))
+        vs = f", scipy {peer:.3f} ms, {peer / r:.2f}x" if peer else ""
+        log(f"{row['app']} on {row['graph']} [{c}]: run {r:.3f} ms (kernel {k:.3f}){vs}; "
+            f"{rec['where']} ({rec['plan']}), {rec['iterations']} iterations"
+            f"{'' if rec['correct'] else ' WRONG: ' + rec['problem']}")
 
 
 if __name__ == "__main__":
