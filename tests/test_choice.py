@@ -158,6 +158,7 @@ def test_a_default_pagerank_with_a_costly_split_runs_one_device(real_pair, monke
     from finepar import apps
     from finepar.apps import powerloop
     monkeypatch.setattr(powerloop, "GROUP_LOOP_NNZ", 0)  # no work-group loop: a choice
+    monkeypatch.setattr(powerloop, "GPU_LOOP_NNZ", 0)
     real_pair.answer_costs = _costs(both=1.0)
     try:
         g = generated_graph(10, 1)
@@ -176,7 +177,7 @@ def test_a_default_pagerank_with_a_costly_split_runs_one_device(real_pair, monke
 @pytest.mark.parametrize("app", ["pagerank", "rwr"])
 def test_a_small_default_power_iteration_plans_the_gpu_loop_alone(app, real_pair,
                                                                    monkeypatch):
-    """PageRank and RWR on an input of at most GROUP_LOOP_NNZ entries: the GPU alone, by
+    """PageRank and RWR on an input of at most GPU_LOOP_NNZ entries: the GPU alone, by
     the app's rule (nothing tuned, no candidate measured, no row operation built ahead),
     every iteration in one launch, the scores right; with ``group_loop='none'`` the run is
     weighed again."""

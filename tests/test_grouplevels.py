@@ -12,7 +12,7 @@ import pytest
 
 from conftest import generated_graph, shared_graph
 from finepar import api, apps
-from finepar.apps import bfs
+from finepar.apps import bfs, sssp
 from finepar.engine import EngineOptions, grouplevels
 from finepar.io import from_scipy
 
@@ -148,8 +148,40 @@ def test_the_rule_that_takes_one_work_group(pairs, monkeypatch):
     assert where(max_iter=3) != "group"
     assert where(options=EngineOptions(group_loop="none")) != "group"
     monkeypatch.setattr(bfs, "GROUP_NNZ", g.nnz - 1)
+    assert where() == "group"  # deep for its size: the deep rule's
+    monkeypatch.setattr(bfs, "GROUP_DEEP_NNZ", 0)
     assert where() != "group"
     assert where(options=EngineOptions(group_loop="always")) == "group"
+
+
+def test_a_deep_graph_past_the_size_rule_takes_the_loop(pairs, monkeypatch):
+    """Past :data:`bfs.GROUP_NNZ` and up to :data:`bfs.GROUP_DEEP_NNZ` entries, a GPU alone
+    takes the one work-group's levels on a graph whose BFS is deeper than ``nnz /
+    LOOP_EDGES_PER_LEVEL`` levels (the chain) and not on a shallow one (Graph500), nor
+    past the deep limit, nor under ``none``; SSSP has no deep rule. Answers right either
+    way."""
+    pair = pairs["split"]
+    monkeypatch.setattr(pair.gpu, "info", dataclasses.replace(pair.gpu.info, kind="gpu"))
+    monkeypatch.setattr(grouplevels, "group_size", lambda side: 1)
+    monkeypatch.setattr(bfs, "GROUP_NNZ", 10)
+    monkeypatch.setattr(grouplevels, "LOOP_EDGES_PER_LEVEL", 1000)
+
+    def where(app_name, g, **kw):
+        app = apps.get(app_name)
+        params = app.check_params(g, {"root": 0})
+        res, _ = api.run(app_name, g, pair=pair, devices="gpu", warmup=False, root=0, **kw)
+        assert app.check(g, res, app.reference(g, params), params) == ""
+        return res.extra["where"]
+
+    deep, shallow = chain_graph(), generated_graph(10, 0)
+    assert grouplevels.deep_for_loop(deep) and not grouplevels.deep_for_loop(shallow)
+    assert where("bfs", deep) == "group"
+    assert where("bfs", shallow) != "group"
+    monkeypatch.setattr(sssp, "GROUP_NNZ", 10)
+    assert where("sssp", deep) != "group"
+    assert where("bfs", deep, options=EngineOptions(group_loop="none")) != "group"
+    monkeypatch.setattr(bfs, "GROUP_DEEP_NNZ", deep.nnz - 1)
+    assert where("bfs", deep) != "group"
 
 
 def weighted_graph():

@@ -191,6 +191,24 @@ def test_group_loop_is_the_row_operations_iteration(pairs, role, max_iter, sums)
     np.testing.assert_allclose(loop.extra["l1_change"], ops.extra["l1_change"], rtol=1e-3)
 
 
+def test_a_gpu_takes_the_loop_to_its_own_size(pairs, monkeypatch):
+    """Between GROUP_LOOP_NNZ and GPU_LOOP_NNZ entries a GPU device takes the loop under
+    ``auto`` and a CPU device does not; both answers within the reference's tolerance."""
+    import dataclasses
+    from finepar.apps import powerloop
+    g = generated_graph(12)
+    assert powerloop.GROUP_LOOP_NNZ < g.nnz <= powerloop.GPU_LOOP_NNZ
+    pair = pairs["split"]
+    monkeypatch.setattr(pair.gpu, "info", dataclasses.replace(pair.gpu.info, kind="gpu"))
+    monkeypatch.setattr(powerloop, "group_size", lambda side, role: 64)
+    ref = reference_pagerank(g)
+    for role, loop in (("gpu", True), ("cpu", False)):
+        res, _ = _run("pagerank", g, pair, "none", "compensated", group_loop="auto",
+                      devices=role)
+        assert (res.extra["ops"] == "pagerank-group-loop") is loop, role
+        assert np.abs(res.values.astype(np.float64) - ref).sum() < 1e-4
+
+
 def test_group_loop_rwr_and_where_it_does_not_apply(pairs):
     """RWR's restart vector in the loop (against its reference); the loop is not used on a
     split, above GROUP_LOOP_NNZ under ``auto`` (but is under ``always``), or under

@@ -59,6 +59,10 @@ NARROW_SCAN, NARROW_UNEXPLORED = 4.0, 0.01
 #: ms on soc-Slashdot0902 (948,464) against the usual path's 1.21 and 2.14 ms, and 2.44 ms
 #: at scale 16 (1.8 M) against 1.35: one SM's edges, about 1.3-1.7 ns each.
 GROUP_NNZ = 1 << 20
+#: Entries up to which a GPU alone runs them so on a graph deep for its size
+#: (:func:`~finepar.engine.grouplevels.deep_for_loop`): cnr-2000's 3.2 M entries and 36
+#: levels took 9.9 ms there against the usual path's 19.9 on one H200 (2026-11-28).
+GROUP_DEEP_NNZ = 1 << 22
 
 #: The program of a run's start and a chain's arming (opencl/apps/bfs/start.cl).
 START_SOURCES = ("apps/bfs/start.cl",)
@@ -159,6 +163,11 @@ class BFS(grouplevels.GroupLevelsApp, FrontierApp, App):
         """:data:`GROUP_NNZ`, as the module holds it at the call."""
         return GROUP_NNZ
 
+    @property
+    def group_deep_nnz(self) -> int:
+        """:data:`GROUP_DEEP_NNZ`, as the module holds it at the call."""
+        return GROUP_DEEP_NNZ
+
     def group_args(self, engine: Engine, st: dict, gl) -> tuple:
         """Levels and parents on the launch's role, and the launch's local visited bitmap
         (:attr:`~finepar.engine.grouplevels.GroupLevels.seen`) with whether it holds one."""
@@ -174,7 +183,9 @@ class BFS(grouplevels.GroupLevelsApp, FrontierApp, App):
             return group
         return [("gpu", ("apps/bfs/frontier.cl", "skeleton/frontier.cl"),
                  queue_defines(pair.gpu.info, matrix, role="gpu")),
-                ("gpu", START_SOURCES, {}), *(group if matrix.nnz <= GROUP_NNZ else [])]
+                ("gpu", START_SOURCES, {}),
+                *(group if grouplevels.in_loop_size(matrix, GROUP_NNZ, GROUP_DEEP_NNZ, options)
+                  else [])]
 
     def prepare(self, engine: Engine, graph: Graph) -> dict:
         n = graph.n
@@ -191,7 +202,7 @@ class BFS(grouplevels.GroupLevelsApp, FrontierApp, App):
         pp = self.prepare_push(engine, None if across else graph, roles=own)
         push = pp["push_role"]
         # a small input's usual runs take one work-group's launch: the list on first use
-        later = grouplevels.applies(engine, graph, GROUP_NNZ, True)
+        later = self.in_group(engine, graph, {})
         out = {"outdeg": outdeg, "words": words, **pp, "csr": (graph.indptr, graph.indices),
                "queue": (self._queue(engine, push, graph)
                          if push is not None and not later else None)}

@@ -167,7 +167,7 @@ class PageRank(App):
     matrix_form = "transpose"
 
     def one_device(self, pair, matrix: Graph, params: dict, options=None) -> str | None:
-        """On a small input (at most :data:`~finepar.apps.powerloop.GROUP_LOOP_NNZ` entries,
+        """On a small input (at most :data:`~finepar.apps.powerloop.GPU_LOOP_NNZ` entries,
         ``group_loop`` not ``none``) every iteration runs in one work-group's launch
         (:mod:`powerloop`), which no split beats: the GPU alone. No split is tuned,
         measured or built that the run never uses: a cold run's builds were the split's

@@ -14,8 +14,8 @@ several work-items sum (:func:`segments`); on a CPU it is one work-item, a plain
 (PoCL's barriers cost microseconds each).
 
 It runs where the plan leaves one device and the input has at most :data:`GROUP_LOOP_NNZ`
-entries (``EngineOptions.group_loop='auto'``), or on any one-device plan
-(``'always'``); a default run on such an input plans for the GPU alone
+entries (:data:`GPU_LOOP_NNZ` on a GPU; ``EngineOptions.group_loop='auto'``), or on any
+one-device plan (``'always'``); a default run on such an input plans for the GPU alone
 (:meth:`~finepar.apps.pagerank.PageRank.one_device`), nothing tuned or measured. The matrix is uploaded once more, as segments
 (at most a few hundred kilobytes), and the vectors stay in the input's numbering. A
 row that is one segment is finished by the work-item that sums it; only where some row
@@ -34,6 +34,10 @@ from ..engine.grouplevels import whole_on_one_device
 #: (``group_loop='auto'``): one SM of a GPU, or one CPU core, sums a few tens of
 #: thousands of terms in about the time the host spends enqueueing one launch.
 GROUP_LOOP_NNZ = 1 << 16
+#: The same on a GPU. On one H200 (benchmarks/RESULTS.md, 2026-11-28) the loop ran
+#: wiki-Vote (103,689 entries, 16 iterations) in 1.63 ms and memplus (126,150, 35) in 1.98
+#: against the split's 2.27 and 2.70, and luxembourg (239,332) in 8.68 against 5.41.
+GPU_LOOP_NNZ = 1 << 17
 #: The widest work-group used on a GPU.
 GPU_GROUP = 1024
 #: Most entries of a row one GPU work-item sums in an iteration: a longer row is cut into
@@ -50,7 +54,9 @@ def applies(engine, graph, renumbered: bool) -> bool:
     kept), and the input small enough (or ``group_loop='always'``: :func:`wanted`)."""
     if renumbered or not whole_on_one_device(engine):  # a budget's chunks: the loop
         return False  # would hold a whole copy past it
-    return wanted(graph.nnz, engine.options)
+    side = engine.pair.side(engine.roles[0])
+    return wanted(graph.nnz, engine.options,
+                  GPU_LOOP_NNZ if side.info.kind == "gpu" else GROUP_LOOP_NNZ)
 
 
 def wanted(nnz: int, options, limit: int | None = None) -> bool:
@@ -64,10 +70,10 @@ def wanted(nnz: int, options, limit: int | None = None) -> bool:
 
 
 def small(nnz: int, options) -> bool:
-    """Whether an input of ``nnz`` entries is small enough for the loop (at most
-    :data:`GROUP_LOOP_NNZ`, as it is at the call) and ``options.group_loop`` allows it (not
+    """Whether an input of ``nnz`` entries is small enough for the GPU's loop (at most
+    :data:`GPU_LOOP_NNZ`, as it is at the call) and ``options.group_loop`` allows it (not
     ``none``)."""
-    return getattr(options, "group_loop", "auto") != "none" and int(nnz) <= GROUP_LOOP_NNZ
+    return getattr(options, "group_loop", "auto") != "none" and int(nnz) <= GPU_LOOP_NNZ
 
 
 def group_size(side, role: str) -> int:

@@ -62,11 +62,12 @@ def whole_on_one_device(engine) -> bool:
     return store is None or len(store.pieces) <= 1
 
 
-def applies(engine, graph, limit: int, usual: bool) -> bool:
+def applies(engine, graph, limit: int, usual: bool, deep_limit: int = 0) -> bool:
     """Whether ``engine`` runs an app's levels in one work-group: one device, one process,
     a non-empty input with int32 offsets, the matrix in one piece (a budget that cuts it
     into chunks is kept), the app's default way of running (``usual``), and a GPU device
-    alone on an input of at most ``limit`` entries (or ``group_loop='always'`` on either
+    alone on an input of at most ``limit`` entries, or of at most ``deep_limit`` that is
+    deep for its size (:func:`deep_for_loop`; or ``group_loop='always'`` on either
     role)."""
     if (not usual or graph.n == 0 or graph.nnz >= 2**31 or graph.indptr.dtype != np.int32
             or not whole_on_one_device(engine)):  # a budget's chunks: the launch would
@@ -75,7 +76,40 @@ def applies(engine, graph, limit: int, usual: bool) -> bool:
         return True
     role = engine.roles[0]
     return (role == "gpu" and engine.pair.side(role).info.kind == "gpu"
-            and engine.options.small_form(graph.nnz, limit))
+            and in_loop_size(graph, limit, deep_limit, engine.options))
+
+
+def in_loop_size(graph, limit: int, deep_limit: int, options=None) -> bool:
+    """Whether ``options.group_loop`` takes the one work-group's levels on ``graph`` by
+    its size: ``always``; or ``auto`` and at most ``limit`` entries, or at most
+    ``deep_limit`` and deep for its size (:func:`deep_for_loop`)."""
+    from .options import EngineOptions
+    opts = options or EngineOptions()
+    if opts.small_form(graph.nnz, limit):
+        return True
+    return (opts.group_loop == "auto" and 0 < graph.nnz <= deep_limit
+            and graph.indptr.dtype == np.int32 and deep_for_loop(graph))
+
+
+#: The edges the GPU's one work-group walks (top-down, about 0.34 G edges/s) in the time
+#: the usual path takes a level (about 0.5 ms, its launches and host waits): on one H200,
+#: BFS on cnr-2000 (3.2 M entries, 36 levels) took 9.9 ms in the loop against 19.9 on the
+#: usual path, and at Graph500 scale 18 (7.6 M entries, 5 levels) 22.4 against 2.8
+#: (benchmarks/RESULTS.md, 2026-11-28).
+LOOP_EDGES_PER_LEVEL = 170_000
+
+
+def deep_for_loop(graph) -> bool:
+    """Whether a BFS of ``graph`` from its vertex of most entries takes more levels than
+    ``nnz / LOOP_EDGES_PER_LEVEL``: where the loop's one SM, walking every edge, beats
+    the usual path's cost a level (:func:`~finepar.engine.levels.deeper_than`, once a
+    matrix)."""
+    levels = max(1, -(-int(graph.nnz) // LOOP_EDGES_PER_LEVEL))
+    known = _DEEP.setdefault(graph, {})
+    key = ("loop", levels)
+    if key not in known:
+        known[key] = deeper_than(graph, levels)
+    return known[key]
 
 
 #: A small input whose host BFS from the default root takes more levels than this is left
@@ -230,6 +264,9 @@ class GroupLevelsApp:
     group_fragment = ""
     #: Entries up to which a GPU alone takes it (``group_loop='auto'``).
     group_nnz = 0
+    #: Entries up to which a GPU alone takes it on a graph deep for its size
+    #: (:func:`deep_for_loop`; 0: never past :attr:`group_nnz`).
+    group_deep_nnz = 0
     #: The trace's name for its levels' direction.
     group_direction = "push"
     #: The app's vectors the fragment writes (kept in the input's numbering).
@@ -250,8 +287,9 @@ class GroupLevelsApp:
 
     def in_group(self, engine, graph, params: dict) -> bool:
         """Whether a run with ``params`` takes every level in one work-group's launch
-        (:func:`applies`, up to :attr:`group_nnz` entries, the default way: :meth:`usual`)."""
-        return applies(engine, graph, self.group_nnz, self.usual(params))
+        (:func:`applies`, up to :attr:`group_nnz` entries, or :attr:`group_deep_nnz` on a
+        deep graph, the default way: :meth:`usual`)."""
+        return applies(engine, graph, self.group_nnz, self.usual(params), self.group_deep_nnz)
 
     def one_device(self, pair, matrix, params: dict, options=None) -> str | None:
         """The GPU alone on a small, shallow input by rule (:func:`by_rule`: one

@@ -58,7 +58,9 @@ class EngineOptions:
         (:mod:`finepar.engine.grouplevels`); CC's every edge linked with no sampling
         (:meth:`finepar.apps.afforest.Afforest.run_unsampled`). ``auto`` (default) on
         inputs of at most :data:`~finepar.apps.powerloop.GROUP_LOOP_NNZ` entries (on a
-        GPU, BFS: :data:`~finepar.apps.bfs.GROUP_NNZ`, SSSP:
+        GPU, PageRank: :data:`~finepar.apps.powerloop.GPU_LOOP_NNZ`, BFS:
+        :data:`~finepar.apps.bfs.GROUP_NNZ` or :data:`~finepar.apps.bfs.GROUP_DEEP_NNZ` on
+        a deep graph, SSSP:
         :data:`~finepar.apps.sssp.GROUP_NNZ`, CC: :data:`~finepar.apps.afforest.WIDE_NNZ`),
         ``always`` on any, ``none`` never.
     """
