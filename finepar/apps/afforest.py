@@ -47,6 +47,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import Engine
+from ..engine.launches import enqueue_bound
 from ..device import cl, filled
 from ..device import read_staged
 from ..engine.frontier import FrontierQueue
@@ -156,7 +157,7 @@ class Afforest:
         entry completed by :meth:`sampled` once the giant is read)."""
         eng, q, n = self.engine, self.queue, np.int32(self.n)
         k = eng.pair.kernel(self.side, ("skeleton/vector.cl",), {"T": "int"}, "iota")
-        k(self.side.queue, (-(-self.n // 64) * 64,), None, n, self.comp)
+        enqueue_bound(eng, self.side.queue, k, (-(-self.n // 64) * 64,), None, (n, self.comp))
         trace = []
         for r in range(rounds):  # no compression between: each find halves its path
             self._vertex_kernel("link", (n, q.indptr, q.indices, np.int32(r), self.comp))

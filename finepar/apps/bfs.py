@@ -32,6 +32,7 @@ from ..graph import Graph
 from . import bfsranks, register
 from .base import MAX_ITER, App, AppResult, Param, positive, vertex_label
 from ..engine.frontier import STATE, FrontierApp, FrontierQueue, PushRun, queue_defines
+from ..engine.launches import enqueue_bound
 from ..engine import grouplevels
 from ..engine.reads import read_many, walked
 from ..engine.trace import by_device_line, launch_line, push_line
@@ -71,6 +72,14 @@ START_SOURCES = ("apps/bfs/start.cl",)
 def start_kernel(engine: Engine, side, name: str):
     """Kernel ``name`` of :data:`START_SOURCES` on ``side`` (built once a context)."""
     return engine.pair.kernel(side, START_SOURCES, {}, name)
+
+
+def start_launch(engine: Engine, side, name: str, size: int, args: tuple) -> None:
+    """Enqueue :func:`start_kernel` ``name`` over ``size`` work-items (rounded up to a
+    whole 256; one work-group of 64 for a single work-item's kernel), only its changed
+    arguments set (:func:`~finepar.engine.launches.enqueue_bound`)."""
+    grid = (64,) if size <= 1 else (-(-size // 256) * 256,)
+    enqueue_bound(engine, side.queue, start_kernel(engine, side, name), grid, None, args)
 
 
 def op_name(kind: str, lanes: int | None) -> str:
@@ -261,10 +270,10 @@ class BFS(grouplevels.GroupLevelsApp, FrontierApp, App):
             done.update(id(b) for b in bufs[:2] if vectors)
             done.update(id(b) for b in bufs[2:] if clear)
             side = engine.pair.side(r)
-            k = start_kernel(engine, side, "bfs_start")
             size = max(n if vectors else 0, words if clear else 0)
-            k(side.queue, (-(-size // 256) * 256,), None, np.int32(n), np.int32(words),
-              np.int32(st["root"]), np.int32(vectors), np.int32(clear), *bufs)
+            start_launch(engine, side, "bfs_start", size, (
+                np.int32(n), np.int32(words), np.int32(st["root"]), np.int32(vectors),
+                np.int32(clear), *bufs))
             engine._shared_barrier(side)
 
     def walks(self, st: dict) -> bool:
@@ -346,9 +355,8 @@ class BFS(grouplevels.GroupLevelsApp, FrontierApp, App):
             if st.pop("next_dirty", False):  # the last chain's output, cleared only now
                 engine.fill("next", 0)
             side = engine.pair.side(role)  # stop lowered, the test's scalars: one launch
-            start_kernel(engine, side, "chain_arm")(
-                side.queue, (64,), None, np.int32(limit), np.int32(size), engine.fscal[role],
-                engine.stop[role])
+            start_launch(engine, side, "chain_arm", 1, (
+                np.int32(limit), np.int32(size), engine.fscal[role], engine.stop[role]))
             self.chain_steps(engine, it, k, op)
         sums = engine.sums(role, it, k, op=op)
         engine.drain()
@@ -410,12 +418,11 @@ class BFS(grouplevels.GroupLevelsApp, FrontierApp, App):
             state = np.int32(STATE + 1)  # list 1: the root level's, in the queue's `next`
             bits = np.int32(q.edge_bits)
             limit = self.chain_limit(st)
-            start_kernel(engine, side, "chain_arm_from_tally")(
-                side.queue, (64,), None, q.tallies, state, bits, np.int64(t_alpha),
-                np.int64(t_beta), np.int32(limit), engine.fscal[role], engine.stop[role])
-            start_kernel(engine, side, "bits_from_tally")(
-                side.queue, (-(-degree // 256) * 256,), None, q.tallies, state, bits,
-                q.next, engine.buffer("front", role))
+            start_launch(engine, side, "chain_arm_from_tally", 1, (
+                q.tallies, state, bits, np.int64(t_alpha), np.int64(t_beta),
+                np.int32(limit), engine.fscal[role], engine.stop[role]))
+            start_launch(engine, side, "bits_from_tally", degree, (
+                q.tallies, state, bits, q.next, engine.buffer("front", role)))
             st["front_clear"] = False
             op = op_name("bfs-chain", bottom_up_lanes(st["nnz"], int(est),
                                                      max(0, unexplored - int(est))))

@@ -29,6 +29,7 @@ import math
 import numpy as np
 
 from ..engine import Engine, RowOp
+from ..engine.launches import enqueue_bound
 from ..graph import Graph
 from . import powerloop, register
 from .base import (App, AppResult, Param, in_open_unit, iteration_cap, positive,
@@ -133,8 +134,9 @@ def start_contrib(engine: Engine, n: int) -> None:
     for r in engine.roles:
         side = engine.pair.side(r)
         k = engine.pair.kernel(side, ("apps/pagerank/start.cl",), {}, "start_contrib")
-        k(side.queue, (-(-n // 64) * 64,), None, np.int32(n), engine.buffer("pr", r),
-          engine.buffer("aux_packed", r), engine.buffer("contrib", r))
+        enqueue_bound(engine, side.queue, k, (-(-n // 64) * 64,), None,
+                      (np.int32(n), engine.buffer("pr", r), engine.buffer("aux_packed", r),
+                       engine.buffer("contrib", r)))
 
 
 @register

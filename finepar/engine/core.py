@@ -35,8 +35,8 @@ from ..device import read_staged, write_async
 from .exchange import Halo
 from .executors import (DeviceCounterExecutor, HostChunkExecutor, ProfilingExecutor,
                         StaticExecutor)
-from .launches import (RowOp, ShareLowering, lower_adaptive, lower_chunks, lower_ell,
-                       lower_groups, lower_partitioned)
+from .launches import (RowOp, ShareLowering, enqueue_bound, lower_adaptive, lower_chunks,
+                       lower_ell, lower_groups, lower_partitioned)
 from .columns import check_step_numbering, order_columns, scatter
 from .memory import SLOTS, SideStore, check_fits, lowered_programs
 from .options import EngineOptions
@@ -501,8 +501,9 @@ class Engine:
             if self.pair.shared and r != (roles or self.roles)[0]:
                 continue  # one buffer for both roles
             k = self.pair.kernel(side, ("skeleton/vector.cl",), {"T": _TYPES[dtype]}, kernel)
-            k(side.queue, (-(-size // 64) * 64,), None, np.int32(size),
-              *[self.buffer(v, r) for v in inputs], self.buffer(out, r))
+            enqueue_bound(self, side.queue, k, (-(-size // 64) * 64,), None,
+                          (np.int32(size), *[self.buffer(v, r) for v in inputs],
+                           self.buffer(out, r)))
             self._shared_barrier(side)
 
     def clear_stop(self, role: str) -> None:
@@ -521,8 +522,8 @@ class Engine:
         side, size = self.pair.side(role), self._vectors[name]["size"]
         k = self.pair.kernel(side, ("skeleton/vector.cl",), {"T": _TYPES[self._vec_dtype[name]]},
                              "zero_unless_stopped")
-        k(side.queue, (-(-size // 64) * 64,), None, np.int32(size), self.buffer(name, role),
-          self.stop[role])
+        enqueue_bound(self, side.queue, k, (-(-size // 64) * 64,), None,
+                      (np.int32(size), self.buffer(name, role), self.stop[role]))
 
     def set_entries(self, name: str, index: np.ndarray, values: np.ndarray,
                     roles: tuple | None = None, wait: bool = True) -> None:
@@ -843,13 +844,15 @@ class Engine:
     def launch(self, role: str, kernel, global_size: int, args: tuple | None, *,
                kind: str = "push", wg: int = 64, wait: bool = True) -> StepRecord:
         """Run one kernel on one side (a device-alone step); returns its StepRecord
-        (also appended to ``records``). ``args=None``: the kernel holds its arguments
-        already (:func:`finepar.engine.launches.bind_changed`)."""
+        (also appended to ``records``). ``args`` are set on the engine's own copy of the
+        kernel, those that changed only (:func:`~finepar.engine.launches.enqueue_bound`);
+        ``args=None``: the kernel holds its arguments already
+        (:func:`~finepar.engine.launches.bind_changed`)."""
         t0 = time.perf_counter()
         side = self.pair.side(role)
         size = (-(-max(global_size, 1) // wg) * wg,)
-        ev = (kernel(side.queue, size, (wg,), *args) if args is not None else
-              cl().enqueue_nd_range_kernel(side.queue, kernel, size, (wg,)))
+        ev = (enqueue_bound(self, side.queue, kernel, size, (wg,), args) if args is not None
+              else cl().enqueue_nd_range_kernel(side.queue, kernel, size, (wg,)))
         rec = StepRecord(kind, (role,), launches={role: 1})
         if wait:
             ev.wait()

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .core import Engine
+from .launches import enqueue_bound
 from .reads import read_buffers
 from .trace import FrontierTrace
 from ..errors import DeviceError
@@ -491,7 +492,8 @@ class FrontierQueue:
     def load_all(self) -> None:
         """Make every vertex the current list (on the device): offsets are indptr."""
         k = self.engine.pair.kernel(self.side, ("skeleton/vector.cl",), {"T": "int"}, "iota")
-        k(self.side.queue, (-(-self.n // 64) * 64,), None, np.int32(self.n), self.front)
+        enqueue_bound(self.engine, self.side.queue, k, (-(-self.n // 64) * 64,), None,
+                      (np.int32(self.n), self.front))
         if self.n:
             cl().enqueue_copy(self.side.queue, self.offs, self.indptr,
                               byte_count=self.n * self.offset_dtype.itemsize)
