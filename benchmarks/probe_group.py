@@ -6,8 +6,8 @@ For each graph and app: a warm-up, then ``--repeats`` rounds, each one run of ev
 ``--configs`` entry (the graph in memory; the report's ``run`` time and its launches' device
 time, its answer checked) and one scipy call where the app has one (``breadth_first_order``,
 ``dijkstra``), in turn, so a lease's drift falls on all. Configurations: ``default``
-(FinePar's own plan) and ``loop`` (the GPU alone, ``group_loop='always'``: the one
-work-group's form at any size). Writes JSON as it goes and logs one line a pair.
+(FinePar's own plan), ``loop`` (the GPU alone, ``group_loop='always'``: the one
+work-group's form at any size) and ``gpu`` (``devices='gpu'``, as a user asks for it). Writes JSON as it goes and logs one line a pair.
 
     python benchmarks/probe_group.py --real USPowerGrid,adder_dcop_05,luxembourg \\
         --json $OUT/group.json
@@ -21,7 +21,7 @@ from common import choices, graph_specs, load, log, main_of, today, write_json
 from measure import FALLBACK_PARAMS, answer_problem, app_params, stats
 
 APPS = ("bfs", "sssp", "pagerank")
-CONFIGS = ("default", "loop")
+CONFIGS = ("default", "loop", "gpu")
 
 
 def parse_args(argv=None):
@@ -52,6 +52,8 @@ def config_kwargs(config: str) -> dict:
     from finepar.engine import EngineOptions
     if config == "loop":
         return {"devices": "gpu", "options": EngineOptions(group_loop="always")}
+    if config == "gpu":
+        return {"devices": "gpu"}
     return {}
 
 

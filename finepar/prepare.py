@@ -33,7 +33,9 @@ def prepare(work: Workload, pair: DevicePair, *, throttle: ThrottleOptions,
     With a ``cache``, an entry for the same input, devices and options replaces all
     of that but the engine's build (:func:`restore`); a new decision is stored. With
     the run's ``params``, a tuned run of an app that keeps its work on one device
-    (:meth:`~finepar.apps.base.App.one_device`: CC's Afforest) plans for that device.
+    (:meth:`~finepar.apps.base.App.one_device`: CC's Afforest) plans for that device, and
+    a run asked for that device alone takes the same path (its programs built where first
+    used, no row operation guessed ahead).
 
     Returns
     -------
@@ -42,9 +44,12 @@ def prepare(work: Workload, pair: DevicePair, *, throttle: ThrottleOptions,
         relabelling (None: none) and its seconds, the engine, where the plan
         came from (``single-device``, ``flag``, ``tuner``) and the tuning record.
     """
-    alone = (work.app.one_device(pair, work.matrix, params, options)
-             if params is not None and threshold is None and devices in ("auto", "both")
-             else None)
+    alone = None
+    if params is not None and threshold is None:  # the app's rule, where the devices allow
+        want = work.app.one_device(pair, work.matrix, params, options)
+        if devices in ("auto", "both") or devices == want:  # --devices gpu too: no row
+            alone = want  # operations guessed and built that the run never uses (each warm
+            # call waited 170-290 ms for one more guess on one H200, 2026-11-28)
     if alone:  # its row operations may never run: each is built where first used
         from dataclasses import replace
         options = replace(options or EngineOptions(), prebuild=False)

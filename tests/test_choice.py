@@ -197,6 +197,37 @@ def test_a_small_default_power_iteration_plans_the_gpu_loop_alone(app, real_pair
     assert res.extra["ops"] != f"{app}-group-loop" and rep.tuning["choice"]
 
 
+def test_a_gpu_alone_run_by_the_apps_rule_guesses_no_row_operations(real_pair, monkeypatch):
+    """``--devices gpu`` on a small input takes the app's one-device rule as the default
+    does (PageRank's loop, BFS's one work-group): no row operation's program is guessed
+    ahead, so a warm call waits for no build it never uses; where the rule does not apply
+    (``group_loop='none'``) the usual plan's programs are still guessed."""
+    import dataclasses
+    import finepar
+    from finepar import apps
+    from finepar.apps import powerloop
+    from finepar.engine import EngineOptions, grouplevels
+    pair = real_pair
+    monkeypatch.setattr(pair.gpu, "info", dataclasses.replace(pair.gpu.info, kind="gpu"))
+    monkeypatch.setattr(grouplevels, "group_size", lambda side: 1)
+    monkeypatch.setattr(powerloop, "group_size", lambda side, role: 1)
+    guessed = []
+    monkeypatch.setattr(type(pair), "guess_build", lambda self, fn, *a: guessed.append(a))
+    g = shared_graph("USPowerGrid.mtx")
+    for app, where in (("pagerank", "pagerank-group-loop"), ("bfs", "group")):
+        res, rep = finepar.run(app, g, pair=pair, devices="gpu", cache=False,
+                               calibrate=False)
+        assert "one-device algorithm" in rep.threshold_source
+        assert where in (res.extra.get("ops"), res.extra.get("where"))
+        a = apps.get(app)
+        params = a.check_params(g, {})
+        assert a.check(g, res, a.reference(g, a.reference_params(g, params)), params) == ""
+    assert guessed == []
+    finepar.run("pagerank", g, pair=pair, devices="gpu", cache=False, calibrate=False,
+                options=EngineOptions(group_loop="none"))
+    assert guessed
+
+
 def test_measured_candidates_run_with_the_runs_parameters(real_pair):
     """The measured runs of a default SSSP take the run's own parameters: a signed input
     with ``weights='abs'`` (refused with the default lengths) runs, and its lengths are
