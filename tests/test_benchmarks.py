@@ -434,6 +434,9 @@ def test_previous_finepar_runs_through_its_cli(cache, tmp_path):
     ("pipeline", ["--resident", "2"], "--resident 2.0 is out of range"),
     ("pipeline", ["--large-scales", "26,x"], "--large-scales: 'x'"),
     ("probe_host", ["--app", "nope"], "--app: 'nope'"),
+    ("probe_group", ["--configs", "default,nope"], "--configs: nope not among"),
+    ("probe_group", ["--real", "not-a-graph"], "--real: no input 'not-a-graph'"),
+    ("probe_builds", ["--graph", "not-a-graph"], "--real: no input 'not-a-graph'"),
     ("probe_pinned", ["--sizes-mb", "4,x"], "--sizes-mb: '4,x'"),
     ("probe_p2p", ["--repeats", "0"], "--repeats must be at least 1"),
     ("probe_ccgroup", ["--repeats", "0"], "--repeats must be at least 1"),
@@ -619,8 +622,44 @@ def test_probe_host_counts_a_bfs_runs_commands(tmp_path):
     assert [r["commands"] for r in doc["runs"]] == [22, 22]
     assert doc["runs"][0]["calls"] == doc["runs"][1]["calls"]
     assert len(doc["timeline"]) == 22
-    assert doc["timeline"][0]["from"].startswith("start_launch")
+    assert "start_launch" in doc["timeline"][0]["from"]
     assert all(c["at_ms"] >= 0 and c["took_ms"] >= 0 for c in doc["timeline"])
+    assert doc["runs"][0]["calls"].get("kernel call", 0) == 0  # every launch bound
+    timed = [c for c in doc["timeline"] if "dev_ms" in c]  # the device's own times
+    assert timed and all(c["dev_at_ms"] >= 0 and c["dev_ms"] >= 0 for c in timed)
+
+
+def test_probe_group_times_each_configuration_beside_scipy(tmp_path):
+    """benchmarks/probe_group.py on a small real graph: FinePar's default, the GPU's loop
+    forced and ``devices='gpu'`` in turn with scipy's call, every answer checked; the
+    forced loop runs the one work-group's levels and PageRank's loop."""
+    import probe_group
+    data_file("USPowerGrid.mtx")  # skipped where ../shared/data is absent
+    out = tmp_path / "group.json"
+    assert probe_group.main(["--real", "USPowerGrid", "--apps", "bfs,pagerank", "--configs",
+                             "default,loop,gpu", "--repeats", "2", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["app"] for r in rows] == ["bfs", "pagerank"]
+    for r in rows:
+        for c in ("default", "loop", "gpu"):
+            assert r[c]["correct"] and r[c]["run"]["n"] == 2
+            assert 0 < r[c]["run"]["min"] <= r[c]["run"]["median"] <= r[c]["run"]["max"]
+    assert rows[0]["loop"]["where"] == "group" and rows[0]["scipy"]["n"] == 2
+    assert rows[1]["scipy"] is None  # no scipy peer for PageRank here
+
+
+def test_probe_builds_stamps_each_calls_build_jobs(tmp_path):
+    """benchmarks/probe_builds.py: each call's build jobs and settles recorded; the
+    first call builds, later warm calls on the same pair build nothing."""
+    import probe_builds
+    data_file("USPowerGrid.mtx")
+    out = tmp_path / "builds.json"
+    assert probe_builds.main(["--app", "bfs", "--calls", "2", "--devices", "gpu,auto",
+                              "--json", str(out)]) == 0
+    calls = json.loads(out.read_text())["calls"]
+    assert [c["devices"] for c in calls] == ["gpu", "auto", "gpu", "auto"]
+    assert all(c["warmup_s"] >= 0 and c["run_s"] > 0 for c in calls)
+    assert not any(j.get("built") for c in calls[2:] for j in c["jobs"])
 
 
 def test_probe_ccgroup_times_both_runs_against_scipy(tmp_path):
