@@ -66,8 +66,9 @@ def prepare(work: Workload, pair: DevicePair, *, throttle: ThrottleOptions,
         from .engine.columns import programs as column_programs
         opts = options or EngineOptions()
         early_build(pair, work.app.early_programs(pair, work.matrix, params, opts)
-                    + (column_programs(pair, work.app.column_vectors)
-                       if opts.columns != "none" and decided != "cpu" else []))
+                    + (column_programs(pair, work.app.column_vectors)  # not for the app's
+                       if opts.columns != "none" and decided != "cpu" and not alone  # rule:
+                       else []))  # its small input keeps the input's numbering
         if not alone and decided != "cpu":  # one at a time, the row operations' programs,
             # first those the GPU alone builds ahead (BFS's chained steps before its others):
             # the usual plan on a GPU machine, even where "both" were decided

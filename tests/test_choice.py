@@ -200,7 +200,8 @@ def test_a_small_default_power_iteration_plans_the_gpu_loop_alone(app, real_pair
 def test_a_gpu_alone_run_by_the_apps_rule_guesses_no_row_operations(real_pair, monkeypatch):
     """``--devices gpu`` on a small input takes the app's one-device rule as the default
     does (PageRank's loop, BFS's one work-group): no row operation's program is guessed
-    ahead, so a warm call waits for no build it never uses; where the rule does not apply
+    ahead, so a warm call waits for no build it never uses, nor are the hot columns'
+    programs started (the loop keeps the input's numbering); where the rule does not apply
     (``group_loop='none'``) the usual plan's programs are still guessed."""
     import dataclasses
     import finepar
@@ -211,8 +212,11 @@ def test_a_gpu_alone_run_by_the_apps_rule_guesses_no_row_operations(real_pair, m
     monkeypatch.setattr(pair.gpu, "info", dataclasses.replace(pair.gpu.info, kind="gpu"))
     monkeypatch.setattr(grouplevels, "group_size", lambda side: 1)
     monkeypatch.setattr(powerloop, "group_size", lambda side, role: 1)
-    guessed = []
+    guessed, started = [], []
     monkeypatch.setattr(type(pair), "guess_build", lambda self, fn, *a: guessed.append(a))
+    real_start = type(pair).start_build
+    monkeypatch.setattr(type(pair), "start_build",
+                        lambda self, fn, *a: started.append(a) or real_start(self, fn, *a))
     g = shared_graph("USPowerGrid.mtx")
     for app, where in (("pagerank", "pagerank-group-loop"), ("bfs", "group")):
         res, rep = finepar.run(app, g, pair=pair, devices="gpu", cache=False,
@@ -223,6 +227,7 @@ def test_a_gpu_alone_run_by_the_apps_rule_guesses_no_row_operations(real_pair, m
         params = a.check_params(g, {})
         assert a.check(g, res, a.reference(g, a.reference_params(g, params)), params) == ""
     assert guessed == []
+    assert not any("skeleton/columns.cl" in a[1] for a in started if len(a) > 1), started
     finepar.run("pagerank", g, pair=pair, devices="gpu", cache=False, calibrate=False,
                 options=EngineOptions(group_loop="none"))
     assert guessed
