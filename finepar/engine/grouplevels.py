@@ -187,7 +187,7 @@ class GroupLevels:
     -----
     The kernel object is the instance's own, its arguments bound once and only a changed
     one (the root) set again (:func:`~finepar.engine.launches.bind_changed`): pyopencl's
-    kernel call set all 16, 63 us of host time a run on an H200's host (2026-11-28). The
+    kernel call set every one, 63 us of host time a run on an H200's host (2026-11-28). The
     lists' first :attr:`lq_cap` entries live in local memory (the rest of the room).
     """
 
