@@ -54,14 +54,13 @@ bytes sent and received, host synchronisations.
 from __future__ import annotations
 
 import time
-import weakref
 
 import numpy as np
 
 from ..device import PinnedHost, alloc, cl
 from ..engine import Engine
 from ..engine.frontier import PushRun
-from ..engine.launches import bind_changed
+from ..engine.launches import bind_changed, own_kernel
 from ..engine.timing import event_seconds
 from ..engine.trace import FrontierTrace
 from ..engine.backref import EngineRef
@@ -89,29 +88,19 @@ def ranks(engine: Engine) -> int:
     return getattr(engine, "ranks", 1)
 
 
-#: Each engine's own kernel objects of :data:`SOURCES`, by ``(role, name)``: their bound
-#: arguments (the engine's buffers) live as long as the engine and no longer, so a
-#: launch sets only what changed since the last, across runs (a launch that sets every
-#: argument cost 25-90 us of host time on an H200's host, 2026-11-28).
-_KERNELS = weakref.WeakKeyDictionary()
-
-
 def _kernel(engine: Engine, role: str, name: str):
-    """``engine``'s kernel object ``name`` on ``role`` (made at its first use)."""
-    table = _KERNELS.get(engine)
-    if table is None:
-        table = _KERNELS[engine] = {}
-    k = table.get((role, name))
-    if k is None:
-        prg = engine.pair.program(engine.pair.side(role), SOURCES, {})
-        k = table[role, name] = cl().Kernel(prg, name)
-    return k
+    """``engine``'s own kernel object ``name`` of :data:`SOURCES` on ``role``
+    (:func:`~finepar.engine.launches.own_kernel`: its bound arguments, the engine's
+    buffers, live as long as the engine and no longer, so a launch sets only what changed
+    since the last, across runs; a launch that sets every argument cost 25-90 us of host
+    time on an H200's host, 2026-11-28)."""
+    return own_kernel(engine, engine.pair.kernel(engine.pair.side(role), SOURCES, {}, name))
 
 
 def _launch(engine: Engine, role: str, name: str, size: int, args: tuple) -> None:
     """Enqueue kernel ``name`` of :data:`SOURCES` (every launch of them comes here, so
     only the arguments that changed are set: :func:`bind_changed`, on the engine's own
-    kernel objects, :data:`_KERNELS`)."""
+    kernel objects, :func:`_kernel`)."""
     kernel = _kernel(engine, role, name)
     bind_changed(kernel, args)
     engine.launch(role, kernel, size, None, kind="queue", wg=256, wait=False)

@@ -34,7 +34,6 @@ import weakref
 import numpy as np
 
 from ..device import cl
-from .launches import bind_changed
 from .levels import deeper_than
 from .trace import FrontierTrace
 
@@ -104,12 +103,17 @@ def deep_for_loop(graph) -> bool:
     ``nnz / LOOP_EDGES_PER_LEVEL``: where the loop's one SM, walking every edge, beats
     the usual path's cost a level (:func:`~finepar.engine.levels.deeper_than`, once a
     matrix)."""
-    levels = max(1, -(-int(graph.nnz) // LOOP_EDGES_PER_LEVEL))
-    known = _DEEP.setdefault(graph, {})
-    key = ("loop", levels)
-    if key not in known:
-        known[key] = deeper_than(graph, levels)
-    return known[key]
+    return _deeper(graph, max(1, -(-int(graph.nnz) // LOOP_EDGES_PER_LEVEL)))
+
+
+def _deeper(matrix, levels: int, transposed: bool = False) -> bool:
+    """:func:`~finepar.engine.levels.deeper_than` of ``matrix`` (of its transpose where
+    ``transposed``), once a matrix and depth (:data:`_DEEP`)."""
+    known = _DEEP.setdefault(matrix, {})
+    if (levels, transposed) not in known:
+        known[levels, transposed] = deeper_than(matrix.transpose() if transposed else matrix,
+                                                levels)
+    return known[levels, transposed]
 
 
 #: A small input whose host BFS from the default root takes more levels than this is left
@@ -138,14 +142,12 @@ def by_rule(pair, matrix, limit: int, usual: bool, options=None,
             or getattr(pair, "emulated", False) or gpu is None or gpu.info.kind != "gpu"
             or matrix.indptr.dtype != np.int32):
         return None
-    key = (DEEP_LEVELS, transposed)
-    known = _DEEP.setdefault(matrix, {})
-    if key not in known:  # once a matrix: the plan and the early builds both ask
-        known[key] = deeper_than(matrix.transpose() if transposed else matrix, DEEP_LEVELS)
-    return None if known[key] else "gpu"
+    # once a matrix: the plan and the early builds both ask
+    return None if _deeper(matrix, DEEP_LEVELS, transposed) else "gpu"
 
 
-#: :func:`by_rule`'s depth test by matrix (its BFS and any transpose done once).
+#: The depth tests by matrix, ``(levels, transposed) -> bool`` (:func:`_deeper`: each BFS and
+#: any transpose done once).
 _DEEP: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
@@ -185,9 +187,10 @@ class GroupLevels:
 
     Notes
     -----
-    The kernel object is the instance's own, its arguments bound once and only a changed
-    one (the root) set again (:func:`~finepar.engine.launches.bind_changed`): pyopencl's
-    kernel call set every one, 63 us of host time a run on an H200's host (2026-11-28). The
+    The launch goes through :meth:`~finepar.engine.Engine.launch`, so its arguments are
+    bound once on the engine's own kernel copy and only a changed one (the root) set again
+    (:func:`~finepar.engine.launches.enqueue_bound`): pyopencl's kernel call set every one,
+    63 us of host time a run on an H200's host (2026-11-28). The
     lists' first :attr:`lq_cap` entries live in local memory (the rest of the room).
     """
 
@@ -205,8 +208,7 @@ class GroupLevels:
             self.data = engine._global_csr[key][0]
         self.graph = graph
         mod = cl()
-        self.kernel = mod.Kernel(engine.pair.program(side, (fragment, SKELETON), {}),
-                                 "group_levels")
+        self.kernel = engine.pair.kernel(side, (fragment, SKELETON), {}, "group_levels")
         info = mod.kernel_work_group_info
         limit = self.kernel.get_work_group_info(info.WORK_GROUP_SIZE, side.queue.device)
         own = self.kernel.get_work_group_info(info.LOCAL_MEM_SIZE, side.queue.device)
@@ -235,10 +237,10 @@ class GroupLevels:
         """
         role, wg, h, g = self.role, self.wg, self.host, self.graph
         t0 = time.perf_counter()
-        bind_changed(self.kernel, (
+        engine.launch(role, self.kernel, wg, (
             np.int32(g.n), np.int32(root), np.int32(g.n + 1), self.indptr, self.indices,
-            *args, *self.lists, self.out, *self.local, np.int32(self.lq_cap)))
-        engine.launch(role, self.kernel, wg, None, kind="group", wg=wg, wait=False)
+            *args, *self.lists, self.out, *self.local, np.int32(self.lq_cap)),
+            kind="group", wg=wg, wait=False)
         engine.read_buffer(role, h, self.out, min(1 + 2 * FIRST_LEVELS, h.size))
         depth = int(h[0])
         if depth > FIRST_LEVELS:
