@@ -129,6 +129,29 @@ def test_program_memo_and_kernel_reuse():
     assert pair.kernel(pair.cpu, src, defines, "rowop") is k
 
 
+def test_a_process_reuses_the_pair_it_opened_and_its_programs():
+    from finepar import api
+    from finepar.device import pair as pairs
+    import scipy.sparse as sp
+    pairs.forget_pairs()
+    first = api.make_pair(gpu="emulate", memory="split")
+    assert api.make_pair(gpu="emulate", memory="split") is first
+    assert api.make_pair(gpu="emulate", memory="shared") is not first
+    bigger = api.make_pair(gpu="emulate", memory="split",
+                           config={"cache_overrides": {"": 4096}})
+    assert bigger is not first  # other device facts: another pair
+    g = sp.csr_matrix((np.ones(4, np.float32), ([0, 1, 2, 3], [1, 2, 3, 0])), shape=(4, 4))
+    api.run("bfs", g, memory="split", root=0, cache=False)
+    opened = api.make_pair(memory="split")
+    built = len(opened.build_log)
+    assert built > 0
+    result, _ = api.run("bfs", g, memory="split", root=0, cache=False)
+    assert len(opened.build_log) == built  # the second call built nothing
+    assert result.values.tolist() == [0, 1, 2, 3]
+    assert pairs.forget_pairs() >= 2
+    assert api.make_pair(memory="split") is not opened
+
+
 def test_zero_copy_buffers_round_trip():
     cl = runtime.cl()
     pair = runtime.DevicePair(runtime.select_pair(gpu="emulate"), "split")

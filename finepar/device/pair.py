@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
+from collections import OrderedDict
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -303,8 +305,8 @@ def _store_binary(mod, side: Side, prg, src: str, opts: tuple) -> None:
 
 def make_pair(*, cpu: str | None = None, gpu: str | None = None, memory: str = "auto",
               config: dict | None = None) -> DevicePair:
-    """Select devices and open the pair (see :func:`finepar.runtime.select_pair`); in a
-    resident process (:mod:`finepar.resident`), the pair opened for the same arguments."""
+    """Select devices and open the pair (see :func:`select_pair`), or the pair this process
+    opened before for the same choice (:func:`open_pair`)."""
     return open_pair(cpu=cpu, gpu=gpu, memory=memory, config=config).result()
 
 
@@ -355,7 +357,9 @@ class OpeningPair:
 def open_pair(*, cpu: str | None = None, gpu: str | None = None, memory: str = "auto",
               config: dict | None = None) -> OpeningPair:
     """Choose the devices now and open their contexts on a thread (:class:`OpeningPair`);
-    in a resident process, the pair opened before for the same arguments.
+    the pair opened before for the same arguments in a resident process, or for the same
+    devices, memory mode and launch overrides in any other (its programs already built;
+    :func:`forget_pairs` drops them).
 
     Raises
     ------
@@ -373,8 +377,52 @@ def open_pair(*, cpu: str | None = None, gpu: str | None = None, memory: str = "
         return OpeningPair(held.selection, pair=held)
     sel = select_pair(cpu, gpu, config=config)
     mode = memory if memory != "auto" else config.get("memory", "auto")
+    opened_key = _opened_key(sel, mode, config.get("launch"))
+    if store is None:
+        with _OPENED_LOCK:
+            held = _OPENED.get(opened_key)
+            if held is not None:
+                _OPENED.move_to_end(opened_key)
+                return OpeningPair(sel, pair=held)
 
     def make() -> DevicePair:
         made = DevicePair(sel, mode, launch_overrides=config.get("launch"))
-        return made if store is None else store.put("pair", key, made)
+        return _keep_opened(opened_key, made) if store is None else store.put("pair", key, made)
     return OpeningPair(sel, make)
+
+
+#: The pairs this process opened (outside a resident process), by devices, memory mode and
+#: launch overrides, the most recent last: a library's second call reuses the contexts and
+#: the programs built for the first, as a NetworkX backend's calls do.
+_OPENED: "OrderedDict[str, DevicePair]" = OrderedDict()
+_OPENED_LOCK = threading.Lock()
+#: Pairs kept at most; the least recently used is dropped past it (its contexts close when
+#: no engine holds them).
+KEEP_PAIRS = 4
+
+
+def _opened_key(sel: Selection, mode: str, launch: dict | None) -> str:
+    import json
+    chosen = sel.to_dict()  # every fact of both devices (a config may override the caches)
+    chosen.pop("how")
+    return json.dumps([chosen, mode, launch or {}], sort_keys=True, default=str)
+
+
+def _keep_opened(key: str, pair: DevicePair) -> DevicePair:
+    """Keep ``pair`` for the process's later calls; a pair another thread opened first for
+    the same key wins, so both callers share one."""
+    with _OPENED_LOCK:
+        pair = _OPENED.setdefault(key, pair)
+        _OPENED.move_to_end(key)
+        while len(_OPENED) > KEEP_PAIRS:
+            _OPENED.popitem(last=False)
+    return pair
+
+
+def forget_pairs() -> int:
+    """Drop the pairs this process kept (:func:`open_pair`), so the next call opens its
+    devices afresh (their contexts close once no engine holds them). Returns how many."""
+    with _OPENED_LOCK:
+        count = len(_OPENED)
+        _OPENED.clear()
+    return count
