@@ -14,7 +14,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 #: The API besides the apps' own functions (``finepar.pagerank``, ... from the registry).
-_API = ("load_graph", "run", "Workload", "make_pair")
+_API = ("load_graph", "run", "Workload", "make_pair", "release")
 
 
 def _app_functions() -> tuple[str, ...]:

@@ -26,7 +26,7 @@ from .split import choose
 from .split.choose import unused_throttle
 from .throttle.plan import ThrottleOptions
 
-__all__ = ["Workload", "run", "load_graph", "make_pair", "open_pair", "memory_check",
+__all__ = ["Workload", "run", "load_graph", "make_pair", "open_pair", "memory_check", "release",
            "app_function", "app_functions"]
 
 
@@ -271,6 +271,23 @@ def run(app: str, graph: Any, **kw: Any) -> tuple[AppResult, RunReport]:
     if any(k in kw for k in keys):
         kw["throttle"] = ThrottleOptions(**{k: kw.pop(k) for k in keys if k in kw})
     return wl.run(**kw)
+
+
+def release() -> dict:
+    """Drop what this process kept between calls: the device pairs it opened (their
+    contexts and built programs, :func:`finepar.device.pair.forget_pairs`) and the
+    prepared engines the calling thread kept for small inputs, with their buffers on the
+    devices (:func:`finepar.prepare.release_engines`). The next call opens its devices
+    and prepares its input again. ``finepar serve``'s store is left alone.
+
+    Returns
+    -------
+    dict
+        ``{"pairs": int, "engines": int}``: how many were dropped.
+    """
+    from .device.pair import forget_pairs
+    from .prepare import release_engines
+    return {"pairs": forget_pairs(), "engines": release_engines()}
 
 
 def _workload(app: str, graph: Any) -> Workload:

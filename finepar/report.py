@@ -191,7 +191,8 @@ class RunReport(Stamped):
                              f"steps; building it again costs {rb['cost_seconds']:.3f} s")
         if self.cache:
             c = self.cache
-            what = ("reused the engine kept by 'finepar serve'" if c.get("resident") else
+            what = ("reused the engine kept in memory (finepar serve, or this process for a small "
+                    "input)" if c.get("resident") else
                     "reused the prepared plan" if c.get("hit") else "prepared and stored")
             lines.append(f"  cache      {what} ({c['dir']}; finepar cache list)")
         b = self.builds

@@ -88,14 +88,21 @@ def pairs():
 
 @pytest.fixture(autouse=True)
 def _fresh_walk_costs(request):
-    """Each test's walks start from the priors: the session's pairs forget what earlier
-    tests' walks measured (:func:`finepar.engine.walk.measured_rates`), so a test's switch
-    points do not depend on the tests that ran before it on the same worker."""
+    """Each test's walks start from the priors and its runs from no kept engine: the
+    session's pairs and those the process keeps (:func:`finepar.device.pair.open_pair`)
+    forget what earlier tests' walks measured (:func:`finepar.engine.walk.measured_rates`),
+    and the engines a test's runs kept (:func:`finepar.prepare.kept_engines`) go after it,
+    so a test does not depend on the tests that ran before it on the same worker."""
+    from finepar.device import pair as pair_module
+    from finepar.engine.walk import measured_rates
+    held = list(pair_module._OPENED.values())
     if "pairs" in request.fixturenames:
-        from finepar.engine.walk import measured_rates
-        for pair in request.getfixturevalue("pairs").values():
-            measured_rates(pair).clear()
+        held += list(request.getfixturevalue("pairs").values())
+    for pair in held:
+        measured_rates(pair).clear()
     yield
+    from finepar.prepare import release_engines
+    release_engines()
 
 
 @pytest.fixture

@@ -17,6 +17,14 @@ from finepar.prepcache import PrepCache
 from finepar.apps.bfs import bfs_levels
 
 
+@pytest.fixture(autouse=True)
+def _no_kept_engines(monkeypatch):
+    """These tests are about the cache on disk: a rerun restores its entry rather than
+    taking the engine the thread kept (``test_a_thread_keeps_...`` covers that)."""
+    from finepar import prepare
+    monkeypatch.setattr(prepare, "KEEP_NNZ", -1)
+
+
 def entry_dir(cache: PrepCache):
     (only,) = [p for p in cache.dir.iterdir() if not p.name.startswith(".")]
     return only
@@ -310,3 +318,30 @@ def test_the_key_covers_every_module_whose_choice_an_entry_keeps():
         rel = Path(inspect.getfile(mod)).resolve().relative_to(root).as_posix()
         assert rel in prepcache.CODE_FILES, rel
     assert all((root / rel).is_file() for rel in prepcache.CODE_FILES)
+
+
+def test_a_thread_keeps_a_small_inputs_engine_and_never_for_other_content(tmp_path):
+    """A second call on the same small input, devices and options takes the engine the
+    thread kept (no set-up, no warm-up, the same answer); an input changed in place is
+    another key; :func:`finepar.api.release` drops the engines; an input past
+    ``KEEP_NNZ`` is not kept."""
+    from finepar import prepare
+    prepare.KEEP_NNZ = 1 << 22  # the module's value (this file's fixture turns it off)
+    g = generated_graph(10, 3)
+    m = g.to_scipy().tocsr().copy()  # writable
+    kw = dict(cache=tmp_path, devices="gpu", memory="split")
+    y1, first = api.spmv(m, **kw)
+    y2, again = api.spmv(m, **kw)
+    assert first.cache["resident"] is False and again.cache["resident"] is True
+    assert again.timings["setup"] == 0.0 and again.timings["warmup"] < first.timings["warmup"]
+    np.testing.assert_array_equal(y1, y2)
+    m.data[:] = 2.0  # changed in place: the same object, other content
+    y3, changed = api.spmv(m, **kw)
+    assert changed.cache["resident"] is False
+    np.testing.assert_allclose(y3, 2 * y1, rtol=1e-6)
+    assert api.release()["engines"] == 2
+    _, after = api.spmv(m, **kw)
+    assert after.cache["resident"] is False and after.cache["hit"] is True
+    prepare.KEEP_NNZ = m.nnz - 1
+    _, big = api.spmv(m, **kw)
+    assert big.cache["resident"] is False
