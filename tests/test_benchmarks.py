@@ -437,6 +437,8 @@ def test_previous_finepar_runs_through_its_cli(cache, tmp_path):
     ("probe_group", ["--configs", "default,nope"], "--configs: nope not among"),
     ("probe_group", ["--real", "not-a-graph"], "--real: no input 'not-a-graph'"),
     ("probe_builds", ["--graph", "not-a-graph"], "--real: no input 'not-a-graph'"),
+    ("probe_calls", ["--repeats", "0"], "--repeats must be at least 1"),
+    ("probe_calls", ["--apps", "bfs,nope"], "--apps: nope not among"),
     ("probe_pinned", ["--sizes-mb", "4,x"], "--sizes-mb: '4,x'"),
     ("probe_p2p", ["--repeats", "0"], "--repeats must be at least 1"),
     ("probe_ccgroup", ["--repeats", "0"], "--repeats must be at least 1"),
@@ -646,6 +648,25 @@ def test_probe_group_times_each_configuration_beside_scipy(tmp_path):
             assert 0 < r[c]["run"]["min"] <= r[c]["run"]["median"] <= r[c]["run"]["max"]
     assert rows[0]["loop"]["where"] == "group" and rows[0]["scipy"]["n"] == 2
     assert rows[1]["scipy"] is None  # no scipy peer for PageRank here
+
+
+def test_probe_calls_times_a_users_repeated_calls(tmp_path, monkeypatch):
+    """benchmarks/probe_calls.py: the first call and the later ones of ``finepar.run`` with
+    nothing passed, every answer checked; the later calls take the engine kept by the one
+    before, and scipy's call runs beside where scipy has the app."""
+    import probe_calls
+    data_file("USPowerGrid.mtx")
+    monkeypatch.delenv("FINEPAR_NO_CACHE", raising=False)  # a user's default: the cache on
+    monkeypatch.setenv("FINEPAR_CACHE_DIR", str(tmp_path / "cache"))
+    out = tmp_path / "calls.json"
+    assert probe_calls.main(["--real", "USPowerGrid", "--apps", "bfs,pagerank", "--repeats",
+                             "2", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["app"] for r in rows] == ["bfs", "pagerank"]
+    for r in rows:
+        assert r["correct"] and r["call"]["n"] == 2 and r["kept"][1:] == [True, True]
+        assert r["phases"]["setup"]["max"] == 0.0 and r["phases_first"]["setup"] > 0
+    assert rows[0]["scipy"]["n"] == 2 and rows[1]["scipy"] is None
 
 
 def test_probe_builds_stamps_each_calls_build_jobs(tmp_path):
