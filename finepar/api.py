@@ -264,7 +264,7 @@ def run(app: str, graph: Any, **kw: Any) -> tuple[AppResult, RunReport]:
     FineParError
         Bad input, no device, or a kernel build failure (with its log).
     """
-    wl = graph if isinstance(graph, Workload) else _workload(app, graph)
+    wl = graph if isinstance(graph, Workload) else _workload(app, graph, kw.get("cache", True))
     if wl.name != app:
         raise FineParError(f"workload is for {wl.name}, not {app}")
     keys = ("schedule", "bisect", "remap", "cache_bytes")
@@ -290,13 +290,15 @@ def release() -> dict:
     return {"pairs": forget_pairs(), "engines": release_engines()}
 
 
-def _workload(app: str, graph: Any) -> Workload:
+def _workload(app: str, graph: Any, cache: Any = True) -> Workload:
     """``Workload(app, graph)``; in a resident process the one made before for this graph
-    object and app (its matrix built once)."""
+    object and app (its matrix built once); else, for a small input, the one this thread
+    made before for the same content and app (:func:`finepar.prepare.kept_workload`)."""
     from .device import resident
     store = resident.current()
     if store is None:
-        return Workload(app, graph)
+        from .prepare import kept_workload
+        return kept_workload(app, graph, open_cache(cache), Workload)
     held = store.get("workload", (id(graph), app))
     if held is None or held.graph is not graph:
         held = store.put("workload", (id(graph), app), Workload(app, graph))

@@ -201,11 +201,13 @@ class InputDigest:
     graph : Graph
     root : Path, optional
         The cache's root (default :func:`cache_root`).
+    known : str, optional
+        The digest, where the caller took it already.
     """
 
-    def __init__(self, graph, root: Path | None = None):
+    def __init__(self, graph, root: Path | None = None, known: str | None = None):
         self.graph, self.root = graph, root
-        self._value = known_digest(graph, root)
+        self._value = known or known_digest(graph, root)
         self._thread: threading.Thread | None = None
 
     @property

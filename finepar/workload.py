@@ -56,6 +56,9 @@ class Workload:
         self.matrix = self.app.matrix(self.graph)
         self.preprocess_seconds = time.perf_counter() - t0
         self._stats = None
+        #: The input's content digest where it was taken before the run (a kept workload,
+        #: :func:`finepar.prepare.kept_workload`), else None.
+        self.content_digest: str | None = None
 
     @property
     def row_stats(self):
@@ -95,5 +98,5 @@ class Workload:
             blocks = np.concatenate([perm + i * self.graph.n for i in range(k)])
             wl.matrix = self.matrix.permuted(blocks, note=note)
         wl.preprocess_seconds = self.preprocess_seconds + seconds + time.perf_counter() - t0
-        wl._stats = None
+        wl._stats, wl.content_digest = None, None  # another graph's content
         return wl

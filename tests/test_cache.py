@@ -321,9 +321,9 @@ def test_the_key_covers_every_module_whose_choice_an_entry_keeps():
 
 
 def test_a_thread_keeps_a_small_inputs_engine_and_never_for_other_content(tmp_path):
-    """A second call on the same small input, devices and options takes the engine the
-    thread kept (no set-up, no warm-up, the same answer); an input changed in place is
-    another key; :func:`finepar.api.release` drops the engines; an input past
+    """A second call on the same small input, devices and options takes the workload and
+    the engine the thread kept (no matrix built, no set-up, no warm-up, the same answer);
+    an input changed in place is another key; :func:`finepar.api.release` drops the engines; an input past
     ``KEEP_NNZ`` is not kept."""
     from finepar import prepare
     prepare.KEEP_NNZ = 1 << 22  # the module's value (this file's fixture turns it off)
@@ -335,7 +335,11 @@ def test_a_thread_keeps_a_small_inputs_engine_and_never_for_other_content(tmp_pa
     assert first.cache["resident"] is False and again.cache["resident"] is True
     assert again.timings["setup"] == 0.0 and again.timings["warmup"] < first.timings["warmup"]
     np.testing.assert_array_equal(y1, y2)
+    kept = api._workload("spmv", m, tmp_path)
+    assert api._workload("spmv", m, tmp_path) is kept  # its matrix built once
+    assert api._workload("spmv", m, False) is not kept  # no cache: nothing kept
     m.data[:] = 2.0  # changed in place: the same object, other content
+    assert api._workload("spmv", m, tmp_path) is not kept
     y3, changed = api.spmv(m, **kw)
     assert changed.cache["resident"] is False
     np.testing.assert_allclose(y3, 2 * y1, rtol=1e-6)
