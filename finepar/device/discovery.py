@@ -28,7 +28,7 @@ KNOWN_L2_BYTES = {
 }
 
 
-@dataclass
+@dataclass(frozen=True)
 class DeviceInfo:
     """One OpenCL device as FinePar sees it.
 
@@ -96,10 +96,13 @@ class DeviceInfo:
         return "portable computing language" in self.platform.lower() or "pocl" in self.version.lower()
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["key"] = self.key
-        d["address"] = self.address
-        return d
+        """Every field, with ``key`` and ``address`` (a copy: flat, so callers may change it)."""
+        memo = self.__dict__.get("_as_dict")
+        if memo is None:  # asdict walks every field: a run asked for it a few times
+            memo = asdict(self)
+            memo.update(key=self.key, address=self.address)
+            self.__dict__["_as_dict"] = memo
+        return dict(memo)
 
 
 def _device_kind(cl_mod, dev) -> str:
