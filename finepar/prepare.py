@@ -148,11 +148,13 @@ def _prepared(work: Workload, pair: DevicePair, *, throttle: ThrottleOptions,
                           (wl, plan, perm, secs, eng, source, tuning))
 
 
-#: Inputs of at most this many stored entries keep their prepared engine (its buffers on
-#: the devices) in the thread that ran them, outside a resident process: on a small graph
-#: the engine's set-up, the entry's read and the warm-up take most of a call (5-10 ms a
-#: call against a 0.2-1.4-ms run on one H200, 2026-11-28).
-KEEP_NNZ = 1 << 22
+#: Inputs of at most this many stored entries (Graph500 scale 18 and every real graph of
+#: the suite; a CSR of at most 67 MB with fp32 values) keep their workload and prepared
+#: engine (its buffers on the devices) in the thread that ran them, outside a resident
+#: process: on such a graph the matrix, the engine's set-up, the entry's read and the
+#: warm-up took most of a call (a repeated call 5-27 ms against a 0.2-2.7-ms run on one
+#: H200 with the pair given, 2026-11-28).
+KEEP_NNZ = 1 << 23
 #: Prepared engines a thread keeps at most (the least recently used goes first).
 KEEP_ENGINES = 4
 _THREAD = threading.local()

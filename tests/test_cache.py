@@ -323,12 +323,12 @@ def test_the_key_covers_every_module_whose_choice_an_entry_keeps():
 def test_a_thread_keeps_a_small_inputs_engine_and_never_for_other_content(tmp_path):
     """A second call on the same small input, devices and options takes the workload and
     the engine the thread kept (no matrix built, no set-up, no warm-up, the same answer);
-    an input changed in place is another key; :func:`finepar.api.release` drops the engines; an input past
-    ``KEEP_NNZ`` is not kept."""
+    an input changed in place is another key; :func:`finepar.api.release` drops the
+    engines; an input past ``KEEP_NNZ`` is not kept."""
     from finepar import prepare
-    prepare.KEEP_NNZ = 1 << 22  # the module's value (this file's fixture turns it off)
     g = generated_graph(10, 3)
     m = g.to_scipy().tocsr().copy()  # writable
+    prepare.KEEP_NNZ = m.nnz  # kept (this file's fixture turns keeping off)
     kw = dict(cache=tmp_path, devices="gpu", memory="split")
     y1, first = api.spmv(m, **kw)
     y2, again = api.spmv(m, **kw)
