@@ -7,7 +7,8 @@ whole (from the call to its answer on the host) with its report's phases (``cach
 ``setup``, ``warmup``, ``run``, ``collect``) and whether it took an engine kept from the
 call before; every answer checked against the app's reference. Beside them, scipy's call
 where scipy has the app (``breadth_first_order``, ``connected_components``, ``dijkstra``,
-and ``A @ x`` for SpMV), timed the same way on the same graph. Writes JSON as it goes and
+and ``A @ x`` for SpMV), timed the same way on the same graph. ``--as scipy`` gives the
+calls a scipy.sparse CSR instead of the loaded Graph (its content hashed each call). Writes JSON as it goes and
 logs one line a pair. Run it from two checkouts (``PYTHONPATH``) to compare them; give each
 process its own ``FINEPAR_CACHE_DIR`` so each starts cold.
 
@@ -34,6 +35,9 @@ def parse_args(argv=None):
     ap.add_argument("--scales", default="", help="Graph500 scales, a comma list")
     ap.add_argument("--apps", default=",".join(APPS), help=f"comma list of {', '.join(APPS)}")
     ap.add_argument("--repeats", type=int, default=10, help="calls after the first")
+    ap.add_argument("--as", dest="given", choices=("graph", "scipy"), default="graph",
+                    help="what the calls are given: the Graph load_graph returns (its file's "
+                         "digest known) or a scipy.sparse CSR of it (hashed each call)")
     ap.add_argument("--json", default="probe_calls.json")
     args = ap.parse_args(argv)
     if args.repeats < 1:
@@ -57,8 +61,9 @@ def scipy_call(app: str):
     return None if call is None else (lambda g, params: call(g, params).seconds)
 
 
-def one_pair(app_name: str, g, repeats: int) -> dict:
-    """The first call and ``repeats`` more of ``finepar.run``, then scipy's calls."""
+def one_pair(app_name: str, g, repeats: int, given: str = "graph") -> dict:
+    """The first call and ``repeats`` more of ``finepar.run`` on ``g`` or, for ``given``
+    ``scipy``, a scipy.sparse CSR of it, then scipy's calls."""
     import finepar
     from finepar import apps
     from finepar.errors import FineParError
@@ -69,9 +74,10 @@ def one_pair(app_name: str, g, repeats: int) -> dict:
         params = app_params(app, g, FALLBACK_PARAMS.get(app_name))
     ref = app.reference(g, params)
     calls, phases, kept, problems = [], {p: [] for p in PHASES}, [], []
+    arg = g.to_scipy().tocsr() if given == "scipy" else g
     for i in range(repeats + 1):
         t0 = time.perf_counter()
-        res, rep = finepar.run(app_name, g, **params)
+        res, rep = finepar.run(app_name, arg, **params)
         calls.append(time.perf_counter() - t0)
         problems.append(answer_problem(app, g, res.values, ref, params, res.extra,
                                        res.iterations))
@@ -101,7 +107,7 @@ def main(argv=None) -> int:
         g, _ = load(spec)
         for app_name in args.apps:
             row = {"graph": spec, "n": int(g.n), "nnz": int(g.nnz),
-                   **one_pair(app_name, g, args.repeats)}
+                   **one_pair(app_name, g, args.repeats, args.given)}
             out["rows"].append(row)
             write_json(args.json, out)
             log_row(row)

@@ -659,8 +659,8 @@ def test_probe_calls_times_a_users_repeated_calls(tmp_path, monkeypatch):
     monkeypatch.delenv("FINEPAR_NO_CACHE", raising=False)  # a user's default: the cache on
     monkeypatch.setenv("FINEPAR_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "calls.json"
-    assert probe_calls.main(["--real", "USPowerGrid", "--apps", "bfs,pagerank", "--repeats",
-                             "2", "--json", str(out)]) == 0
+    assert probe_calls.main(["--real", "USPowerGrid", "--apps", "bfs,pagerank", "--as",
+                             "scipy", "--repeats", "2", "--json", str(out)]) == 0
     rows = json.loads(out.read_text())["rows"]
     assert [r["app"] for r in rows] == ["bfs", "pagerank"]
     for r in rows:
