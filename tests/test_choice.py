@@ -249,3 +249,25 @@ def test_measured_candidates_run_with_the_runs_parameters(real_pair):
     app = apps.get("sssp")
     params = app.check_params(g, {"weights": "abs", "root": 0})
     assert app.check(g, res, app.reference(g, params), params) == ""
+
+
+def test_one_device_given_runs_the_models_fastest_grouping(pairs):
+    """``devices='gpu'`` (or ``cpu``) with ``grouping='auto'`` takes the grouping the
+    platform model predicts fastest for every row on that device, not always the length
+    groups; a frontier app keeps its own (``pow4``), and a given grouping is kept."""
+    import finepar
+    from finepar.split.tuner import alone_grouping
+    from finepar.workload import Workload
+    from pathlib import Path
+    model = str(Path(__file__).resolve().parents[1] / "models" / "nvidia-h200-xeon.json")
+    g = generated_graph(12, 2)
+    pair = pairs["split"]
+    for role in ("gpu", "cpu"):
+        best, seconds = alone_grouping(Workload("spmv", g), pair, role, model=model)
+        assert len(seconds) >= 2 and seconds[best] == min(seconds.values())
+        _, rep = finepar.run("spmv", g, pair=pair, devices=role, model=model, cache=False)
+        assert rep.plan["grouping"] == best
+    assert alone_grouping(Workload("bfs", g), pair, "gpu", model=model) == ("pow4", {})
+    _, rep = finepar.run("spmv", g, pair=pair, devices="gpu", model=model, cache=False,
+                         grouping="none")
+    assert rep.plan["grouping"] == "none"

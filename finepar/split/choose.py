@@ -82,6 +82,9 @@ def choose_plan(work: Workload, pair: DevicePair, *, threshold: int | None, devi
         return plan_for(work.matrix, threshold=None, devices=devices,
                         grouping="none" if grouping == "auto" else grouping), why, None
     if devices in ("cpu", "gpu"):
+        if grouping == "auto":  # the model's fastest for the device alone
+            from .tuner import alone_grouping
+            grouping = alone_grouping(work, pair, devices, model=model)[0]
         return plan_for(work.matrix, threshold=None, devices=devices,
                         grouping=grouping), "single-device", None
     if threshold is not None:

@@ -474,10 +474,7 @@ def tune(workload, pair, *, model: str | PlatformModel | ModelMatch | None = Non
     stream = dict(gpu_resident=budgets["gpu"] // per_nnz if budgets else None,
                   bytes_per_nnz=per_nnz)
     if match.model is not None:
-        trained = [g for g in GROUPINGS if g in match.model.groupings()]
-        groupings = tuple(trained or ("none", "pow4")) if grouping == "auto" else (grouping,)
-        if grouping == "auto" and workload.app.groupings:  # the app's own choice among them
-            groupings = tuple(g for g in groupings if g in workload.app.groupings) or groupings
+        groupings = candidate_groupings(match.model, workload.app, grouping)
         preds = {g: Predictor(stats, det.matrix_type, model=match.model, transfer=exchanges,
                               grouping=g, serial=pair.emulated, scale=scale,
                               adaptive_split=adaptive_splits(pair), **stream)
@@ -507,6 +504,51 @@ def tune(workload, pair, *, model: str | PlatformModel | ModelMatch | None = Non
                       predicted=predicted, seconds=time.perf_counter() - t0 - calibration_s,
                       grouping=chosen, model_path=match.path, model_origin=match.origin,
                       calibration_seconds=calibration_s, ends={"cpu": int(lo), "gpu": int(hi)})
+
+
+def candidate_groupings(model: PlatformModel, app, grouping: str = "auto") -> tuple:
+    """The groupings ``grouping`` leaves to weigh: for ``auto`` those ``model`` was trained
+    on (else ``none`` and ``pow4``) that the app allows (``App.groupings``), else
+    ``grouping`` alone."""
+    if grouping != "auto":
+        return (grouping,)
+    trained = [g for g in GROUPINGS if g in model.groupings()]
+    groupings = tuple(trained or ("none", "pow4"))
+    if app.groupings:  # the app's own choice among them
+        groupings = tuple(g for g in groupings if g in app.groupings) or groupings
+    return groupings
+
+
+def alone_grouping(workload, pair, role: str, *, model=None,
+                   sample_ratio: float = 0.001, seed: int = 0) -> tuple[str, dict]:
+    """The grouping the platform model predicts fastest for every row on ``role`` alone
+    (``--devices cpu`` or ``gpu`` with ``grouping='auto'``): the length groups (§4.1)
+    cost a launch each, which CSR-adaptive's one launch saves on most inputs; before,
+    such a run always took ``pow4`` (SpMV at Graph500 scale 18 on one H200: 2.28 ms for
+    10 products by the GPU alone against 0.88 for the default's adaptive plan).
+
+    Returns
+    -------
+    (str, dict)
+        The grouping, and each weighed grouping's predicted seconds a step; ``pow4`` and
+        ``{}`` where no model matches the devices (no calibration is started for it) or
+        the app keeps to its own groupings (``App.groupings``: the frontier apps, whose row
+        operations the models were not trained on, keep their length groups).
+    """
+    if workload.app.groupings:
+        return "pow4", {}
+    match = choose_model(pair, model, calibrate=False)
+    if match.model is None:
+        return "pow4", {}
+    m = workload.matrix
+    det = detect_type(m.indptr, m.indices, m.n, sample_ratio=sample_ratio, seed=seed)
+    stats = workload.row_stats
+    every = stats.max_length() if role == "gpu" else -1  # T_f: the role holds every row
+    seconds = {g: Predictor(stats, det.matrix_type, model=match.model, grouping=g,
+                            serial=pair.emulated, adaptive_split=adaptive_splits(pair)
+                            ).device_seconds(every, role)
+               for g in candidate_groupings(match.model, workload.app)}
+    return min(seconds, key=seconds.get), seconds
 
 
 #: A split runs only where it is predicted this much faster than the better device alone
