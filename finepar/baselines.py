@@ -4,8 +4,9 @@ Methods
 -------
 ``cpu-only`` / ``gpu-only``
     Every row on one device with FinePar's own engine: the grouping FinePar would
-    give that device alone (a work-item per row on a CPU, §4.1's length groups on a
-    GPU) and the app's own iteration (device-side batches, frontier adaptation).
+    give that device alone (a work-item per row on a CPU; on a GPU the one the platform
+    model predicts fastest, :func:`~finepar.split.tuner.alone_grouping`, a frontier app's
+    length groups) and the app's own iteration (device-side batches, frontier adaptation).
     *single-device* is the better of the two, the baseline of every speedup, so the
     speedup column measures what the split gains.
 ``cpu-plain`` / ``gpu-plain``
@@ -269,7 +270,7 @@ def compare(app: str, graph, *, pair, methods=METHODS, repeats: int = 3,
     from .partition import coarse_grained, dynamic, fine_grained, single_device
     from .progress import Progress
     from .throttle.plan import ThrottleOptions
-    from .split.tuner import profile_throughput, tune
+    from .split.tuner import alone_grouping, profile_throughput, tune
     bad = [m for m in methods if m not in ALL_METHODS]
     if bad:
         raise FineParError(f"unknown method(s) {', '.join(bad)} "
@@ -331,8 +332,10 @@ def compare(app: str, graph, *, pair, methods=METHODS, repeats: int = 3,
             r.split = f"all rows on {role}, plain"
         elif m in ("cpu-only", "gpu-only"):  # FinePar's engine on one device
             role = m.split("-")[0]
+            grouping = ("none" if role == "cpu" else  # the model's fastest on the GPU
+                        alone_grouping(wl, pair, role, model=model)[0])
             r = static_run(plan_for(wl.matrix, threshold=None, devices=role,
-                                    grouping="none" if role == "cpu" else "auto"), {})
+                                    grouping=grouping), {})
             r.split = f"all rows on {role}"
         elif m == "adaptive":
             prof = profile_throughput(wl, pair)
