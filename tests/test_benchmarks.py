@@ -303,6 +303,7 @@ def test_best_device_sets_the_default_beside_each_device_and_scipy(cache, tmp_pa
             assert rec["choice"]["reason"] and rec["choice"]["plan"]["label"]
         assert r["best"]["system"] in set(sy) - {"finepar default"}
         assert r["best"]["ratio"] > 0 and isinstance(r["best"]["below"], bool)
+        assert isinstance(r["best"]["overlap"], bool)
     assert doc["graphs"][0]["load_s"] >= 0 and doc["graphs"][0]["spec"] == "graph500:10"
     assert isinstance(doc["below_best"], list)
     assert all(b["reason"] and b["app"] in best_device.APPS for b in doc["below_best"])
@@ -312,6 +313,18 @@ def test_best_device_sets_the_default_beside_each_device_and_scipy(cache, tmp_pa
     if importlib.util.find_spec("cupy") is None:  # each CuPy peer skipped with a line
         assert sum("skip" in n and "CuPy is not usable" in n for n in doc["notes"]) == 3
     assert_render("best_device", tmp_path, "best_device")
+
+
+def test_best_device_says_where_a_loss_is_within_the_runs_spread():
+    import best_device
+    st = lambda lo, hi: {"min": lo, "max": hi}  # noqa: E731
+    assert best_device._overlap(st(1.5, 2.1), st(1.6, 2.2))
+    assert not best_device._overlap(st(0.4, 0.5), st(0.14, 0.16))
+    assert not best_device._overlap(None, st(1, 2))
+    line = best_device.below_lines([{"app": "bfs", "graph": "g", "default_s": 2e-3,
+                                     "system": "finepar gpu", "best_s": 1.7e-3,
+                                     "ratio": 0.85, "overlap": True, "reason": "ran x"}])[-1]
+    assert "0.85x, the ranges overlap" in line
 
 
 def test_a_spent_budget_stops_before_the_next_graph(cache, tmp_path):
