@@ -56,8 +56,10 @@ from .parallel import chunked
 FORMAT = "finepar-prepared/1"
 #: The cache's default cap, bytes.
 DEFAULT_MAX_BYTES = 4 << 30
-#: Bytes hashed per task of a parallel digest.
-DIGEST_CHUNK = 1 << 24
+#: Bytes hashed per task of a parallel digest: 1 MiB, so a graph of a few million entries
+#: (a repeated call's key) spreads over the host's cores too (16 MiB pieces left cnr-2000's
+#: 13-MB arrays one thread each).
+DIGEST_CHUNK = 1 << 20
 
 
 def cache_root() -> Path:
@@ -85,7 +87,7 @@ def default_max_bytes(config: dict | None = None) -> int:
 
 def digest(*arrays: np.ndarray) -> str:
     """A content digest of arrays (their dtypes, shapes and bytes): BLAKE2b of the
-    SHA-256 digests of 16 MiB pieces, the pieces hashed by the pool's threads (hashlib
+    SHA-256 digests of :data:`DIGEST_CHUNK` pieces, the pieces hashed by the pool's threads (hashlib
     releases the GIL; OpenSSL's SHA-256 uses the CPU's SHA instructions, 1.7x BLAKE2b's
     speed on the 2-core box), so gigabytes hash at memory speed. 32 hex digits."""
     top = hashlib.blake2b(digest_size=16)
@@ -109,7 +111,7 @@ def _absorb(top, a: np.ndarray, parts: list[bytes]):
 
 
 def _piece_digests(arrays) -> list[list[bytes]]:
-    """Each array's 16 MiB pieces' SHA-256 digests (16 bytes of each), all pieces hashed
+    """Each array's :data:`DIGEST_CHUNK` pieces' SHA-256 digests (16 bytes of each), all pieces hashed
     on the pool."""
     raws = [np.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in arrays]
     pieces = [(k, lo, min(lo + DIGEST_CHUNK, raw.size)) for k, raw in enumerate(raws)
@@ -163,7 +165,9 @@ class FileFacts:
 
 
 def _digest_fact(graph) -> str:
-    return f"digest {graph.n} {graph.nnz} {int(graph.pattern)}"
+    """The fact's name: the shape, and the piece size (a digest taken with other pieces
+    is another value)."""
+    return f"digest {graph.n} {graph.nnz} {int(graph.pattern)} {DIGEST_CHUNK}"
 
 
 def known_digest(graph, root: Path | None = None) -> str | None:
