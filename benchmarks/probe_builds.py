@@ -25,11 +25,12 @@ def parse_args(argv=None):
                     "(default USPowerGrid)")
     ap.add_argument("--app", default="pagerank")
     ap.add_argument("--devices", default="gpu,auto", help="comma list of devices choices")
+    ap.add_argument("--scale", default="", help="a Graph500 scale instead of --graph")
     ap.add_argument("--calls", type=int, default=6)
     ap.add_argument("--json", default="probe_builds.json")
     args = ap.parse_args(argv)
     from common import graph_specs
-    args.spec = graph_specs(args.graph, "")[0]
+    args.spec = graph_specs("none" if args.scale else args.graph, args.scale)[0]
     return args
 
 
@@ -105,11 +106,14 @@ def main(argv=None) -> int:
                 _, rep = finepar.run(args.app, g, pair=pair, devices=dev)
                 call = {"devices": dev, "call_s": time.perf_counter() - t0,
                         "warmup_s": rep.timings["warmup"], "run_s": rep.timings["run"],
+                        "setup_s": rep.timings["setup"], "cache_s": rep.timings["cache"],
                         "settle_s": bl.settles, "jobs": bl.jobs, "plan": rep.plan.get("label")}
                 out["calls"].append(call)
                 write_json(args.json, out)
                 built = [j for j in bl.jobs if j.get("built")]
-                log(f"call {i} {dev}: warm-up {1e3 * call['warmup_s']:.1f} ms, settle "
+                log(f"call {i} {dev}: {1e3 * call['call_s']:.1f} ms, set-up "
+                    f"{1e3 * call['setup_s']:.1f}, warm-up {1e3 * call['warmup_s']:.1f}, run "
+                    f"{1e3 * call['run_s']:.1f} ms, settle "
                     f"{', '.join(f'{1e3 * s:.1f}' for s in bl.settles)} ms; {len(bl.jobs)} "
                     f"jobs, {sum(j['ran'] for j in bl.jobs)} ran, {len(built)} built: "
                     + "; ".join(f"{j['kind']} {j['program']} {1e3 * j['seconds']:.0f} ms"
