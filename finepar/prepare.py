@@ -56,21 +56,24 @@ def prepare(work: Workload, pair: DevicePair, *, throttle: ThrottleOptions,
         options = replace(options or EngineOptions(), prebuild=False)
     decided = auto_devices(devices, pair, threshold)[0]
 
-    def builds_ahead() -> None:
-        """What the app builds whatever the plan, built while it plans (not for an
-        engine a resident process kept: its programs are built, and guesses it waited
-        for cost a served PageRank rerun 1.96 s on the H100)."""
+    def builds_ahead(fixed: bool = True, guesses: bool = True) -> None:
+        """What the app builds whatever the plan (``fixed``) and the row operations' likely
+        programs (``guesses``), built while it plans. Neither for an engine kept in memory
+        (its programs are built, and guesses it waited for cost a served PageRank rerun
+        1.96 s on the H100), no guesses for one restored from the cache (its lowerings
+        name its programs)."""
         if params is None:
             return
         from .engine.frontier import early_build
         from .engine.memory import likely_programs
         from .engine.columns import programs as column_programs
         opts = options or EngineOptions()
-        early_build(pair, work.app.early_programs(pair, work.matrix, params, opts)
-                    + (column_programs(pair, work.app.column_vectors)  # not for the app's
-                       if opts.columns != "none" and decided != "cpu" and not alone  # rule:
-                       else []))  # its small input keeps the input's numbering
-        if not alone and decided != "cpu":  # one at a time, the row operations' programs,
+        if fixed:
+            early_build(pair, work.app.early_programs(pair, work.matrix, params, opts)
+                        + (column_programs(pair, work.app.column_vectors)  # not for the
+                           if opts.columns != "none" and decided != "cpu" and not alone  #
+                           else []))  # app's rule: its small input keeps its numbering
+        if guesses and not alone and decided != "cpu":  # one at a time, the row operations',
             # first those the GPU alone builds ahead (BFS's chained steps before its others):
             # the usual plan on a GPU machine, even where "both" were decided
             ahead = work.app.built_ahead(("gpu",)) or ()
@@ -89,15 +92,25 @@ def prepare(work: Workload, pair: DevicePair, *, throttle: ThrottleOptions,
 def _prepared(work: Workload, pair: DevicePair, *, throttle: ThrottleOptions,
               threshold: int | None, devices: str, grouping: str, model: Any, step: int,
               calibrate: Any, options: EngineOptions | None, cache: PrepCache | None,
-              steps: float,
-              builds_ahead=lambda: None, params: dict | None = None):
-    """:func:`prepare` for the devices decided; ``builds_ahead()`` starts the builds a
-    new engine will likely need, once no engine kept by a resident process serves."""
+              steps: float, builds_ahead=lambda fixed=True, guesses=True: None,
+              params: dict | None = None):
+    """:func:`prepare` for the devices decided; ``builds_ahead(fixed, guesses)`` starts the
+    builds a new engine will likely need: the fixed ones once no kept engine serves, the
+    guessed ones once no cache entry does either (a warm PageRank call at Graph500 scale 20
+    waited 145-170 ms for one more guessed variant each time on one H200, 2026-11-28)."""
     how = dict(threshold=threshold, devices=devices, grouping=grouping, model=model,
                step=step, calibrate=calibrate, options=options)
-    if cache is None or kept_engines(work.graph) is None:  # no kept engine: build at once
-        builds_ahead()
-        builds_ahead = lambda: None  # noqa: E731
+    started: set = set()
+
+    def ahead(*kinds: str) -> None:  # each kind of build started once
+        todo = [k for k in kinds if k not in started]
+        started.update(todo)
+        if todo:
+            builds_ahead(fixed="fixed" in todo, guesses="guesses" in todo)
+    if cache is None:  # nothing to restore: the builds start at once
+        ahead("fixed", "guesses")
+    elif kept_engines(work.graph) is None:  # no kept engine: the fixed ones at once
+        ahead("fixed")
     key = parts = content = None
     if cache is not None:
         t0 = time.perf_counter()
@@ -108,17 +121,18 @@ def _prepared(work: Workload, pair: DevicePair, *, throttle: ThrottleOptions,
             held = _resident(work, (key, id(pair)), t0)
             if held is not None:
                 return held
-            builds_ahead()
+            ahead("fixed")
             entry = cache.get(key)
             if entry is not None:
                 read = time.perf_counter() - t0  # the key and the entry's read
                 out = restore(work, entry, pair, options)
                 out[4].cache_seconds = read
                 return _keep_resident(work, (key, id(pair)), out)
+            ahead("guesses")
         else:  # no entry of this shape: hashed while the run is prepared
             cache.events.append("miss (no entry for an input of this shape)")
             content.start()
-            builds_ahead()
+            ahead("fixed", "guesses")
     t0 = time.perf_counter()
     plan, source, tuning = choose_plan(work, pair, params=params, **how)
     steps_s = {"tune": time.perf_counter() - t0 - plan.seconds}

@@ -349,3 +349,28 @@ def test_a_thread_keeps_a_small_inputs_engine_and_never_for_other_content(tmp_pa
     prepare.KEEP_NNZ = m.nnz - 1
     _, big = api.spmv(m, **kw)
     assert big.cache["resident"] is False
+
+
+def test_a_rerun_restored_from_the_cache_guesses_no_programs(tmp_path, monkeypatch, pairs):
+    """A run whose entry is restored builds what its stored lowerings name: no row
+    operation is guessed (each guess in flight cost a warm PageRank call at Graph500 scale
+    20 145-170 ms on one H200)."""
+    from finepar.apps import powerloop
+    from finepar.device.pair import DevicePair
+    from finepar.engine import memory
+    monkeypatch.setattr(powerloop, "GROUP_LOOP_NNZ", 0)  # no work-group loop: row operations
+    monkeypatch.setattr(powerloop, "GPU_LOOP_NNZ", 0)
+    one = {"COMPACT": 0, "DEVICE_STEP": True, "HAS_DATA": 0, "HAS_SLOTS": 0, "MAPPING": 0,
+           "OFFSET_T": "int", "STOP_FLAG": 1, "WG": 64}  # what a GPU's guess list holds
+    monkeypatch.setattr(memory, "likely_programs", lambda *a, **k: [
+        ("gpu", ("apps/pagerank/rowop.cl", "skeleton/rowop.cl"), one)])
+    guessed = []
+    real = DevicePair.guess_build
+    monkeypatch.setattr(DevicePair, "guess_build",
+                        lambda self, fn, *a: guessed.append(a) or real(self, fn, *a))
+    g = generated_graph(11, 2)
+    _, first = api.pagerank(g, pair=pairs["split"], cache=tmp_path, devices="both")
+    ahead = len(guessed)
+    vals, again = api.pagerank(g, pair=pairs["split"], cache=tmp_path, devices="both")
+    assert first.cache["hit"] is False and again.cache["hit"] is True
+    assert ahead > 0 and len(guessed) == ahead
