@@ -17,6 +17,9 @@ process its own ``FINEPAR_CACHE_DIR`` so each starts cold.
 
 from __future__ import annotations
 
+import cProfile
+import io
+import pstats
 import time
 
 from common import choices, graph_specs, load, log, main_of, today, write_json
@@ -38,6 +41,9 @@ def parse_args(argv=None):
     ap.add_argument("--as", dest="given", choices=("graph", "scipy"), default="graph",
                     help="what the calls are given: the Graph load_graph returns (its file's "
                          "digest known) or a scipy.sparse CSR of it (hashed each call)")
+    ap.add_argument("--profile", action="store_true",
+                    help="cProfile the later calls of each pair (their busiest functions "
+                         "by own and by total time, in the JSON)")
     ap.add_argument("--json", default="probe_calls.json")
     args = ap.parse_args(argv)
     if args.repeats < 1:
@@ -61,7 +67,8 @@ def scipy_call(app: str):
     return None if call is None else (lambda g, params: call(g, params).seconds)
 
 
-def one_pair(app_name: str, g, repeats: int, given: str = "graph") -> dict:
+def one_pair(app_name: str, g, repeats: int, given: str = "graph",
+             profile: bool = False) -> dict:
     """The first call and ``repeats`` more of ``finepar.run`` on ``g`` or, for ``given``
     ``scipy``, a scipy.sparse CSR of it, then scipy's calls."""
     import finepar
@@ -75,7 +82,10 @@ def one_pair(app_name: str, g, repeats: int, given: str = "graph") -> dict:
     ref = app.reference(g, params)
     calls, phases, kept, problems = [], {p: [] for p in PHASES}, [], []
     arg = g.to_scipy().tocsr() if given == "scipy" else g
+    prof = cProfile.Profile() if profile else None
     for i in range(repeats + 1):
+        if prof and i == 1:
+            prof.enable()
         t0 = time.perf_counter()
         res, rep = finepar.run(app_name, arg, **params)
         calls.append(time.perf_counter() - t0)
@@ -84,6 +94,8 @@ def one_pair(app_name: str, g, repeats: int, given: str = "graph") -> dict:
         kept.append(bool((rep.cache or {}).get("resident")))
         for p in PHASES:
             phases[p].append(float(rep.timings.get(p) or 0.0))
+    if prof:
+        prof.disable()
     wrong = [p for p in problems if p]
     peer = scipy_call(app_name)
     peer_s = [peer(g, params) for _ in range(repeats + 1)][1:] if peer else []
@@ -92,7 +104,17 @@ def one_pair(app_name: str, g, repeats: int, given: str = "graph") -> dict:
             "phases": {p: stats(v[1:]) for p, v in phases.items()},
             "kept": kept, "plan": rep.plan.get("label"), "where": res.extra.get("where", ""),
             "correct": not wrong, "problem": wrong[0] if wrong else "",
-            "scipy": stats(peer_s)}
+            "scipy": stats(peer_s), **({"profile": profile_lines(prof)} if prof else {})}
+
+
+def profile_lines(prof, top: int = 25) -> dict:
+    """cProfile's busiest functions, by their own time and by their total time."""
+    out = {}
+    for order in ("tottime", "cumulative"):
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).sort_stats(order).print_stats(top)
+        out[order] = text.getvalue().splitlines()
+    return out
 
 
 def main(argv=None) -> int:
@@ -107,7 +129,7 @@ def main(argv=None) -> int:
         g, _ = load(spec)
         for app_name in args.apps:
             row = {"graph": spec, "n": int(g.n), "nnz": int(g.nnz),
-                   **one_pair(app_name, g, args.repeats, args.given)}
+                   **one_pair(app_name, g, args.repeats, args.given, args.profile)}
             out["rows"].append(row)
             write_json(args.json, out)
             log_row(row)

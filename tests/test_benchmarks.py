@@ -673,13 +673,14 @@ def test_probe_calls_times_a_users_repeated_calls(tmp_path, monkeypatch):
     monkeypatch.setenv("FINEPAR_CACHE_DIR", str(tmp_path / "cache"))
     out = tmp_path / "calls.json"
     assert probe_calls.main(["--real", "USPowerGrid", "--apps", "bfs,pagerank", "--as",
-                             "scipy", "--repeats", "2", "--json", str(out)]) == 0
+                             "scipy", "--repeats", "2", "--profile", "--json", str(out)]) == 0
     rows = json.loads(out.read_text())["rows"]
     assert [r["app"] for r in rows] == ["bfs", "pagerank"]
     for r in rows:
         assert r["correct"] and r["call"]["n"] == 2 and r["kept"][1:] == [True, True]
         assert r["phases"]["setup"]["max"] == 0.0 and r["phases_first"]["setup"] > 0
     assert rows[0]["scipy"]["n"] == 2 and rows[1]["scipy"] is None
+    assert any("finepar/api.py" in line for line in rows[0]["profile"]["cumulative"])
 
 
 def test_probe_builds_stamps_each_calls_build_jobs(tmp_path):
