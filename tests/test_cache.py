@@ -374,3 +374,29 @@ def test_a_rerun_restored_from_the_cache_guesses_no_programs(tmp_path, monkeypat
     vals, again = api.pagerank(g, pair=pairs["split"], cache=tmp_path, devices="both")
     assert first.cache["hit"] is False and again.cache["hit"] is True
     assert ahead > 0 and len(guessed) == ahead
+
+
+def test_a_kept_engine_reads_a_given_vector_changed_in_place(tmp_path, monkeypatch):
+    """A repeated call with the same array object as SpMV's ``x`` or RWR's ``restart``,
+    its entries changed in between (or a new array at a freed one's address), reads the
+    new entries: the kept engine compares the content, not the object."""
+    from finepar import prepare
+    monkeypatch.setattr(prepare, "KEEP_NNZ", 1 << 23)
+    g = generated_graph(9, 3)
+    kw = dict(cache=tmp_path, devices="gpu", memory="split")
+    x = np.ones(g.n, dtype=np.float32)
+    y1, _ = api.spmv(g, x=x, **kw)
+    x *= 2.0
+    y2, again = api.spmv(g, x=x, **kw)
+    assert again.cache["resident"] is True
+    np.testing.assert_allclose(y2, 2 * y1, rtol=1e-6)
+    p = np.zeros(g.n, dtype=np.float32)
+    p[0] = 1.0
+    r1, _ = api.rwr(g, restart=p, **kw)
+    p[:] = 0.0
+    p[1] = 1.0
+    r2, again = api.rwr(g, restart=p, **kw)
+    r3, _ = api.rwr(g, restart=p.copy(), cache=False, devices="gpu", memory="split")
+    assert again.cache["resident"] is True
+    np.testing.assert_allclose(r2, r3, atol=1e-6)
+    assert not np.allclose(r1, r2)

@@ -104,21 +104,25 @@ class RandomWalkWithRestart(PageRank):
         return p
 
     def _load_restart(self, engine: Engine, graph: Graph, st: dict, params: dict) -> float:
-        """Make the run's p the devices' ``restart`` vector (once per seed or array object;
-        an array changed in place after a run is not read again). Returns the mass of p on
-        dangling vertices."""
+        """Make the run's p the devices' ``restart`` vector: once per seed or per given
+        content (compared with a copy of the last one: an engine kept between calls may be
+        given the same array changed in place). Returns the mass of p on dangling
+        vertices."""
         given = params.get("restart")
-        key = ("vector", id(given)) if given is not None else ("seed", params["seed"])
-        if st.get("restart_key") != key:
-            if given is None:
-                engine.fill("restart", np.float32(0.0))
-                engine.set_entries("restart", [params["seed"]], [1.0])
-                mass = float(st["dangling"][params["seed"]])
-            else:
-                p = self.restart(graph, params)
-                engine.write("restart", p)
-                mass = float(p[st["dangling"]].sum(dtype=np.float64))
-            st.update(restart_key=key, restart_mass=mass, restart_array=given)
+        if given is not None:
+            given = np.array(given, dtype=np.float64)  # a copy, in the caller's precision
+            if st.get("restart_key") == "vector" and np.array_equal(st["restart_array"],
+                                                                     given):
+                return st["restart_mass"]
+            p = self.restart(graph, params)
+            engine.write("restart", p)
+            mass = float(p[st["dangling"]].sum(dtype=np.float64))
+            st.update(restart_key="vector", restart_mass=mass, restart_array=given)
+        elif st.get("restart_key") != ("seed", params["seed"]):
+            engine.fill("restart", np.float32(0.0))
+            engine.set_entries("restart", [params["seed"]], [1.0])
+            st.update(restart_key=("seed", params["seed"]),
+                      restart_mass=float(st["dangling"][params["seed"]]), restart_array=None)
         return st["restart_mass"]
 
     def run(self, engine: Engine, graph: Graph, *, seed: int | None = None,

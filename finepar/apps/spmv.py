@@ -57,13 +57,21 @@ class SpMV(App):
         return np.ascontiguousarray(x, dtype=np.float32)
 
     def _upload(self, engine: Engine, graph: Graph, p: dict) -> np.ndarray:
-        """Make the run's ``x`` the device's (made and copied once per x, not per run)."""
+        """Make the run's ``x`` the device's: copied once per seed or per given content, not
+        per run. A given ``x`` is compared with a copy of the one on the device (an engine
+        kept between calls may be given the same array changed in place, or a new one at
+        a freed one's address)."""
         st = self.prepared(engine, graph)
-        key = ("given", id(p["x"])) if p.get("x") is not None else ("seed", p.get("seed", 0))
-        if st.get("x_key") != key:
-            st["x"] = self.input(graph, p)
-            engine.write("x", st["x"])
-            st["x_key"] = key
+        if p.get("x") is not None:
+            x = np.ascontiguousarray(p["x"], dtype=np.float32)
+            if st.get("x_key") == "given" and np.array_equal(st["x"], x):
+                return st["x"]
+            st["x"], st["x_key"] = x.copy(), "given"
+        elif st.get("x_key") != ("seed", p.get("seed", 0)):
+            st["x"], st["x_key"] = self.input(graph, p), ("seed", p.get("seed", 0))
+        else:
+            return st["x"]
+        engine.write("x", st["x"])
         return st["x"]
 
     def run(self, engine: Engine, graph: Graph, *, x: np.ndarray | None = None,
