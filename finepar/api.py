@@ -250,7 +250,10 @@ def run(app: str, graph: Any, **kw: Any) -> tuple[AppResult, RunReport]:
         cache directory (off when ``$FINEPAR_NO_CACHE`` is set), False none, or a
         directory or :class:`~finepar.prepcache.PrepCache`. A second run on the same
         input, devices and options reuses the plan, the tuned ``T_f``, the cache-fit
-        partitions, the relabelling and the split-join cover.
+        partitions, the relabelling and the split-join cover; on an input of at most
+        :data:`finepar.prepare.KEEP_NNZ` entries it also takes the app's matrix and the
+        engine (buffers on the devices) the calling thread kept from the last call
+        (:func:`release` drops them). The device pair is kept for the process either way.
     **params
         App parameters (``damping``, ``tol``, ``max_iter``, ``root``,
         ``repeat``, ``x``, ``policy``).
