@@ -137,6 +137,8 @@ def test_a_process_reuses_the_pair_it_opened_and_its_programs():
     first = api.make_pair(gpu="emulate", memory="split")
     assert api.make_pair(gpu="emulate", memory="split") is first
     assert api.make_pair(gpu="emulate", memory="shared") is not first
+    own = api.make_pair(gpu="emulate", memory="split", keep=False)  # an MPI rank's
+    assert own is not first and api.make_pair(gpu="emulate", memory="split") is first
     bigger = api.make_pair(gpu="emulate", memory="split",
                            config={"cache_overrides": {"": 4096}})
     assert bigger is not first  # other device facts: another pair

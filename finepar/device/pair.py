@@ -304,10 +304,11 @@ def _store_binary(mod, side: Side, prg, src: str, opts: tuple) -> None:
 
 
 def make_pair(*, cpu: str | None = None, gpu: str | None = None, memory: str = "auto",
-              config: dict | None = None) -> DevicePair:
+              config: dict | None = None, keep: bool = True) -> DevicePair:
     """Select devices and open the pair (see :func:`select_pair`), or the pair this process
-    opened before for the same choice (:func:`open_pair`)."""
-    return open_pair(cpu=cpu, gpu=gpu, memory=memory, config=config).result()
+    opened before for the same choice (:func:`open_pair`; ``keep=False``: a new one, not
+    kept)."""
+    return open_pair(cpu=cpu, gpu=gpu, memory=memory, config=config, keep=keep).result()
 
 
 class OpeningPair:
@@ -355,11 +356,13 @@ class OpeningPair:
 
 
 def open_pair(*, cpu: str | None = None, gpu: str | None = None, memory: str = "auto",
-              config: dict | None = None) -> OpeningPair:
+              config: dict | None = None, keep: bool = True) -> OpeningPair:
     """Choose the devices now and open their contexts on a thread (:class:`OpeningPair`);
     the pair opened before for the same arguments in a resident process, or for the same
     devices, memory mode and launch overrides in any other (its programs already built;
-    :func:`forget_pairs` drops them).
+    :func:`forget_pairs` drops them). ``keep=False`` opens a new pair and keeps it nowhere
+    (an MPI rank's run: what a pair learns on one rank's rows, such as its walks' measured
+    costs, must not steer that rank's next run apart from the others').
 
     Raises
     ------
@@ -371,13 +374,16 @@ def open_pair(*, cpu: str | None = None, gpu: str | None = None, memory: str = "
     from . import resident
     config = config or {}
     key = json.dumps([cpu, gpu, memory, config], sort_keys=True, default=str)
-    store = resident.current()
+    store = resident.current() if keep else None
     held = store.get("pair", key) if store is not None else None
     if held is not None:  # a resident process opens them once
         return OpeningPair(held.selection, pair=held)
     sel = select_pair(cpu, gpu, config=config)
     mode = memory if memory != "auto" else config.get("memory", "auto")
     opened_key = _opened_key(sel, mode, config.get("launch"))
+    if not keep:
+        return OpeningPair(sel, lambda: DevicePair(sel, mode,
+                                                   launch_overrides=config.get("launch")))
     if store is None:
         with _OPENED_LOCK:
             held = _OPENED.get(opened_key)

@@ -160,8 +160,9 @@ options, model, step, calibrate, throttle, input_ids, **params
     params = checked(comm, _params, the_app, rgraph, rows.perm, params, input_ids)
     if pair is None:
         from ..api import make_pair
-        pair = checked(comm, lambda: make_pair(
-            cpu=cpu, gpu=local_gpu(comm.local_rank, gpu, config), memory=memory, config=config))
+        pair = checked(comm, lambda: make_pair(  # a pair of its own (open_pair's keep)
+            cpu=cpu, gpu=local_gpu(comm.local_rank, gpu, config), memory=memory, config=config,
+            keep=False))
     owned = part.owned(comm.rank)
     t0 = time.perf_counter()
     plan, source, tuning = checked(comm, rank_plan, the_app, matrix, owned, pair,
