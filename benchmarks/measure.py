@@ -54,6 +54,16 @@ def app_params(app, g, overrides: dict | None = None) -> dict:
 FALLBACK_PARAMS = {"sssp": {"weights": "abs"}}
 
 
+def params_with_fallback(app, g) -> dict:
+    """:func:`app_params`, or with :data:`FALLBACK_PARAMS` where the app refuses ``g``
+    with its defaults (SSSP on signed values: their magnitudes), saying nothing."""
+    from finepar.errors import FineParError
+    try:
+        return app_params(app, g)
+    except FineParError:
+        return app_params(app, g, FALLBACK_PARAMS.get(app.name))
+
+
 def app_params_or_fallback(app, g, res) -> dict:
     """:func:`app_params`; where the app refuses ``g`` with its defaults,
     :data:`FALLBACK_PARAMS` (``res.note`` says so). Other refusals are raised."""

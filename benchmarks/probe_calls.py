@@ -23,7 +23,7 @@ import pstats
 import time
 
 from common import choices, graph_specs, load, log, main_of, today, write_json
-from measure import FALLBACK_PARAMS, answer_problem, app_params, stats
+from measure import answer_problem, params_with_fallback, stats
 
 APPS = ("bfs", "sssp", "cc", "pagerank", "spmv")
 PHASES = ("cache", "setup", "warmup", "run", "collect")
@@ -73,12 +73,8 @@ def one_pair(app_name: str, g, repeats: int, given: str = "graph",
     ``scipy``, a scipy.sparse CSR of it, then scipy's calls."""
     import finepar
     from finepar import apps
-    from finepar.errors import FineParError
     app = apps.get(app_name)
-    try:
-        params = app_params(app, g)
-    except FineParError:  # SSSP on signed values: their magnitudes
-        params = app_params(app, g, FALLBACK_PARAMS.get(app_name))
+    params = params_with_fallback(app, g)
     ref = app.reference(g, params)
     calls, phases, kept, problems = [], {p: [] for p in PHASES}, [], []
     arg = g.to_scipy().tocsr() if given == "scipy" else g

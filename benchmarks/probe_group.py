@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 
 from common import choices, graph_specs, load, log, main_of, today, write_json
-from measure import FALLBACK_PARAMS, answer_problem, app_params, stats
+from measure import answer_problem, params_with_fallback, stats
 
 APPS = ("bfs", "sssp", "pagerank")
 CONFIGS = ("default", "loop", "gpu")
@@ -60,12 +60,8 @@ def config_kwargs(config: str) -> dict:
 def one_pair(app_name: str, g, pair, repeats: int, configs: list) -> dict:
     """``repeats`` rounds of a run of each configuration and a scipy call, in turn."""
     from finepar import apps
-    from finepar.errors import FineParError
     app = apps.get(app_name)
-    try:
-        params = app_params(app, g)
-    except FineParError:  # SSSP on signed values: their magnitudes
-        params = app_params(app, g, FALLBACK_PARAMS.get(app_name))
+    params = params_with_fallback(app, g)
     ref = app.reference(g, params)
     peer = scipy_call(app_name)
     recs = {c: {"run": [], "kernel": [], "problems": []} for c in configs}
