@@ -8,9 +8,10 @@ whole (from the call to its answer on the host) with its report's phases (``cach
 call before; every answer checked against the app's reference. Beside them, scipy's call
 where scipy has the app (``breadth_first_order``, ``connected_components``, ``dijkstra``,
 and ``A @ x`` for SpMV), timed the same way on the same graph. ``--as scipy`` gives the
-calls a scipy.sparse CSR instead of the loaded Graph (its content hashed each call). Writes JSON as it goes and
-logs one line a pair. Run it from two checkouts (``PYTHONPATH``) to compare them; give each
-process its own ``FINEPAR_CACHE_DIR`` so each starts cold.
+calls a scipy.sparse CSR instead of the loaded Graph (its content hashed each call).
+Writes JSON as it goes and logs one line a pair. Run it from two checkouts
+(``PYTHONPATH``) to compare them; give each process its own ``FINEPAR_CACHE_DIR`` so each
+starts cold.
 
     python benchmarks/probe_calls.py --real ca-GrQc,luxembourg --json $OUT/calls.json
 """

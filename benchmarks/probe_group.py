@@ -7,7 +7,8 @@ For each graph and app: a warm-up, then ``--repeats`` rounds, each one run of ev
 time, its answer checked) and one scipy call where the app has one (``breadth_first_order``,
 ``dijkstra``), in turn, so a lease's drift falls on all. Configurations: ``default``
 (FinePar's own plan), ``loop`` (the GPU alone, ``group_loop='always'``: the one
-work-group's form at any size) and ``gpu`` (``devices='gpu'``, as a user asks for it). Writes JSON as it goes and logs one line a pair.
+work-group's form at any size) and ``gpu`` (``devices='gpu'``, as a user asks for it).
+Writes JSON as it goes and logs one line a pair.
 
     python benchmarks/probe_group.py --real USPowerGrid,adder_dcop_05,luxembourg \\
         --json $OUT/group.json

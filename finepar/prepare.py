@@ -189,11 +189,12 @@ def kept_engines(graph):
 
 
 def kept_workload(app: str, graph: Any, cache: PrepCache | None, make=Workload) -> Workload:
-    """``make(app, graph)`` (a :class:`Workload`), or, for an input of at most :data:`KEEP_NNZ` entries with
-    the prepared-graph cache on, the one this thread made before for the same content
-    (:func:`~finepar.prepcache.input_digest`, taken once here for the cache's key too) and
-    app: its matrix (a transpose, the symmetrised graph) is not built again (30-70 ms a
-    call of CC or BFS on cnr-2000 on one H200's host, 2026-11-28)."""
+    """``make(app, graph)`` (a :class:`Workload`), or, for an input of at most
+    :data:`KEEP_NNZ` entries with the prepared-graph cache on, the one this thread made
+    before for the same content (:func:`~finepar.prepcache.input_digest`, taken once here
+    for the cache's key too) and app: its matrix (a transpose, the symmetrised graph) is
+    not built again (30-70 ms a call of CC or BFS on cnr-2000 on one H200's host,
+    2026-11-28)."""
     from .workload import as_graph
     g = as_graph(graph)
     store = kept_engines(g) if cache is not None else None

@@ -87,9 +87,9 @@ def default_max_bytes(config: dict | None = None) -> int:
 
 def digest(*arrays: np.ndarray) -> str:
     """A content digest of arrays (their dtypes, shapes and bytes): BLAKE2b of the
-    SHA-256 digests of :data:`DIGEST_CHUNK` pieces, the pieces hashed by the pool's threads (hashlib
-    releases the GIL; OpenSSL's SHA-256 uses the CPU's SHA instructions, 1.7x BLAKE2b's
-    speed on the 2-core box), so gigabytes hash at memory speed. 32 hex digits."""
+    SHA-256 digests of :data:`DIGEST_CHUNK` pieces, the pieces hashed by the pool's threads
+    (hashlib releases the GIL; OpenSSL's SHA-256 uses the CPU's SHA instructions, 1.7x
+    BLAKE2b's speed on the 2-core box), so gigabytes hash at memory speed. 32 hex digits."""
     top = hashlib.blake2b(digest_size=16)
     for a, parts in zip(arrays, _piece_digests(arrays)):
         _absorb(top, a, parts)
@@ -111,8 +111,8 @@ def _absorb(top, a: np.ndarray, parts: list[bytes]):
 
 
 def _piece_digests(arrays) -> list[list[bytes]]:
-    """Each array's :data:`DIGEST_CHUNK` pieces' SHA-256 digests (16 bytes of each), all pieces hashed
-    on the pool."""
+    """Each array's :data:`DIGEST_CHUNK` pieces' SHA-256 digests (16 bytes of each), all
+    pieces hashed on the pool."""
     raws = [np.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in arrays]
     pieces = [(k, lo, min(lo + DIGEST_CHUNK, raw.size)) for k, raw in enumerate(raws)
               for lo in range(0, raw.size, DIGEST_CHUNK)]

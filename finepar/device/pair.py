@@ -380,10 +380,10 @@ def open_pair(*, cpu: str | None = None, gpu: str | None = None, memory: str = "
         return OpeningPair(held.selection, pair=held)
     sel = select_pair(cpu, gpu, config=config)
     mode = memory if memory != "auto" else config.get("memory", "auto")
-    opened_key = _opened_key(sel, mode, config.get("launch"))
     if not keep:
         return OpeningPair(sel, lambda: DevicePair(sel, mode,
                                                    launch_overrides=config.get("launch")))
+    opened_key = _opened_key(sel, mode, config.get("launch")) if store is None else None
     if store is None:
         with _OPENED_LOCK:
             held = _OPENED.get(opened_key)
