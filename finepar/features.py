@@ -131,20 +131,16 @@ class RowStats:
             return self._range(k, self._vals.size)
         raise ValueError(f"role must be 'cpu' or 'gpu', not {role!r}")
 
-    def launches(self, threshold: float, role: str, grouping: str = "pow4",
-                 split: int | None = None) -> int:
+    def launches(self, threshold: float, role: str, grouping: str = "pow4") -> int:
         """Kernel launches of a share per step: its non-empty length groups (``pow4``,
-        §4.1); 1 (``none``, ``ell``); 1 for ``adaptive``'s row blocks, plus the ``apply``
-        launch where a row is longer than ``split`` (cut into segments); 0 for an empty
-        share."""
+        §4.1); 1 (``none``, ``ell``, and ``adaptive``'s row blocks, whose cut rows fold
+        inside the launch); 0 for an empty share."""
         k = self._bin(threshold)
         lo, hi = (0, k) if role == "gpu" else (k, self._vals.size)
         if hi <= lo:
             return 0
-        if grouping in ("none", "ell"):
+        if grouping in ("none", "ell", "adaptive"):
             return 1
-        if grouping == "adaptive":
-            return 1 + int(split is not None and self.longest(threshold, role) > split)
         return int(self._new[hi] - self._new[lo + 1]) + 1
 
     def longest(self, threshold: float, role: str) -> int:

@@ -9,7 +9,7 @@ import pytest
 from conftest import generated_graph, shared_graph
 from finepar import api, workload
 from finepar.engine import Engine, EngineOptions, RowOp
-from finepar.engine.launches import (APPLY, REDUCE, REDUCE_STAGE, ROWOP, cut_rows,
+from finepar.engine.launches import (REDUCE, REDUCE_STAGE, ROWOP, cut_rows,
                                      pack_blocks)
 from finepar.partition import dynamic, fine_grained, single_device
 from finepar.device import cl
@@ -37,7 +37,7 @@ def test_signatures_name_the_kernels_arguments(pairs):
                     for n in ("apps/pagerank/rowop.cl", "skeleton/rowop.cl"))
     prg = mod.Program(pair.cpu.context, src).build(
         options=["-cl-kernel-arg-info", "-DWG=64", "-DMAPPING=0"])
-    for sig in (ROWOP, APPLY, REDUCE, REDUCE_STAGE):
+    for sig in (ROWOP, REDUCE, REDUCE_STAGE):
         k = mod.Kernel(prg, sig.kernel)
         names = tuple(k.get_arg_info(i, mod.kernel_arg_info.NAME) for i in range(k.num_args))
         assert names == sig.names(), sig.kernel
@@ -79,6 +79,41 @@ def test_every_lowering_and_mapping(pairs, mode, offsets):
         spmv_ok(g, eng, x)
     gpu = eng.describe()["gpu"]
     assert gpu["cut_rows"] > 0 and gpu["blocks"] > 0  # the adaptive share cut its long rows
+
+
+@pytest.mark.parametrize("mode", ["shared", "split"])
+def test_cut_rows_fold_inside_their_launch(pairs, mode, monkeypatch):
+    """A cut row's last segment to finish folds its slots and runs its epilogue: one launch
+    a step, steps enqueued back to back (each row's count set back to zero by its fold)
+    agree with scipy, and so does PageRank, whose epilogue adds to the step's sums."""
+    from finepar.engine import launches
+    monkeypatch.setattr(launches, "ADAPTIVE_SPLIT_BLOCKS", 1)  # cut past one block
+    g = shared_graph("cnr-2000.mtx.gz").transpose()  # in-degrees up to 18,235
+    L = g.row_lengths()
+    eng = Engine(pairs[mode], g, single_device(L, "gpu", grouping="adaptive"), SPMV)
+    store = eng.stores["gpu"]
+    pieces = np.diff(store.low.slot_ptr)
+    assert store.low.apply_rows.size > 50 and pieces.max() >= 10
+    assert eng.describe()["gpu"]["launches"] == 1
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        x = rng.uniform(-1, 1, g.n).astype(np.float32)
+        eng.vector("x", x)
+        eng.vector("y", np.full(g.n, np.nan, dtype=np.float32))
+        for _ in range(4):
+            eng.rowop(x="x", y="y", wait=False)
+        eng.drain()
+        y = eng.read("y")
+        bad = np.flatnonzero(~(np.abs(y - reference_spmv(g, x)) <= spmv_error_bound(g, x)))
+        assert bad.size == 0, f"rows {bad[:5]} wrong"
+        done = eng.read_buffer("gpu", np.empty(pieces.size, np.int32), store.slot_done)
+        assert not done.any()  # every count set back for the next step
+    wl = api.Workload("pagerank", g)
+    eng = wl.engine(pairs[mode], single_device(wl.matrix.row_lengths(), "gpu",
+                                               grouping="adaptive"))
+    assert eng.stores["gpu"].low.apply_rows.size > 0
+    res = wl.app.solve(eng, g, max_iter=200)
+    assert res.converged and np.abs(res.values - reference_pagerank(g)).max() < 1e-5
 
 
 @pytest.mark.parametrize("mode", ["shared", "split"])

@@ -5,8 +5,9 @@ segment is a run of one row's stored entries (a whole row, or part of a row
 when a long row is cut for load balance or a throttling partition splits it),
 plus the launches that cover it (DESIGN.md §2, "engine"). A segment that is a
 whole row runs the app's epilogue in place (the FUSED path); a segment that is
-part of a row writes its partial result to an accumulator slot, and an
-``apply`` launch folds each such row's slots and runs its epilogue once.
+part of a row writes its partial result to an accumulator slot, and the row's
+last segment to finish folds its slots and runs its epilogue once, in the same
+launches (no launch of its own).
 
 Lowerings (each a function of this module, pure numpy, no device):
 
@@ -97,10 +98,8 @@ def _sig(kernel: str, spec: str) -> Signature:
 
 #: ``rowop`` in opencl/skeleton/rowop.cl (ROWOP_ARGS).
 ROWOP = _sig("rowop", "nseg:int base:int seg_row seg_ptr indices data x y s0 s1 s2 aux fscal "
-                      "ia:int partials part_offset:int seg_slot seg_acc blk_ptr stop queue")
-#: ``apply`` in opencl/skeleton/rowop.cl.
-APPLY = _sig("apply", "nrows:int rows slot_ptr seg_acc x y s0 s1 s2 aux fscal ia:int partials "
-                      "part_offset:int stop")
+                      "ia:int partials part_offset:int seg_slot seg_acc slot_row slot_ptr "
+                      "slot_done blk_ptr stop queue")
 #: ``reduce_partials`` in opencl/skeleton/rowop.cl.
 REDUCE = _sig("reduce_partials", "n:int partials out slot:int fscal stop")
 #: ``reduce_stage`` in opencl/skeleton/rowop.cl.
@@ -110,7 +109,7 @@ STEP_ARGS = ("x", "y", "s0", "s1", "s2", "aux", "ia")
 
 _SCALAR = {"int": np.int32, "float": np.float32}
 #: CSR-adaptive cuts a row longer than this many blocks of ``block_nnz`` into segments
-#: (:func:`lower_adaptive`'s default split; the tuner counts its ``apply`` launch from it).
+#: (:func:`lower_adaptive`'s default split).
 ADAPTIVE_SPLIT_BLOCKS = 8
 #: An argument never given (:meth:`Launch.bind`).
 _UNSET = object()
@@ -369,13 +368,14 @@ class ShareLowering:
         Accumulator slot of each segment (-1: a whole row, epilogue in place);
         None when no row is cut.
     apply_rows : ndarray of int32, shape (A,)
-        Rows that were cut; the ``apply`` launch runs their epilogue.
+        Rows that were cut; each one's last segment to finish folds its slots and
+        runs its epilogue (the APPLY phase, inside the launches).
     slot_ptr : ndarray of int32, shape (A+1,)
         Row ``apply_rows[j]`` owns slots ``slot_ptr[j] .. slot_ptr[j+1]``.
     blk_ptr : ndarray of int32, shape (B+1,) or None
         ``stream`` launches: block ``b`` holds segments ``blk_ptr[b] .. blk_ptr[b+1]``.
     launches : list of LaunchSpec
-        In enqueue order; the ``apply`` launch (when there are cut rows) follows them.
+        In enqueue order.
     nnz : int
     grouping : str
         The lowering that made this (``none``, ``pow4``, ``adaptive``, ``throttled``).
@@ -448,7 +448,7 @@ class ShareLowering:
         out = {"grouping": self.grouping, "rows": int(self.rows.size), "nnz": self.nnz,
                "segments": self.n_segments, "cut_rows": int(self.apply_rows.size),
                "blocks": int(self.blk_ptr.size - 1) if self.blk_ptr is not None else 0,
-               "launches": len(self.launches) + (1 if self.apply_rows.size else 0),
+               "launches": len(self.launches),
                "by_mapping": by}
         if self.partitions is not None:
             out["partitions"] = self.partitions.describe()
@@ -629,7 +629,7 @@ def lower_adaptive(matrix: Graph, role: str, rows: np.ndarray, *, block_nnz: int
     """CSR-adaptive lowering: one ``stream`` launch over row blocks of a compacted share.
 
     Rows longer than ``split`` (default ``8 * block_nnz``) are cut into segments
-    (accumulator slots plus one ``apply`` launch), so no work-group takes more
+    (accumulator slots, folded by each row's last segment), so no work-group takes more
     than ``split`` entries; the rest keep the row order of ``rows``, so reads of
     the share's arrays and writes of ``y`` stay coalesced.
 

@@ -16,8 +16,9 @@ only a chunk's entries (column indices and values) stream. Launches are
 defined on the whole share and cut at chunk boundaries, so every lowering
 (length groups, CSR-adaptive blocks, throttled partitions) composes with
 chunking. For every row operation the store builds its launches once
-(:class:`OpLaunches`), with one accumulator, one ``apply`` launch and one
-partial-sum reduction for the whole share.
+(:class:`OpLaunches`), with one accumulator (a cut row's slots folded inside the
+launches by its last segment to finish) and one partial-sum reduction for the whole
+share.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from ..errors import DeviceError
 from ..graph import Graph
 from ..device import DevicePair, Side, alloc, cl
 from ..device import PinnedHost
-from .launches import (APPLY, MAPPINGS, REDUCE, REDUCE_STAGE, ROWOP, Launch, LaunchSpec,
-                       RowOp, ShareLowering)
+from .launches import (MAPPINGS, REDUCE, REDUCE_STAGE, ROWOP, Launch, LaunchSpec, RowOp,
+                       ShareLowering)
 
 #: Partial-sum slots per side: device-side iterations write step k's sums to slot k % SLOTS.
 SLOTS = 256
@@ -50,7 +51,8 @@ def check_fits(side: Side, nbytes: int, what: str) -> None:
 
 
 def rowop_defines(op: RowOp, matrix: Graph, mapping: str, wg: int, *, compact: bool,
-                  has_slots: bool, offset_type: str, **extra) -> dict:
+                  has_slots: bool, offset_type: str, ptx_fence: bool = False,
+                  **extra) -> dict:
     """The ``-D`` options of ``op``'s program (``op.fragment`` + ``rowop.cl``) for one
     launch mapping and work-group size over a store of the given kind.
 
@@ -62,12 +64,23 @@ def rowop_defines(op: RowOp, matrix: Graph, mapping: str, wg: int, *, compact: b
         Some rows are cut into segments that accumulate in slots.
     offset_type : {'int', 'long'}
         The OpenCL type of the row offsets.
+    ptx_fence : bool
+        With ``has_slots``: fence a cut row's slots with PTX's ``membar.gl``
+        (:func:`ptx_fence`), not OpenCL's ``mem_fence``.
     **extra
         The mapping's own options (``LANES``, ``BLOCK_NNZ``, ``QUEUE``, ``DYN_BACK``).
     """
+    fence = {"PTX_FENCE": 1} if has_slots and ptx_fence else {}
     return {**op.options(), "MAPPING": MAPPINGS[mapping], "WG": wg, "COMPACT": int(compact),
             "HAS_DATA": int(op.reads_values(matrix)), "HAS_SLOTS": int(has_slots),
-            "OFFSET_T": offset_type, **extra}
+            "OFFSET_T": offset_type, **fence, **extra}
+
+
+def ptx_fence(side: Side) -> bool:
+    """Whether ``side``'s compiler is NVIDIA's, whose ``mem_fence`` fences a work-group only
+    (``membar.cta``): a cut row's fold across work-groups then needs PTX's ``membar.gl``
+    (``opencl/skeleton/rowop.cl``, ``DEVICE_FENCE``)."""
+    return "NVIDIA" in f"{side.info.platform} {side.info.vendor}".upper()
 
 
 def offset_type(low: ShareLowering, matrix: Graph, offsets: str = "auto") -> str:
@@ -112,32 +125,30 @@ def geometry(side: Side, spec, n: int, max_lanes: int | None = None) -> tuple[in
 def lowered_programs(side: Side, low: ShareLowering, matrix: Graph, op: RowOp,
                      offsets: str = "auto") -> list[tuple[tuple, dict]]:
     """``(sources, defines)`` of every program a store of ``low`` on ``side`` builds for
-    ``op`` (each once: its launches' mappings, the apply launch of rows cut into slots, the
-    partial-sum reduction), known from the lowering alone, before the store uploads
-    anything: :class:`~finepar.engine.Engine` starts their builds first."""
+    ``op`` (each once: its launches' mappings and the partial-sum reduction), known from
+    the lowering alone, before the store uploads anything: :class:`~finepar.engine.Engine`
+    starts their builds first."""
     specs = [spec for spec in low.launches if spec.hi > spec.lo or spec.mapping == "dynamic"]
     return _programs(side, specs, matrix, op, compact=low.compact,
                      has_slots=low.seg_slot is not None,
-                     offset_type=offset_type(low, matrix, offsets),
-                     apply=bool(low.apply_rows.size))
+                     offset_type=offset_type(low, matrix, offsets))
 
 
 def _programs(side: Side, specs: list, matrix: Graph, op: RowOp, *, compact: bool,
-              has_slots: bool, offset_type: str, apply: bool) -> list[tuple[tuple, dict]]:
+              has_slots: bool, offset_type: str) -> list[tuple[tuple, dict]]:
     """``(sources, defines)`` of ``op``'s programs for launches ``specs`` over a store of the
-    given kind, with the apply launch (``apply``) and the partial-sum reduction, each once."""
+    given kind, with the partial-sum reduction, each once."""
     out = []
     for spec in specs:
         wg, _, extra = geometry(side, spec, max(spec.hi - spec.lo, 1), op.max_lanes)
         out.append((mapping_of(spec, op.max_lanes), wg, extra))
-    if apply:
-        out.append(("item", side.launch.wg_item, {}))
     if op.part_dtype is not None:
         out.append(("item", _pow2_at_most(side.info.max_work_group_size), {}))
     unique = {(m, wg, tuple(sorted(e.items()))): (m, wg, e) for m, wg, e in out}
     return [((op.fragment, "skeleton/rowop.cl"),
              rowop_defines(op, matrix, m, wg, compact=compact, has_slots=has_slots,
-                           offset_type=offset_type, **extra))
+                           offset_type=offset_type,
+                           ptx_fence=has_slots and ptx_fence(side), **extra))
             for m, wg, extra in unique.values()]
 
 
@@ -163,8 +174,7 @@ def likely_programs(pair: DevicePair, matrix: Graph, ops, offsets: str = "auto")
     return [("gpu", sources, defines) for op in ops
             for sources, defines in _programs(side, specs, matrix, op, compact=False,
                                               has_slots=False,
-                                              offset_type="long" if wide else "int",
-                                              apply=False)]
+                                              offset_type="long" if wide else "int")]
 
 
 def _pow2_at_most(limit: int, cap: int = 256) -> int:
@@ -353,8 +363,6 @@ class OpLaunches:
         The piece (chunk) of each launch.
     queue : dict
         Launch index -> block counter of a queue launch (zeroed before it runs).
-    apply : Launch or None
-        The ``apply`` launch of cut rows.
     reduce : Launch or None
         Sums the step's partials into ``reduced`` (None: the op has none).
     reduce_stage : Launch or None
@@ -369,7 +377,6 @@ class OpLaunches:
     launches: list
     piece: list = field(default_factory=list)
     queue: dict = field(default_factory=dict)
-    apply: Launch | None = None
     reduce: Launch | None = None
     reduce_stage: Launch | None = None
     n_partials: int = 0
@@ -454,7 +461,11 @@ class SideStore:
         self.offset_type = offset_type(low, matrix, offsets)
         up = lambda a: alloc(side, np.asarray(a, np.int32) if np.size(a)  # noqa: E731
                              else np.zeros(1, np.int32), read_only=True)
-        self.apply_rows, self.slot_ptr = up(low.apply_rows), up(low.slot_ptr)
+        # a cut row's slots, each slot's row and the row's count of finished segments
+        # (zero between steps): what its last segment needs to fold the row
+        owner = np.repeat(np.arange(low.apply_rows.size, dtype=np.int32), np.diff(low.slot_ptr))
+        self.slot_ptr, self.slot_row = up(low.slot_ptr), up(owner)
+        self.slot_done = alloc(side, np.zeros(max(int(low.apply_rows.size), 1), np.int32))
         self._ops: dict[str, OpLaunches] = {}
         self._reduced: dict[str, Any] = {}
 
@@ -491,7 +502,9 @@ class SideStore:
     def _program(self, op: RowOp, mapping: str, wg: int, **extra):
         defines = rowop_defines(op, self.matrix, mapping, wg, compact=self.low.compact,
                                 has_slots=self.low.seg_slot is not None,
-                                offset_type=self.offset_type, **extra)
+                                offset_type=self.offset_type,
+                                ptx_fence=self.low.seg_slot is not None and ptx_fence(self.side),
+                                **extra)
         return self.pair.program(self.side, (op.fragment, "skeleton/rowop.cl"), defines)
 
     def ops(self, op: RowOp, fscal, stop) -> OpLaunches:
@@ -565,6 +578,7 @@ class SideStore:
                 out.queue[len(out.launches)] = counter
             L.bind(nseg=hi - lo, base=lo, seg_row=piece.seg_row, seg_ptr=piece.seg_ptr,
                    fscal=fscal, part_offset=part, seg_slot=piece.seg_slot,
+                   slot_row=self.slot_row, slot_ptr=self.slot_ptr, slot_done=self.slot_done,
                    blk_ptr=piece.blk_ptr, stop=stop, queue=counter)
             if not piece.streamed:
                 L.bind(indices=piece.indices, data=piece.data)
@@ -575,24 +589,15 @@ class SideStore:
         return out
 
     def _finisher(self, op: RowOp, out: OpLaunches, fscal, stop, part: int) -> None:
-        """The whole share's accumulator slots, apply launch and partial-sum reduction."""
-        low, mod, lc = self.low, cl(), self.side.launch
+        """The whole share's accumulator slots and partial-sum reduction."""
+        low, mod = self.low, cl()
         acc_bytes = np.dtype(op.acc_dtype).itemsize
         out.seg_acc = (alloc(self.side, nbytes=max(low.n_slots, 1) * acc_bytes)
                        if low.n_slots else self.dummy)
         for L in out.launches:
             L.bind(seg_acc=out.seg_acc)
-        if low.apply_rows.size:
-            wg = lc.wg_item
-            groups = -(-int(low.apply_rows.size) // wg)
-            kern = mod.Kernel(self._program(op, "item", wg), "apply")
-            out.apply = Launch(APPLY, kern, groups * wg, wg, label=f"{self.role} apply")
-            out.apply.bind(nrows=int(low.apply_rows.size), rows=self.apply_rows,
-                           slot_ptr=self.slot_ptr, seg_acc=out.seg_acc, fscal=fscal,
-                           part_offset=part, stop=stop)
-            part += groups
         out.n_partials = part
-        every = out.launches + ([out.apply] if out.apply else [])
+        every = out.launches
         if op.part_dtype is None:
             for L in every:
                 L.bind(partials=self.dummy)
@@ -653,8 +658,6 @@ class SideStore:
             last = i + 1 == len(ol.launches) or ol.piece[i + 1] != k
             if piece.streamed and last:
                 self.ring.release(k, events[-1])
-        if ol.apply is not None:
-            events.append(ol.apply.bind(**bound).enqueue(q))
         return events
 
 

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..engine.launches import ADAPTIVE_SPLIT_BLOCKS
 from ..features import RowStats, detect_type
 from ..partition import GROUPINGS
 from .calibrate import choose_model
@@ -193,14 +192,6 @@ class TuneResult:
 ITEM_ENTRY_S = 31e-9
 
 
-def adaptive_splits(pair) -> dict:
-    """The row length past which each role's CSR-adaptive lowering on ``pair`` cuts a row
-    into segments (one more launch, the ``apply``): as the engine lowers a share,
-    :data:`~finepar.engine.launches.ADAPTIVE_SPLIT_BLOCKS` blocks of its side's
-    ``block_nnz`` (which local memory may lower)."""
-    return {r: ADAPTIVE_SPLIT_BLOCKS * pair.side(r).launch.block_nnz for r in ("cpu", "gpu")}
-
-
 class Predictor:
     """Predicted per-iteration times of a fine split, from a platform model or
     from measured constant throughputs.
@@ -229,19 +220,14 @@ class Predictor:
     scale : dict, optional
         ``{'cpu': r, 'gpu': r}``: each device's predicted share time multiplied by
         ``r``, a correction measured on this input (:func:`measured_scale`).
-    adaptive_split : dict, optional
-        ``{'cpu': entries, 'gpu': entries}``: the row length past which CSR-adaptive cuts a
-        row (its ``apply`` launch): :func:`tune` passes the pair's
-        (:func:`adaptive_splits`); without it no ``apply`` is counted.
     """
 
     def __init__(self, stats: RowStats, matrix_type: int, *, model: PlatformModel | None = None,
                  throughput: dict | None = None, transfer: bool = False,
                  grouping: str = "none", serial: bool = False, gpu_resident: int | None = None,
                  bytes_per_nnz: int = 4, h2d_bandwidth: float | None = None,
-                 scale: dict | None = None, adaptive_split: dict | None = None):
+                 scale: dict | None = None):
         self.scale = dict(scale or {})
-        self.adaptive_split = dict(adaptive_split or {})
         self.grouping = grouping
         self.serial = serial
         self.gpu_resident = gpu_resident
@@ -270,8 +256,7 @@ class Predictor:
                 t = max(t, self.stats.longest(threshold, role) * ITEM_ENTRY_S)
             o = self.model.overhead.get(role)
             if o is not None:
-                t += o.seconds(self.stats.launches(threshold, role, grouping,
-                                                   self.adaptive_split.get(role)))
+                t += o.seconds(self.stats.launches(threshold, role, grouping))
             return r * t
         return r * f.SW / self.throughput[role]
 
@@ -476,8 +461,7 @@ def tune(workload, pair, *, model: str | PlatformModel | ModelMatch | None = Non
     if match.model is not None:
         groupings = candidate_groupings(match.model, workload.app, grouping)
         preds = {g: Predictor(stats, det.matrix_type, model=match.model, transfer=exchanges,
-                              grouping=g, serial=pair.emulated, scale=scale,
-                              adaptive_split=adaptive_splits(pair), **stream)
+                              grouping=g, serial=pair.emulated, scale=scale, **stream)
                  for g in groupings}
     else:
         g = "pow4" if grouping == "auto" else grouping
@@ -545,8 +529,7 @@ def alone_grouping(workload, pair, role: str, *, model=None,
     stats = workload.row_stats
     every = stats.max_length() if role == "gpu" else -1  # T_f: the role holds every row
     seconds = {g: Predictor(stats, det.matrix_type, model=match.model, grouping=g,
-                            serial=pair.emulated, adaptive_split=adaptive_splits(pair)
-                            ).device_seconds(every, role)
+                            serial=pair.emulated).device_seconds(every, role)
                for g in candidate_groupings(match.model, workload.app)}
     return min(seconds, key=seconds.get), seconds
 

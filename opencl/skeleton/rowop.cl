@@ -6,8 +6,10 @@
  *
  * then either the app's per-row EPILOGUE (a segment that is a whole row: the FUSED path) or a
  * store of acc_s into an accumulator slot (a segment that is part of a row: a row split by
- * throttling's partitions or cut for load balance), folded by the `apply` kernel, which runs
- * the EPILOGUE once per row after every partition (the ACCUMULATE / APPLY phases).
+ * throttling's partitions or cut for load balance): the ACCUMULATE / APPLY phases. The APPLY
+ * runs in the same launches, not a launch of its own: the row's last segment to finish
+ * (a counter a cut row, counted after a global fence) folds its slots in order and runs the
+ * EPILOGUE once (the last-block pattern of CUDA's threadFenceReduction sample).
  *
  * The app's fragment (opencl/app_*.cl, concatenated before this file) defines the semiring
  * and the epilogue:
@@ -49,6 +51,10 @@
  *   partials        two part_t per work-group at 2*(part_offset + group)
  *   part_offset
  *   seg_slot, seg_acc   accumulator slot of each segment (HAS_SLOTS) and the slots
+ *   slot_row        HAS_SLOTS: the cut row (its index j) each slot belongs to
+ *   slot_ptr        cut row j owns slots slot_ptr[j] .. slot_ptr[j+1]
+ *   slot_done       cut row j's finished segments this step (zero between steps: the
+ *                   folding work-item sets it back)
  *   blk_ptr         MAPPING 3: block b holds segments blk_ptr[b] .. blk_ptr[b+1]; the
  *                   launch runs blocks base .. base + nseg - 1
  *   stop            STOP_FLAG: the device-side "converged" flag
@@ -130,6 +136,9 @@
     __global part_t *restrict partials, const int part_offset,               \
     __global const int *restrict seg_slot,                                   \
     __global acc_t *restrict seg_acc,                                        \
+    __global const int *restrict slot_row,                                   \
+    __global const int *restrict slot_ptr,                                   \
+    volatile __global int *restrict slot_done,                               \
     __global const int *restrict blk_ptr,                                    \
     __global const int *restrict stop,                                       \
     __global int *restrict queue
@@ -176,13 +185,43 @@
     }
 #endif
 
-/* A finished segment: its row's epilogue, or its accumulator slot. */
+/* A fence over the whole device between a work-item's global writes and its next accesses.
+ * OpenCL 1.2's mem_fence orders them for its own work-group only, and NVIDIA's compiler
+ * emits PTX's membar.cta for it (benchmarks/runs/h200-2026-11-29b): where the host built
+ * for NVIDIA's driver (PTX_FENCE) it is membar.gl, CUDA's __threadfence(). */
+#ifndef PTX_FENCE
+#define PTX_FENCE 0
+#endif
+#if PTX_FENCE
+#define DEVICE_FENCE() asm volatile("membar.gl;" ::: "memory")
+#else
+#define DEVICE_FENCE() mem_fence(CLK_GLOBAL_MEM_FENCE)
+#endif
+
+/* A finished segment: its row's epilogue, or its accumulator slot. A slot is written, then
+ * fenced before the row's count is taken; the segment that counts last folds the row's slots
+ * (read past the cache: volatile) in slot order, as a separate pass over them would, and
+ * sets the count back for the next step. */
 #if HAS_SLOTS
 #define FINISH_SEGMENT(s, r, acc, active)                                    \
     {                                                                        \
         const int slot_ = seg_slot[s];                                       \
-        if (slot_ >= 0) seg_acc[slot_] = (active) ? (acc) : IDENTITY;        \
-        else if (active) { EPILOGUE(r, acc) }                                \
+        if (slot_ >= 0) {                                                    \
+            seg_acc[slot_] = (active) ? (acc) : IDENTITY;                    \
+            DEVICE_FENCE();                                                  \
+            const int j_ = slot_row[slot_];                                  \
+            const int a_ = slot_ptr[j_], b_ = slot_ptr[j_ + 1];              \
+            if (atomic_inc(&slot_done[j_]) == b_ - a_ - 1) {                 \
+                DEVICE_FENCE();                                              \
+                slot_done[j_] = 0;                                           \
+                if (ROW_ACTIVE(r)) {                                         \
+                    volatile __global acc_t *va_ = seg_acc;                  \
+                    acc_t f_ = IDENTITY;                                     \
+                    for (int t_ = a_; t_ < b_; ++t_) f_ = REDUCE(f_, va_[t_]); \
+                    EPILOGUE(r, f_)                                          \
+                }                                                            \
+            }                                                                \
+        } else if (active) { EPILOGUE(r, acc) }                              \
     }
 #else
 #define FINISH_SEGMENT(s, r, acc, active)                                    \
@@ -395,32 +434,6 @@ void rowop(ROWOP_ARGS)
 #else
 #error "unknown MAPPING"
 #endif
-    WG_PARTIALS(p0, p1)
-}
-
-/* APPLY phase: fold each row's accumulator slots and run its epilogue once.
- *   rows[j]: global row; its slots are slot_ptr[j] .. slot_ptr[j+1] of seg_acc. */
-__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void apply(const int nrows, __global const int *restrict rows,
-           __global const int *restrict slot_ptr, __global const acc_t *restrict seg_acc,
-           X_DECL, Y_DECL, S0_DECL, S1_DECL, S2_DECL, AUX_DECL,
-           __global float *restrict fscal, const int ia,
-           __global part_t *restrict partials, const int part_offset,
-           __global const int *restrict stop)
-{
-    STOP_CHECK
-    PARTIAL_LOCALS
-    const int lid = (int)get_local_id(0);
-    part_t p0 = 0, p1 = 0;
-    const int j = (int)get_global_id(0);
-    if (j < nrows) {
-        const int r = rows[j];
-        if (ROW_ACTIVE(r)) {
-            acc_t acc = IDENTITY;
-            for (int t = slot_ptr[j]; t < slot_ptr[j + 1]; ++t) acc = REDUCE(acc, seg_acc[t]);
-            EPILOGUE(r, acc)
-        }
-    }
     WG_PARTIALS(p0, p1)
 }
 
