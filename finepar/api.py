@@ -96,6 +96,9 @@ class Workload(workload.Workload):
             self.app.warmup(eng, self.graph, **params)
         eng.pair.settle()  # builds started ahead and still running: not during the run
         warm = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        self.app.inputs(eng, self.graph, params)  # a given vector checked or uploaded
+        inputs = time.perf_counter() - t0
         eng.reset_records()
         t0 = time.perf_counter()
         result = self.app.run(eng, self.graph, **params)
@@ -107,6 +110,7 @@ class Workload(workload.Workload):
         collect = time.perf_counter() - t0
         report = self._report(eng.pair, plan, eng, result, wall, warm, load_seconds, source,
                               tuning)
+        report.timings["inputs"] = inputs
         report.timings["collect"] = collect
         report.timings["host_syncs"] = syncs
         if tuning is not None:

@@ -69,7 +69,8 @@ class RunReport(Stamped):
         imports; ``finepar run`` only), ``devices`` (opening them; ``finepar run``
         only), ``load``, ``preprocess`` (building the app's matrix), ``cache`` (hashing
         the input and reading a prepared entry), ``partition``, ``setup`` (buffers,
-        halo), ``warmup``, ``run`` (wall, the
+        halo), ``warmup``, ``inputs`` (a given vector checked against the devices' copy
+        or uploaded: SpMV's ``x``, RWR's restart), ``run`` (wall, the
         results still on the devices), ``collect`` (reading them to the host),
         ``per_iteration``, ``kernel`` / ``span`` per device, ``exchange``; and
         ``host_syncs``, the run's blocking waits of the host on a device (reads,
@@ -216,7 +217,8 @@ class RunReport(Stamped):
                        ("correct", "measured correction"), ("store", "cache store"))
                       if t.get(k))
             + f"setup {t.get('setup', 0):.3f} s, warm-up {t.get('warmup', 0):.3f} s, "
-            f"results to the host {t.get('collect', 0):.3f} s"
+            + (f"inputs {t['inputs']:.3f} s, " if t.get("inputs") else "")
+            + f"results to the host {t.get('collect', 0):.3f} s"
             + (f", answer written {t['answer']:.3f} s" if "answer" in t else ""))
         thr = self.throughput
         if "teps" in thr:

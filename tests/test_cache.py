@@ -379,7 +379,8 @@ def test_a_rerun_restored_from_the_cache_guesses_no_programs(tmp_path, monkeypat
 def test_a_kept_engine_reads_a_given_vector_changed_in_place(tmp_path, monkeypatch):
     """A repeated call with the same array object as SpMV's ``x`` or RWR's ``restart``,
     its entries changed in between (or a new array at a freed one's address), reads the
-    new entries: the kept engine compares the content, not the object."""
+    new entries: the kept engine compares the content, not the object, once a call, before
+    the timed run (the report's ``inputs``)."""
     from finepar import prepare
     monkeypatch.setattr(prepare, "KEEP_NNZ", 1 << 23)
     g = generated_graph(9, 3)
@@ -390,6 +391,13 @@ def test_a_kept_engine_reads_a_given_vector_changed_in_place(tmp_path, monkeypat
     y2, again = api.spmv(g, x=x, **kw)
     assert again.cache["resident"] is True
     np.testing.assert_allclose(y2, 2 * y1, rtol=1e-6)
+    from finepar.apps import spmv
+    compared = []
+    monkeypatch.setattr(spmv, "equal",
+                        lambda a, b: compared.append(a.size) or np.array_equal(a, b))
+    y3, same = api.spmv(g, x=x, **kw)  # compared once, in the inputs phase before the run
+    assert compared == [g.n] and same.timings["inputs"] > 0
+    np.testing.assert_array_equal(y3, y2)
     p = np.zeros(g.n, dtype=np.float32)
     p[0] = 1.0
     r1, _ = api.rwr(g, restart=p, **kw)

@@ -191,6 +191,12 @@ class AppHooks:
         """Bytes of per-vertex state on one device for ``n`` vertices."""
         return 4 * self.state_words * int(n)
 
+    def inputs(self, engine: Engine, graph: Graph, params: dict) -> None:
+        """Make a run's given vectors (SpMV's ``x``, RWR's restart) the devices' before its
+        timed run: the report's ``inputs`` phase, as ``collect`` is the results' way back.
+        The run that follows finds them in place; a run not preceded by this loads them
+        itself. Default: nothing."""
+
     def warmup(self, engine: Engine, graph: Graph, **params: Any) -> None:
         """Launch every kernel the run will use once, so compilation stays out of timings."""
         self.run(engine, graph, **{**params, "max_iter": 1})

@@ -22,6 +22,7 @@ import numpy as np
 from ..engine import Engine
 from ..errors import UsageError
 from ..graph import Graph
+from ..parallel import equal
 from . import register
 from .base import AppResult, Param, in_open_unit, iteration_cap, positive, vertex_label
 from .pagerank import SUMS, PageRank, _ops
@@ -103,16 +104,25 @@ class RandomWalkWithRestart(PageRank):
         p[params["seed"]] = 1.0
         return p
 
+    def inputs(self, engine: Engine, graph: Graph, params: dict) -> None:
+        """The given restart vector checked against the devices' or uploaded before the
+        timed run (:meth:`App.inputs`)."""
+        p = self.check_params(graph, dict(params))
+        st = self.prepared(engine, graph)
+        self._load_restart(engine, graph, st, p)
+        st["restart_checked"] = p.get("restart")
+
     def _load_restart(self, engine: Engine, graph: Graph, st: dict, params: dict) -> float:
         """Make the run's p the devices' ``restart`` vector: once per seed or per given
         content (compared with a copy of the last one: an engine kept between calls may be
-        given the same array changed in place). Returns the mass of p on dangling
-        vertices."""
-        given = params.get("restart")
+        given the same array changed in place), unless :meth:`inputs` just did so for this
+        very array. Returns the mass of p on dangling vertices."""
+        given, checked = params.get("restart"), st.pop("restart_checked", None)
         if given is not None:
+            if st.get("restart_key") == "vector" and given is checked:
+                return st["restart_mass"]
             given = np.array(given, dtype=np.float64)  # a copy, in the caller's precision
-            if st.get("restart_key") == "vector" and np.array_equal(st["restart_array"],
-                                                                     given):
+            if st.get("restart_key") == "vector" and equal(st["restart_array"], given):
                 return st["restart_mass"]
             p = self.restart(graph, params)
             engine.write("restart", p)

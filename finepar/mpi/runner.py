@@ -219,6 +219,9 @@ def _execute(comm: Communicator, app, eng: DistEngine, rgraph, rows, params: dic
     if warmup:
         app.warmup(eng, rgraph, **params)
     times["warmup"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    app.inputs(eng, rgraph, params)
+    times["inputs"] = time.perf_counter() - t0
     times["runs"] = []
     for _ in range(max(1, runs)):  # the report keeps the last run's records
         comm.barrier()
