@@ -40,6 +40,11 @@ class Backend:
         ``cuSPARSE`` or ``scipy`` (SpMV), ``CuPy`` or ``numpy`` (iterations):
         see :meth:`name`.
     device : str
+    clock : {'device', 'host'}
+        What :class:`Timer` reads on the GPU: CUDA events around the work (``device``,
+        the default: the device's own timeline) or the host's clock from a synchronised
+        start to the work's end (``host``: what a caller waits, as FinePar's run times
+        are taken).
 
     Raises
     ------
@@ -49,6 +54,7 @@ class Backend:
 
     def __init__(self, kind: str):
         self.kind = kind
+        self.clock = "device"
         if kind == "cupy":
             import cupy
             import cupyx.scipy.sparse
@@ -100,28 +106,32 @@ class Backend:
 
 class Timer:
     """Seconds between :meth:`start` and :meth:`stop`: CUDA events on the GPU (the device's
-    own timeline, waited for), :func:`time.perf_counter` on the host."""
+    own timeline, waited for), :func:`time.perf_counter` on the host, or on the GPU with
+    the backend's ``clock`` at ``host`` (synchronised before the start and after the end)."""
 
     def __init__(self, backend: Backend):
         self.b = backend
-        if backend.on_gpu:
+        self.events = backend.on_gpu and backend.clock == "device"
+        if self.events:
             cp = backend.xp
             self.s, self.e = cp.cuda.Event(), cp.cuda.Event()
 
     def start(self) -> "Timer":
         """Record the start; returns the timer."""
-        if self.b.on_gpu:
+        if self.events:
             self.s.record()
         else:
+            self.b.sync()
             self.t0 = time.perf_counter()
         return self
 
     def stop(self) -> float:
         """Record the end, wait for it; the seconds since :meth:`start`."""
-        if self.b.on_gpu:
+        if self.events:
             self.e.record()
             self.e.synchronize()
             return self.b.xp.cuda.get_elapsed_time(self.s, self.e) / 1e3
+        self.b.sync()
         return time.perf_counter() - self.t0
 
 
