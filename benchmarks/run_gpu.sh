@@ -4,7 +4,7 @@
 # apps stage's previous FinePar) `git archive 8f3c88e` in .prev/ carried:
 #   bash benchmarks/run_gpu.sh STAGE [extra args for the stage's script]
 # Stages: check, train, throttle, apps, best_device, pipeline, peers, suite, sweep, probe,
-# probe_pagerank, probe_sssp, probe_bfs, probe_spmv_tile (CuPy), probe_host, probe_group, probe_builds and probe_calls (carry .data), probe_ccgroup (carry .data), probe_pinned, probe_p2p, probe_extmem, probe_halo, probe_bfsranks and probe_ccranks (under mpiexec), e2e, profile, dist,
+# probe_pagerank, probe_sssp, probe_bfs, probe_spmv_tile (CuPy), probe_host, probe_group, probe_builds, probe_calls and probe_rowblocks (carry .data), probe_ccgroup (carry .data), probe_pinned, probe_p2p, probe_extmem, probe_halo, probe_bfsranks and probe_ccranks (under mpiexec), e2e, profile, dist,
 # dist_range (a Graph500 graph generated rank by rank, answers checked by range),
 # nxbackend (with the wheels of .whl/nx/), tiling.
 # Everything a stage writes goes to $OUT (RESULTS.md with the stage's section, JSON, models,
@@ -91,6 +91,7 @@ for d in ('both', 'gpu'):
   probe_group) python3 benchmarks/probe_group.py --json "$out/probe_group.json" "$@" ;;
   probe_builds) python3 benchmarks/probe_builds.py --json "$out/probe_builds.json" "$@" ;;
   probe_calls) python3 benchmarks/probe_calls.py --json "$out/probe_calls.json" "$@" ;;
+  probe_rowblocks) python3 benchmarks/probe_rowblocks.py --json "$out/probe_rowblocks.json" "$@" ;;
   probe_pinned) python3 benchmarks/probe_pinned.py --json "$out/probe_pinned.json" "$@" ;;
   probe_p2p) python3 benchmarks/probe_p2p.py --json "$out/probe_p2p.json" "$@" ;;
   probe_extmem) python3 benchmarks/probe_extmem.py --json "$out/probe_extmem.json" "$@" ;;

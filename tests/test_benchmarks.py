@@ -452,6 +452,8 @@ def test_previous_finepar_runs_through_its_cli(cache, tmp_path):
     ("probe_builds", ["--graph", "not-a-graph"], "--real: no input 'not-a-graph'"),
     ("probe_calls", ["--repeats", "0"], "--repeats must be at least 1"),
     ("probe_calls", ["--apps", "bfs,nope"], "--apps: nope not among"),
+    ("probe_rowblocks", ["--variants", "1024:256"], "--variants: BLOCK_NNZ:WG:SPLIT"),
+    ("probe_rowblocks", ["--products", "0"], "--products and --repeats must be at least 1"),
     ("probe_pinned", ["--sizes-mb", "4,x"], "--sizes-mb: '4,x'"),
     ("probe_p2p", ["--repeats", "0"], "--repeats must be at least 1"),
     ("probe_ccgroup", ["--repeats", "0"], "--repeats must be at least 1"),
@@ -681,6 +683,24 @@ def test_probe_calls_times_a_users_repeated_calls(tmp_path, monkeypatch):
         assert r["phases"]["setup"]["max"] == 0.0 and r["phases_first"]["setup"] > 0
     assert rows[0]["scipy"]["n"] == 2 and rows[1]["scipy"] is None
     assert any("finepar/api.py" in line for line in rows[0]["profile"]["cumulative"])
+
+
+def test_probe_rowblocks_times_each_geometry_and_checks_every_product(tmp_path):
+    """benchmarks/probe_rowblocks.py: one engine per geometry, rows cut where the split
+    asks (one launch a step, the cut rows folded inside it) and none where it is 0, every
+    y checked; no cuSPARSE on the emulated pair."""
+    import probe_rowblocks
+    out = tmp_path / "rb.json"
+    assert probe_rowblocks.main(["--graphs", "graph500:10", "--variants", "256:64:1,256:64:0",
+                                 "--products", "3", "--repeats", "2", "--ptx",
+                                 "--json", str(out)]) == 0
+    g = json.loads(out.read_text())["graphs"][0]
+    cut, whole = g["variants"]
+    assert g["cusparse"] is None and g["longest_row"] > 256
+    assert cut["lowering"]["cut_rows"] > 0 and whole["lowering"]["cut_rows"] == 0
+    for v in (cut, whole):
+        assert v["wrong_rows"] == 0 and v["launches"] == 1
+        assert 0 < v["span_per_product"]["min"] <= v["span_per_product"]["max"]
 
 
 def test_probe_builds_stamps_each_calls_build_jobs(tmp_path):
