@@ -85,7 +85,6 @@ class LaunchLog:
                 for role, evs in (e.last_events or {}).items():
                     ol = e.stores[role].ops(op, e.fscal[role], e.stop[role])
                     labels = [f"{op.name} {i}: {L.label}" for i, L in enumerate(ol.launches)]
-                    labels += [f"{op.name} apply"] * (len(evs) - len(labels))
                     items.extend((lab, ev, None, at.get(id(ev))) for lab, ev in zip(labels, evs))
             return out
         core.Engine.launch, executors.StaticExecutor.step = logged_launch, logged_step

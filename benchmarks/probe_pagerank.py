@@ -6,7 +6,7 @@ the input's order or in the device's hot columns, Kahan-compensated or plain sum
 grouping or SpMV's), each: the app's run as a user gets it (per iteration, median of the
 repeats after a warm-up, the answer checked against the float64 reference and its L1 error
 kept), then every kernel of one step timed by OpenCL profiling events (the row operation's
-launches, the apply launch of cut rows, the two passes summing the L1 change and the
+launches, cut rows folded inside them, the two passes summing the L1 change and the
 dangling mass), a step at a time, beside CuPy's PageRank and cuSPARSE's product where CuPy
 is installed. A PageRank variant without the sums (``no sums``: not a correct step, only the
 kernel loop) reads what the L1 change and the dangling mass cost. On one device each
@@ -89,7 +89,6 @@ def kernel_loop(eng, op, args: dict, steps: int, before=None) -> dict:
             ol = store.ops(op, eng.fscal[r], eng.stop[r])
             launched = store.enqueue(ol, eng.step_args(args, r))
             labels = [f"{r} {i}: {L.label}" for i, L in enumerate(ol.launches)]
-            labels += [f"{r} apply"] * (ol.apply is not None)
             if ol.reduce_stage is not None:
                 launched.append(ol.reduce_stage.enqueue(q))
                 labels.append(f"{r} reduce pass 1")
