@@ -79,6 +79,15 @@ def graph_specs(real: str, scales: str) -> list[str]:
     return out
 
 
+def input_list(text: str) -> list[str]:
+    """Input specs from a ``--graphs`` comma list: ``graph500:SCALE`` as it is, any other
+    entry a file in the input folder (:func:`data_dir`); ``none`` or empty: no input."""
+    if not text or text == "none":
+        return []
+    return [s if s.startswith("graph500:") else str(data_dir() / s)
+            for s in (x.strip() for x in text.split(",")) if s]
+
+
 def choices(option: str, value: str, allowed) -> list[str]:
     """The comma list ``value`` of ``option``, each one of ``allowed``.
 

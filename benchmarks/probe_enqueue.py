@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from common import data_dir, load, log, main_of, today, write_json
+from common import input_list, load, log, main_of, today, write_json
 
 SRC = """
 __kernel void one(__global float *y) { if (get_global_id(0) == 0) y[0] += 1.0f; }
@@ -132,10 +132,7 @@ def main(argv=None) -> int:
     for role in () if args.no_bare else ("gpu", "cpu"):
         out["bare"][role] = bare_cases(pair.side(role), args.launches)
         write_json(args.json, out)
-    specs = [] if args.graphs == "none" else [s.strip() for s in args.graphs.split(",")]
-    for spec in specs:
-        if not spec.startswith("graph500:"):
-            spec = str(data_dir() / spec)
+    for spec in input_list(args.graphs):
         out["spmv"].append(spmv_case(spec, args))
         write_json(args.json, out)
     return 0

@@ -21,7 +21,7 @@ import time
 
 import numpy as np
 
-from common import data_dir, load, log, main_of, today, write_json
+from common import input_list, load, log, main_of, today, write_json
 from measure import stats
 
 VARIANTS = "1024:256:8,1024:256:0,2048:256:8,2048:512:8,4096:512:8,4096:1024:4,512:128:16"
@@ -169,9 +169,7 @@ def main(argv=None) -> int:
     if args.ptx:
         out["fence_lines"] = fence_lines(make_pair())
         log("fold's ordering: " + "; ".join(out["fence_lines"]))
-    for spec in [s.strip() for s in args.graphs.split(",") if s.strip()]:
-        if not spec.startswith("graph500:"):
-            spec = str(data_dir() / spec)
+    for spec in input_list(args.graphs):
         out["graphs"].append(graph_case(spec, args))
         write_json(args.json, out)
     return 0
