@@ -110,13 +110,14 @@ def variant_case(g, x: np.ndarray, expect: np.ndarray, bound: np.ndarray, varian
 def fence_lines(pair) -> list[str]:
     """The fence and atomic lines of the GPU's compiled CSR-adaptive program with cut rows
     (NVIDIA's OpenCL binaries are PTX text): what a cut row's fold is ordered by."""
+    from types import SimpleNamespace
     from finepar.apps.spmv import SpMV
-    from finepar.engine.memory import MAPPINGS, ptx_fence
+    from finepar.engine.memory import ptx_fence, rowop_defines
     op, side = SpMV.ops[0], pair.side("gpu")
-    defines = {**op.options(), "MAPPING": MAPPINGS["stream"], "WG": side.launch.wg_stream,
-               "COMPACT": 1, "HAS_DATA": 1, "HAS_SLOTS": 1, "OFFSET_T": "int",
-               "PTX_FENCE": int(ptx_fence(side)), "BLOCK_NNZ": side.launch.block_nnz,
-               "QUEUE": 0}
+    valued = SimpleNamespace(pattern=False)  # a matrix with values: HAS_DATA=1
+    defines = rowop_defines(op, valued, "stream", side.launch.wg_stream, compact=True,
+                            has_slots=True, offset_type="int", ptx_fence=ptx_fence(side),
+                            BLOCK_NNZ=side.launch.block_nnz, QUEUE=0)
     prg = pair.program(side, (op.fragment, "skeleton/rowop.cl"), defines)
     text = prg.binaries[0].decode("utf-8", "replace")
     return [ln.strip() for ln in text.splitlines()

@@ -130,12 +130,12 @@ def chunked(fn: Callable[[int, int], object], size: int, chunk: int | None = Non
 
 
 def equal(a: np.ndarray, b: np.ndarray, chunk: int = 1 << 20) -> bool:
-    """Whether ``a`` and ``b`` (1-D, one shape) hold the same entries, compared in pieces
-    of ``chunk`` entries on the shared pool: a 16.8 M-entry vector in a few milliseconds
-    rather than one thread's ten."""
-    if a.shape != b.shape:
-        return False
-    return all(chunked(lambda lo, hi: bool(np.array_equal(a[lo:hi], b[lo:hi])), a.size, chunk))
+    """Whether ``a`` and ``b`` (1-D) hold the same entries (NaN equal to nothing, as
+    ``np.array_equal``), compared in pieces of ``chunk`` entries on the shared pool
+    (:func:`first_true`): a 16.8 M-entry vector in a few milliseconds rather than one
+    thread's ten."""
+    return a.shape == b.shape and first_true(lambda lo, hi: a[lo:hi] != b[lo:hi],
+                                             a.size, chunk) is None
 
 
 #: Bytes one thread copies at a time in :func:`copy_spans`.

@@ -106,11 +106,10 @@ class RandomWalkWithRestart(PageRank):
 
     def inputs(self, engine: Engine, graph: Graph, params: dict) -> None:
         """The given restart vector checked against the devices' or uploaded before the
-        timed run (:meth:`App.inputs`)."""
-        p = self.check_params(graph, dict(params))
+        timed run (:meth:`App.inputs`; ``params`` already checked, seed filled in)."""
         st = self.prepared(engine, graph)
-        self._load_restart(engine, graph, st, p)
-        st["restart_checked"] = p.get("restart")
+        self._load_restart(engine, graph, st, params)  # pops an earlier mark first
+        st["restart_checked"] = params.get("restart")
 
     def _load_restart(self, engine: Engine, graph: Graph, st: dict, params: dict) -> float:
         """Make the run's p the devices' ``restart`` vector: once per seed or per given

@@ -60,9 +60,8 @@ class SpMV(App):
     def inputs(self, engine: Engine, graph: Graph, params: dict) -> None:
         """The given ``x`` checked against the device's, or uploaded, before the timed run
         (:meth:`App.inputs`); the run then takes it as it is."""
-        st = self.prepared(engine, graph)
         self._upload(engine, graph, params)
-        st["x_checked"] = params.get("x")
+        self.prepared(engine, graph)["x_checked"] = params.get("x")
 
     def _upload(self, engine: Engine, graph: Graph, p: dict) -> np.ndarray:
         """Make the run's ``x`` the device's: copied once per seed or per given content, not

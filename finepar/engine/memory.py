@@ -502,8 +502,7 @@ class SideStore:
     def _program(self, op: RowOp, mapping: str, wg: int, **extra):
         defines = rowop_defines(op, self.matrix, mapping, wg, compact=self.low.compact,
                                 has_slots=self.low.seg_slot is not None,
-                                offset_type=self.offset_type,
-                                ptx_fence=self.low.seg_slot is not None and ptx_fence(self.side),
+                                offset_type=self.offset_type, ptx_fence=ptx_fence(self.side),
                                 **extra)
         return self.pair.program(self.side, (op.fragment, "skeleton/rowop.cl"), defines)
 
