@@ -51,6 +51,9 @@ def parse_args(argv=None):
                          "PageRank's L1 error to the float64 reference with each sums and "
                          "columns choice, on the GPU alone and split at T_f = 64 (last)")
     ap.add_argument("--no-cupy", action="store_true")
+    ap.add_argument("--shuffles", default="auto", choices=("auto", "local", "none"),
+                    help="how teams and work-groups reduce (EngineOptions.shuffles: auto, "
+                         "PTX's warp shuffles on NVIDIA; none, a tree in local memory)")
     ap.add_argument("--variants", default="all",
                     help="PageRank variants to run: all, or a comma list of their numbers "
                          "(1-%d: %s)" % (len(PAGERANK), "; ".join(
@@ -165,7 +168,7 @@ def prepared(wl, pair, args, *, grouping: str, columns: str, params: dict):
     wl_run, plan, perm, _, eng, source, _ = wl.prepare(
         pair, throttle=ThrottleOptions().check(), threshold=None, devices=args.devices,
         grouping=grouping, model=None, step=64, calibrate=None,
-        options=EngineOptions(columns=columns), cache=None,
+        options=EngineOptions(columns=columns, shuffles=args.shuffles), cache=None,
         steps=wl.app.row_steps(wl.graph, params), params=params)
     return wl_run, plan, perm, eng
 

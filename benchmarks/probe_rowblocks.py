@@ -2,9 +2,10 @@
 under several work-group geometries, beside cuSPARSE (issues 29 and 31: SpMV on cnr-2000
 and Graph500 scale 18 at 0.87-0.89x cuSPARSE).
 
-For each input and each ``--variants`` entry ``BLOCK_NNZ:WG:SPLIT`` (the entries a stream
-work-group stages, its size, and the row length past which a row is cut into segments, in
-blocks: ``lower_adaptive``'s split), the GPU alone runs the row blocks (``grouping
+For each input and each ``--variants`` entry ``BLOCK_NNZ:WG:SPLIT[:SHUFFLES]`` (the entries
+a stream work-group stages, its size, the row length past which a row is cut into segments,
+in blocks: ``lower_adaptive``'s split, and how a team reduces: ``EngineOptions.shuffles``,
+``auto`` by default, ``none`` for the tree in local memory), the GPU alone runs the row blocks (``grouping
 adaptive``) on an engine of its own: ``--products`` products enqueued in a row, then one
 wait (the device's span over them, a product), and one product at a time with each
 launch's own time (the ``stream`` launch, the cut rows' ``apply``). Beside them, cuSPARSE's
@@ -34,25 +35,36 @@ def parse_args(argv=None):
     ap.add_argument("--graphs", default="cnr-2000.mtx.gz,graph500:18,graph500:20",
                     help="inputs, a comma list (files in the data folder or graph500:SCALE)")
     ap.add_argument("--variants", default=VARIANTS,
-                    help="BLOCK_NNZ:WG:SPLIT entries, a comma list (SPLIT in blocks; 0: "
-                         "no row is cut)")
+                    help="BLOCK_NNZ:WG:SPLIT[:SHUFFLES] entries, a comma list (SPLIT in "
+                         "blocks, 0: no row is cut; SHUFFLES auto, local or none)")
     ap.add_argument("--products", type=int, default=100, help="products a timed batch")
     ap.add_argument("--repeats", type=int, default=5, help="timed batches a variant")
     ap.add_argument("--no-cupy", action="store_true", help="leave cuSPARSE out")
     ap.add_argument("--ptx", action="store_true",
-                    help="record the fences and atomics of the GPU's compiled stream program "
-                         "with cut rows (PTX on NVIDIA)")
+                    help="record the fences, atomics and shuffles of the GPU's compiled "
+                         "stream program with cut rows (PTX on NVIDIA)")
     ap.add_argument("--json", default="probe_rowblocks.json")
     args = ap.parse_args(argv)
     try:
-        args.variants = [tuple(int(v) for v in s.split(":")) for s in args.variants.split(",")]
+        args.variants = [variant_of(s) for s in args.variants.split(",")]
     except ValueError:
-        raise UsageError(f"--variants: BLOCK_NNZ:WG:SPLIT entries, not {args.variants!r}")
-    if any(len(v) != 3 or v[0] < 2 or v[1] < 1 or v[2] < 0 for v in args.variants):
-        raise UsageError(f"--variants: BLOCK_NNZ:WG:SPLIT entries, not {args.variants!r}")
+        raise UsageError(f"--variants: BLOCK_NNZ:WG:SPLIT[:SHUFFLES] entries, not "
+                         f"{args.variants!r}")
     if args.products < 1 or args.repeats < 1:
         raise UsageError("--products and --repeats must be at least 1")
     return args
+
+
+def variant_of(text: str) -> tuple:
+    """``(block_nnz, wg, split, shuffles)`` of one ``--variants`` entry; ValueError if bad."""
+    parts = text.split(":")
+    if len(parts) not in (3, 4) or (len(parts) == 4 and parts[3] not in ("auto", "local",
+                                                                          "none")):
+        raise ValueError(text)
+    block, wg, split = (int(v) for v in parts[:3])
+    if block < 2 or wg < 1 or split < 0:
+        raise ValueError(text)
+    return block, wg, split, parts[3] if len(parts) == 4 else "auto"
 
 
 def variant_case(g, x: np.ndarray, expect: np.ndarray, bound: np.ndarray, variant: tuple,
@@ -64,7 +76,7 @@ def variant_case(g, x: np.ndarray, expect: np.ndarray, bound: np.ndarray, varian
     from finepar.engine import EngineOptions
     from finepar.engine.timing import event_seconds
     from finepar.partition import single_device
-    block, wg, split = variant
+    block, wg, split, shuffles = variant
     pair = make_pair(config={"launch": {"gpu": {"block_nnz": block, "wg_stream": wg}}},
                      keep=False)
     saved = launches.ADAPTIVE_SPLIT_BLOCKS
@@ -72,7 +84,7 @@ def variant_case(g, x: np.ndarray, expect: np.ndarray, bound: np.ndarray, varian
     try:
         wl = Workload("spmv", g)
         plan = single_device(wl.matrix.row_lengths(), "gpu", grouping="adaptive")
-        eng = wl.engine(pair, plan, EngineOptions(profile="launch"))
+        eng = wl.engine(pair, plan, EngineOptions(profile="launch", shuffles=shuffles))
     finally:
         launches.ADAPTIVE_SPLIT_BLOCKS = saved
     eng.write("x", x)
@@ -101,27 +113,29 @@ def variant_case(g, x: np.ndarray, expect: np.ndarray, bound: np.ndarray, varian
             per_launch.setdefault(j, []).append(event_seconds([ev])[0])
     y = eng.read("y")  # after every batch: a fold that raced would show here
     bad += int(np.count_nonzero(np.abs(y - expect) > bound))
-    return {"variant": {"block_nnz": block, "wg_stream": wg, "split_blocks": split},
+    return {"variant": {"block_nnz": block, "wg_stream": wg, "split_blocks": split,
+                        "shuffles": shuffles},
             "wrong_rows": bad, "launches": len(per_launch), "lowering": eng.describe()["gpu"],
             "span_per_product": stats(spans), "wall_per_product": stats(walls),
             "launch_seconds": {str(j): stats(v) for j, v in per_launch.items()}}
 
 
 def fence_lines(pair) -> list[str]:
-    """The fence and atomic lines of the GPU's compiled CSR-adaptive program with cut rows
-    (NVIDIA's OpenCL binaries are PTX text): what a cut row's fold is ordered by."""
+    """The fence, atomic and shuffle lines of the GPU's compiled CSR-adaptive program with
+    cut rows (NVIDIA's OpenCL binaries are PTX text): what a cut row's fold is ordered by,
+    and how its teams reduce."""
     from types import SimpleNamespace
     from finepar.apps.spmv import SpMV
-    from finepar.engine.memory import ptx_fence, rowop_defines
+    from finepar.engine.memory import builds_ptx, rowop_defines
     op, side = SpMV.ops[0], pair.side("gpu")
     valued = SimpleNamespace(pattern=False)  # a matrix with values: HAS_DATA=1
     defines = rowop_defines(op, valued, "stream", side.launch.wg_stream, compact=True,
-                            has_slots=True, offset_type="int", ptx_fence=ptx_fence(side),
+                            has_slots=True, offset_type="int", ptx=builds_ptx(side),
                             BLOCK_NNZ=side.launch.block_nnz, QUEUE=0)
     prg = pair.program(side, (op.fragment, "skeleton/rowop.cl"), defines)
     text = prg.binaries[0].decode("utf-8", "replace")
     return [ln.strip() for ln in text.splitlines()
-            if len(ln) < 200 and any(w in ln for w in ("membar", "fence", "atom."))]
+            if len(ln) < 200 and any(w in ln for w in ("membar", "fence", "atom.", "shfl"))]
 
 
 def cusparse_case(g, x: np.ndarray, expect: np.ndarray, bound: np.ndarray, args) -> dict | None:
@@ -169,7 +183,7 @@ def main(argv=None) -> int:
     log(out["device"])
     if args.ptx:
         out["fence_lines"] = fence_lines(make_pair())
-        log("fold's ordering: " + "; ".join(out["fence_lines"]))
+        log("fold's ordering, shuffles: " + "; ".join(out["fence_lines"]))
     for spec in input_list(args.graphs):
         out["graphs"].append(graph_case(spec, args))
         write_json(args.json, out)

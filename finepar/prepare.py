@@ -78,7 +78,8 @@ def prepare(work: Workload, pair: DevicePair, *, throttle: ThrottleOptions,
             # the usual plan on a GPU machine, even where "both" were decided
             ahead = work.app.built_ahead(("gpu",)) or ()
             ops = sorted(work.app.ops, key=lambda op: op.name not in ahead)
-            for _, sources, defines in likely_programs(pair, work.matrix, ops, opts.offsets):
+            for _, sources, defines in likely_programs(pair, work.matrix, ops, opts.offsets,
+                                                       opts.shuffles):
                 pair.guess_build(pair.program, pair.gpu, sources, defines)
     out = _prepared(work, pair, throttle=throttle, threshold=threshold,
                     devices=alone or devices, grouping=grouping, model=model, step=step,

@@ -127,7 +127,8 @@ class Engine:
             chunking = self._chunking(role, side, low, has_data)
             self.stores[role] = SideStore(pair, side, low, matrix, global_csr=self._csr_for,
                                           dummy=self.dummy(role), has_data=has_data,
-                                          offsets=self.options.offsets, counter=counter,
+                                          offsets=self.options.offsets,
+                                          shuffles=self.options.shuffles, counter=counter,
                                           chunking=chunking)
         self.fscal = {r: alloc(pair.side(r), np.zeros(N_SCALARS, np.float32)) for r in self.roles}
         self.stop = {r: alloc(pair.side(r), np.zeros(1, np.int32)) for r in self.roles}
@@ -157,7 +158,8 @@ class Engine:
             side = self.pair.side(role)
             for op in ops:
                 for sources, defines in lowered_programs(side, low, self.matrix, op,
-                                                         self.options.offsets):
+                                                         self.options.offsets,
+                                                         self.options.shuffles):
                     self.pair.start_build(self.pair.program, side, sources, defines)
 
     def _executor(self):

@@ -51,8 +51,8 @@ def check_fits(side: Side, nbytes: int, what: str) -> None:
 
 
 def rowop_defines(op: RowOp, matrix: Graph, mapping: str, wg: int, *, compact: bool,
-                  has_slots: bool, offset_type: str, ptx_fence: bool = False,
-                  **extra) -> dict:
+                  has_slots: bool, offset_type: str, ptx: bool = False,
+                  shuffles: str = "auto", **extra) -> dict:
     """The ``-D`` options of ``op``'s program (``op.fragment`` + ``rowop.cl``) for one
     launch mapping and work-group size over a store of the given kind.
 
@@ -64,22 +64,43 @@ def rowop_defines(op: RowOp, matrix: Graph, mapping: str, wg: int, *, compact: b
         Some rows are cut into segments that accumulate in slots.
     offset_type : {'int', 'long'}
         The OpenCL type of the row offsets.
-    ptx_fence : bool
-        With ``has_slots``: fence a cut row's slots with PTX's ``membar.gl``
-        (:func:`ptx_fence`), not OpenCL's ``mem_fence``.
+    ptx : bool
+        The side's compiler is NVIDIA's (:func:`builds_ptx`): with ``has_slots`` a cut
+        row's slots are fenced with PTX's ``membar.gl``, not OpenCL's ``mem_fence``; and
+        teams reduce with PTX's warp shuffles (:func:`shuffle_mode`).
+    shuffles : {'auto', 'local', 'none'}
+        :attr:`~finepar.engine.EngineOptions.shuffles`.
     **extra
         The mapping's own options (``LANES``, ``BLOCK_NNZ``, ``QUEUE``, ``DYN_BACK``).
     """
-    fence = {"PTX_FENCE": 1} if has_slots and ptx_fence else {}
+    fence = {"PTX_FENCE": 1} if has_slots and ptx else {}
+    mode = shuffle_mode(ptx, wg, shuffles)
+    shfl = {"SG_SHFL": mode, "SG_SIZE": SUB_GROUP} if mode else {}
     return {**op.options(), "MAPPING": MAPPINGS[mapping], "WG": wg, "COMPACT": int(compact),
             "HAS_DATA": int(op.reads_values(matrix)), "HAS_SLOTS": int(has_slots),
-            "OFFSET_T": offset_type, **fence, **extra}
+            "OFFSET_T": offset_type, **fence, **shfl, **extra}
 
 
-def ptx_fence(side: Side) -> bool:
-    """Whether ``side``'s compiler is NVIDIA's, whose ``mem_fence`` fences a work-group only
-    (``membar.cta``): a cut row's fold across work-groups then needs PTX's ``membar.gl``
-    (``opencl/skeleton/rowop.cl``, ``DEVICE_FENCE``)."""
+#: Work-items of a sub-group whose registers the shuffles exchange (an NVIDIA warp).
+SUB_GROUP = 32
+
+
+def shuffle_mode(ptx: bool, wg: int, shuffles: str = "auto") -> int:
+    """``SG_SHFL`` of a program of work-groups of ``wg`` (``opencl/skeleton/rowop.cl``): 1,
+    PTX's ``shfl.sync`` where NVIDIA's compiler builds it (``ptx``) and ``shuffles`` is
+    ``auto``; 2, the same exchanges through local memory (``local``: the emulated pair's
+    tests of that code); 0, a tree in local memory (``none``, another compiler, or a
+    work-group that is not whole sub-groups)."""
+    if shuffles == "none" or wg % SUB_GROUP:
+        return 0
+    return 2 if shuffles == "local" else int(bool(ptx))
+
+
+def builds_ptx(side: Side) -> bool:
+    """Whether ``side``'s compiler is NVIDIA's, which takes inline PTX: its ``mem_fence``
+    fences a work-group only (``membar.cta``), so a cut row's fold across work-groups needs
+    PTX's ``membar.gl`` (``opencl/skeleton/rowop.cl``, ``DEVICE_FENCE``), and its warps
+    exchange registers with ``shfl.sync`` (``SG_SHFL``)."""
     return "NVIDIA" in f"{side.info.platform} {side.info.vendor}".upper()
 
 
@@ -123,7 +144,7 @@ def geometry(side: Side, spec, n: int, max_lanes: int | None = None) -> tuple[in
 
 
 def lowered_programs(side: Side, low: ShareLowering, matrix: Graph, op: RowOp,
-                     offsets: str = "auto") -> list[tuple[tuple, dict]]:
+                     offsets: str = "auto", shuffles: str = "auto") -> list[tuple[tuple, dict]]:
     """``(sources, defines)`` of every program a store of ``low`` on ``side`` builds for
     ``op`` (each once: its launches' mappings and the partial-sum reduction), known from
     the lowering alone, before the store uploads anything: :class:`~finepar.engine.Engine`
@@ -131,11 +152,12 @@ def lowered_programs(side: Side, low: ShareLowering, matrix: Graph, op: RowOp,
     specs = [spec for spec in low.launches if spec.hi > spec.lo or spec.mapping == "dynamic"]
     return _programs(side, specs, matrix, op, compact=low.compact,
                      has_slots=low.seg_slot is not None,
-                     offset_type=offset_type(low, matrix, offsets))
+                     offset_type=offset_type(low, matrix, offsets), shuffles=shuffles)
 
 
 def _programs(side: Side, specs: list, matrix: Graph, op: RowOp, *, compact: bool,
-              has_slots: bool, offset_type: str) -> list[tuple[tuple, dict]]:
+              has_slots: bool, offset_type: str,
+              shuffles: str = "auto") -> list[tuple[tuple, dict]]:
     """``(sources, defines)`` of ``op``'s programs for launches ``specs`` over a store of the
     given kind, with the partial-sum reduction, each once."""
     out = []
@@ -147,12 +169,13 @@ def _programs(side: Side, specs: list, matrix: Graph, op: RowOp, *, compact: boo
     unique = {(m, wg, tuple(sorted(e.items()))): (m, wg, e) for m, wg, e in out}
     return [((op.fragment, "skeleton/rowop.cl"),
              rowop_defines(op, matrix, m, wg, compact=compact, has_slots=has_slots,
-                           offset_type=offset_type,
-                           ptx_fence=has_slots and ptx_fence(side), **extra))
+                           offset_type=offset_type, ptx=builds_ptx(side),
+                           shuffles=shuffles, **extra))
             for m, wg, extra in unique.values()]
 
 
-def likely_programs(pair: DevicePair, matrix: Graph, ops, offsets: str = "auto") -> list:
+def likely_programs(pair: DevicePair, matrix: Graph, ops, offsets: str = "auto",
+                    shuffles: str = "auto") -> list:
     """``(role, sources, defines)`` of the row-operation programs a plan of FinePar's
     usual shape will most likely build on the GPU, known before planning: the GPU's share
     indexing the whole CSR (no row cut) in §4.1's pow4 length groups (item, team at 4, 16
@@ -174,7 +197,8 @@ def likely_programs(pair: DevicePair, matrix: Graph, ops, offsets: str = "auto")
     return [("gpu", sources, defines) for op in ops
             for sources, defines in _programs(side, specs, matrix, op, compact=False,
                                               has_slots=False,
-                                              offset_type="long" if wide else "int")]
+                                              offset_type="long" if wide else "int",
+                                              shuffles=shuffles)]
 
 
 def _pow2_at_most(limit: int, cap: int = 256) -> int:
@@ -416,6 +440,8 @@ class SideStore:
     offsets : {'auto', 'int64'}
         ``int64``: 64-bit segment offsets at any size (for tests); ``auto``:
         64-bit only where the share's offsets pass the int32 limit.
+    shuffles : {'auto', 'local', 'none'}
+        How teams reduce (:attr:`~finepar.engine.EngineOptions.shuffles`).
     counter : buffer, optional
         The chunk counter both devices' ``dynamic`` launches share.
     chunking : Chunking, optional
@@ -429,8 +455,9 @@ class SideStore:
 
     def __init__(self, pair: DevicePair, side: Side, low: ShareLowering, matrix: Graph, *,
                  global_csr: Callable, dummy, has_data: bool, offsets: str = "auto",
-                 counter=None, chunking: Chunking | None = None):
+                 shuffles: str = "auto", counter=None, chunking: Chunking | None = None):
         self.pair, self.side, self.low, self.role = pair, side, low, low.role
+        self.shuffles = shuffles
         self.matrix = matrix
         self.dummy = dummy
         self.counter = counter if counter is not None else dummy
@@ -502,8 +529,8 @@ class SideStore:
     def _program(self, op: RowOp, mapping: str, wg: int, **extra):
         defines = rowop_defines(op, self.matrix, mapping, wg, compact=self.low.compact,
                                 has_slots=self.low.seg_slot is not None,
-                                offset_type=self.offset_type, ptx_fence=ptx_fence(self.side),
-                                **extra)
+                                offset_type=self.offset_type, ptx=builds_ptx(self.side),
+                                shuffles=self.shuffles, **extra)
         return self.pair.program(self.side, (op.fragment, "skeleton/rowop.cl"), defines)
 
     def ops(self, op: RowOp, fscal, stop) -> OpLaunches:

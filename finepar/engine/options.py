@@ -63,6 +63,12 @@ class EngineOptions:
         a deep graph, SSSP:
         :data:`~finepar.apps.sssp.GROUP_NNZ`, CC: :data:`~finepar.apps.afforest.WIDE_NNZ`),
         ``always`` on any, ``none`` never.
+    shuffles : {'auto', 'local', 'none'}
+        How a team of work-items reduces its row and a work-group its step's sums
+        (``opencl/skeleton/rowop.cl``, ``SG_SHFL``): ``auto`` (default) in registers with
+        PTX's warp shuffles where NVIDIA's compiler builds the programs, else a tree in
+        local memory; ``local`` the shuffles' code with each exchange through local memory
+        on every device (for tests); ``none`` the tree everywhere.
     """
 
     offsets: str = "auto"
@@ -75,6 +81,7 @@ class EngineOptions:
     columns: str = "auto"
     walk: str | int = "auto"
     group_loop: str = "auto"
+    shuffles: str = "auto"
 
     def small_form(self, nnz: int, limit: int) -> bool:
         """Whether :attr:`group_loop` asks for a small input's form of a run on an input

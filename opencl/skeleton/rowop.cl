@@ -228,8 +228,94 @@
     if (active) { EPILOGUE(r, acc) }
 #endif
 
+/* ------------------------------------------------------------ sub-group shuffles */
+/* SG_SHFL=1: a team of at most SG_SIZE work-items (a warp: NVIDIA's compiler, where the
+ * host builds for it) reduces in registers with PTX's shfl.sync.bfly (CUDA's
+ * __shfl_xor_sync), and a work-group's sums cross its warps through local memory once: one
+ * barrier, not one a halving of the tree. SG_SHFL=2: the same exchanges through local
+ * memory, a barrier each (PoCL's tests of this code). 0: a tree in local memory. A value of
+ * any 4- or 8-byte type moves as 32-bit words. Every work-item of the group reaches each
+ * exchange (the team sizes are uniform over the group), and a barrier under a condition
+ * (SG_BARRIER_IF) is one the whole group takes or skips. */
+#ifndef SG_SHFL
+#define SG_SHFL 0
+#endif
+#if SG_SHFL
+#ifndef SG_SIZE
+#define SG_SIZE 32
+#endif
+#if WG % SG_SIZE
+#error "SG_SHFL needs WG a multiple of SG_SIZE"
+#endif
+#if SG_SHFL == 1
+#define SG_LOCALS
+#define SG_PARAMS
+#define SG_ARGS
+inline uint shfl_xor_u32(uint v, int m)
+{
+    uint r;
+    asm volatile("shfl.sync.bfly.b32 %0, %1, %2, 0x1f, 0xffffffff;" : "=r"(r) : "r"(v), "r"(m));
+    return r;
+}
+#define SHFL_XOR_U32(v, m) shfl_xor_u32(v, m)
+#define SG_BARRIER_IF(c) if (c) barrier(CLK_LOCAL_MEM_FENCE);
+#else
+#define SG_LOCALS __local uint sg_words_[WG];
+#define SG_PARAMS , __local uint *words_, const int lid_
+#define SG_ARGS , sg_words_, lid
+#define SHFL_XOR_U32(v, m) shfl_xor_local(words_, lid_, v, m)
+/* PoCL's work-group loops mishandle a barrier under a condition, uniform as it is: here
+ * every work-item meets the barrier (the same exchanges, one barrier more). */
+#define SG_BARRIER_IF(c) barrier(CLK_LOCAL_MEM_FENCE);
+inline uint shfl_xor_local(__local uint *words, const int lid, uint v, int m)
+{
+    barrier(CLK_LOCAL_MEM_FENCE);
+    words[lid] = v;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    return words[lid ^ m];
+}
+#endif
+#define SG_SHFL_OF(T)                                                        \
+    inline T shfl_xor_##T(T v, int m SG_PARAMS)                              \
+    {                                                                        \
+        union { T v; uint w[sizeof(T) / 4]; } b_;                            \
+        b_.v = v;                                                            \
+        for (int i_ = 0; i_ < (int)(sizeof(T) / 4); ++i_)                    \
+            b_.w[i_] = SHFL_XOR_U32(b_.w[i_], m);                            \
+        return b_.v;                                                         \
+    }
+SG_SHFL_OF(acc_t)
+SG_SHFL_OF(part_t)
+#else
+#define SG_LOCALS
+#endif
+
 /* Work-group sum of (p0, p1) into partials[2*(part_offset + group) + {0,1}]. */
-#if NEED_PARTIALS
+#if NEED_PARTIALS && SG_SHFL
+#define PARTIAL_LOCALS __local part_t lp0[WG / SG_SIZE]; __local part_t lp1[WG / SG_SIZE];
+#define WG_PARTIALS(p0, p1)                                                  \
+    {                                                                        \
+        part_t q0_ = (p0), q1_ = (p1);                                       \
+        for (int m_ = SG_SIZE / 2; m_ > 0; m_ >>= 1) {                       \
+            q0_ += shfl_xor_part_t(q0_, m_ SG_ARGS);                         \
+            q1_ += shfl_xor_part_t(q1_, m_ SG_ARGS);                         \
+        }                                                                    \
+        if ((lid & (SG_SIZE - 1)) == 0) {                                    \
+            lp0[lid / SG_SIZE] = q0_;                                        \
+            lp1[lid / SG_SIZE] = q1_;                                        \
+        }                                                                    \
+        barrier(CLK_LOCAL_MEM_FENCE);                                        \
+        if (lid == 0) {                                                      \
+            for (int w_ = 1; w_ < WG / SG_SIZE; ++w_) {                      \
+                q0_ += lp0[w_];                                              \
+                q1_ += lp1[w_];                                              \
+            }                                                                \
+            const int g_ = 2 * (part_offset + (int)get_group_id(0));         \
+            partials[g_] = q0_;                                              \
+            partials[g_ + 1] = q1_;                                          \
+        }                                                                    \
+    }
+#elif NEED_PARTIALS
 #define PARTIAL_LOCALS __local part_t lp0[WG]; __local part_t lp1[WG];
 #define WG_PARTIALS(p0, p1)                                                  \
     {                                                                        \
@@ -259,21 +345,42 @@
 #define STOP_CHECK
 #endif
 
-/* Tree reduction of lacc[lid] within aligned teams of `team` work-items (team a power of
- * two dividing WG); the team's result lands in lacc[team leader]. */
-#define TEAM_REDUCE(lacc, lid, team)                                         \
-    for (int s_ = (team) / 2; s_ > 0; s_ >>= 1) {                            \
+/* A team's reduction of acc (team a power of two dividing WG, uniform over the work-group):
+ * afterwards the team's first work-item holds it in acc. SG_SHFL: shuffles within a
+ * sub-group, then (teams wider than one) each sub-group's sum through lacc, one barrier.
+ * Otherwise a tree in lacc. */
+#if SG_SHFL
+#define TEAM_SUM(acc, lacc, lid, team)                                       \
+    {                                                                        \
+        for (int m_ = min((team), SG_SIZE) / 2; m_ > 0; m_ >>= 1)            \
+            acc = REDUCE(acc, shfl_xor_acc_t(acc, m_ SG_ARGS));              \
+        if ((team) > SG_SIZE && ((lid) & (SG_SIZE - 1)) == 0)                \
+            lacc[(lid) / SG_SIZE] = acc;                                     \
+        SG_BARRIER_IF((team) > SG_SIZE)                                      \
+        if ((team) > SG_SIZE && ((lid) & ((team) - 1)) == 0)                 \
+            for (int w_ = 1; w_ < (team) / SG_SIZE; ++w_)                    \
+                acc = REDUCE(acc, lacc[(lid) / SG_SIZE + w_]);               \
+    }
+#else
+#define TEAM_SUM(acc, lacc, lid, team)                                       \
+    {                                                                        \
+        lacc[lid] = acc;                                                     \
+        for (int s_ = (team) / 2; s_ > 0; s_ >>= 1) {                        \
+            barrier(CLK_LOCAL_MEM_FENCE);                                    \
+            if (((lid) & ((team) - 1)) < s_)                                 \
+                lacc[lid] = REDUCE(lacc[lid], lacc[(lid) + s_]);             \
+        }                                                                    \
         barrier(CLK_LOCAL_MEM_FENCE);                                        \
-        if (((lid) & ((team) - 1)) < s_)                                     \
-            lacc[lid] = REDUCE(lacc[lid], lacc[(lid) + s_]);                 \
-    }                                                                        \
-    barrier(CLK_LOCAL_MEM_FENCE);
+        acc = lacc[lid];                                                     \
+    }
+#endif
 
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void rowop(ROWOP_ARGS)
 {
     STOP_CHECK
     PARTIAL_LOCALS
+    SG_LOCALS
     const int lid = (int)get_local_id(0);
     part_t p0 = 0, p1 = 0;
 #if MAPPING == 0
@@ -311,10 +418,8 @@ void rowop(ROWOP_ARGS)
         if (active) SCAN(acc, seg_ptr[p] + lane, seg_ptr[p + 1], TEAM)
 #endif
     }
-    lacc[lid] = acc;
-    TEAM_REDUCE(lacc, lid, TEAM)
+    TEAM_SUM(acc, lacc, lid, TEAM)
     if (lane == 0 && j < nseg) {
-        acc = lacc[lid];
         FINISH_SEGMENT(s, r, acc, active)
     }
 #elif MAPPING == 3
@@ -375,10 +480,8 @@ void rowop(ROWOP_ARGS)
 #endif
             }
         }
-        lacc[lid] = acc;
-        TEAM_REDUCE(lacc, lid, team)
+        TEAM_SUM(acc, lacc, lid, team)
         if (lane == 0 && s < sb) {
-            acc = lacc[lid];
             FINISH_SEGMENT(s, r, acc, active)
         }
 #if QUEUE
