@@ -335,9 +335,29 @@ def probe_parser(doc: str, name: str):
                     help="the pair's memory mode (auto: FinePar's default)")
     ap.add_argument("--devices", default="auto", choices=("auto", "gpu", "both"),
                     help="the plan's devices (auto: FinePar's default)")
+    ap.add_argument("--shuffles", default="auto", choices=("auto", "local", "none"),
+                    help="how teams and work-groups reduce (EngineOptions.shuffles: auto, "
+                         "PTX's warp shuffles on NVIDIA; none, a tree in local memory)")
+    ap.add_argument("--launch", default="", type=launch_overrides,
+                    help="the GPU's work-group geometry, KEY=VALUE comma list of "
+                         "LaunchConfig's fields (e.g. wg_stream=128); default FinePar's")
     ap.add_argument("--json", default=f"{name}.json")
     ap.add_argument("--budget-s", type=float, default=480.0)
     return ap
+
+
+def launch_overrides(text: str) -> dict:
+    """``--launch``'s ``KEY=VALUE`` list as ``{key: int}`` (argparse's type: a bad entry is
+    its usage error)."""
+    import argparse
+    from finepar.device.discovery import LaunchConfig
+    out = {}
+    for item in filter(None, text.split(",")):
+        key, _, value = item.partition("=")
+        if key not in LaunchConfig.__dataclass_fields__ or not value.isdigit():
+            raise argparse.ArgumentTypeError(f"{item!r} is not KEY=VALUE of LaunchConfig")
+        out[key] = int(value)
+    return out
 
 
 def probe_start(args, script: str):
@@ -348,7 +368,8 @@ def probe_start(args, script: str):
     from finepar.api import make_pair
     budget = Budget(args.budget_s)
     spec = args.graph or f"graph500:{args.scale}"
-    pair = make_pair(memory=args.memory)
+    launch = getattr(args, "launch", None)
+    pair = make_pair(memory=args.memory, config={"launch": {"gpu": launch}} if launch else None)
     g, load_s = load(spec)
     out = {"script": f"benchmarks/{script}.py", "date": today(), "device": device_line(pair),
            "graph": spec, "n": int(g.n), "nnz": int(g.nnz), "load_s": load_s,

@@ -51,9 +51,6 @@ def parse_args(argv=None):
                          "PageRank's L1 error to the float64 reference with each sums and "
                          "columns choice, on the GPU alone and split at T_f = 64 (last)")
     ap.add_argument("--no-cupy", action="store_true")
-    ap.add_argument("--shuffles", default="auto", choices=("auto", "local", "none"),
-                    help="how teams and work-groups reduce (EngineOptions.shuffles: auto, "
-                         "PTX's warp shuffles on NVIDIA; none, a tree in local memory)")
     ap.add_argument("--variants", default="all",
                     help="PageRank variants to run: all, or a comma list of their numbers "
                          "(1-%d: %s)" % (len(PAGERANK), "; ".join(

@@ -81,11 +81,14 @@ def checker(app, g, params: dict):
 
 
 def engine_for(wl, pair, args, grouping: str, params: dict):
-    """The engine a default run with ``params`` prepares, its plan grouped as asked."""
+    """The engine a default run with ``params`` prepares, its plan grouped as asked, its
+    teams reducing as ``args.shuffles`` says (``auto`` where ``args`` has none)."""
+    from finepar.engine import EngineOptions
     from finepar.throttle.plan import ThrottleOptions
+    options = EngineOptions(shuffles=getattr(args, "shuffles", "auto"))
     wl_run, plan, perm, _, eng, source, _ = wl.prepare(
         pair, throttle=ThrottleOptions().check(), threshold=None, devices=args.devices,
-        grouping=grouping, model=None, step=64, calibrate=None, options=None, cache=None,
+        grouping=grouping, model=None, step=64, calibrate=None, options=options, cache=None,
         steps=wl.app.row_steps(wl.graph, params), params=params)
     if perm is not None:
         raise RuntimeError("the plan relabels the vertices: the probe runs it without")

@@ -218,8 +218,11 @@ def test_likely_programs_are_those_a_pow4_gpu_share_builds():
     built = {(tuple(b["sources"]), tuple(b["options"])) for b in pair.build_log
              if "skeleton/rowop.cl" in b["sources"]}
     assert {gr.mapping for gr in plan.shares["gpu"].groups} >= {"item", "team"}
-    gpu = SimpleNamespace(info=SimpleNamespace(kind="gpu", max_work_group_size=(
-        pair.gpu.info.max_work_group_size)), launch=pair.gpu.launch)
+    info = pair.gpu.info
+    gpu = SimpleNamespace(info=SimpleNamespace(kind="gpu", platform=info.platform,
+                                               vendor=info.vendor, max_work_group_size=(
+                                                   info.max_work_group_size)),
+                          launch=pair.gpu.launch)
     likely = {(tuple(src), build_options(d)) for role, src, d in likely_programs(
         SimpleNamespace(emulated=False, gpu=gpu), wl.matrix, wl.app.ops)}
     assert len(built) >= 4 and built <= likely, built - likely
