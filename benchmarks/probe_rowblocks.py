@@ -77,8 +77,8 @@ def variant_case(g, x: np.ndarray, expect: np.ndarray, bound: np.ndarray, varian
     from finepar.engine.timing import event_seconds
     from finepar.partition import single_device
     block, wg, split, shuffles = variant
-    pair = make_pair(config={"launch": {"gpu": {"block_nnz": block, "wg_stream": wg}}},
-                     keep=False)
+    pair = make_pair(config={"launch": {"gpu": {"block_nnz": block, "wg_stream": wg,
+                                                "wg_stream_small": wg}}}, keep=False)
     saved = launches.ADAPTIVE_SPLIT_BLOCKS
     launches.ADAPTIVE_SPLIT_BLOCKS = split or (1 << 40) // max(block, 1)
     try:

@@ -117,6 +117,31 @@ def test_cut_rows_fold_inside_their_launch(pairs, mode, monkeypatch):
 
 
 @pytest.mark.parametrize("mode", ["shared", "split"])
+def test_the_stream_work_group_follows_the_shares_entries(mode):
+    """A GPU share of at most ``stream_small_nnz`` entries is packed and launched in
+    work-groups of ``wg_stream_small`` (128), a larger one in ``wg_stream``'s (256): each
+    block holds at most that many segments, the program is built for it, and both agree
+    with scipy (the shuffles' local form too)."""
+    from finepar.device import make_pair
+    from finepar.engine.memory import lowered_programs
+    g = generated_graph(12, 3)
+    x = np.random.default_rng(4).uniform(-1, 1, g.n).astype(np.float32)
+    for small_nnz, wg in ((g.nnz, 128), (g.nnz - 1, 256)):
+        pair = make_pair(memory=mode, gpu="emulate", keep=False,
+                         config={"launch": {"gpu": {"stream_small_nnz": small_nnz}}})
+        assert pair.gpu.launch.stream_wg(g.nnz) == wg
+        for shuffles in ("auto", "local"):
+            eng = Engine(pair, g, single_device(g.row_lengths(), "gpu", grouping="adaptive"),
+                         SPMV, options=EngineOptions(shuffles=shuffles))
+            low = eng.stores["gpu"].low
+            assert [spec.wg for spec in low.launches] == [wg]
+            assert np.diff(low.blk_ptr).max() <= wg
+            assert {d["WG"] for _, d in lowered_programs(pair.gpu, low, g, SPMV)
+                    if d["MAPPING"] == 3} == {wg}
+            spmv_ok(g, eng, x)
+
+
+@pytest.mark.parametrize("mode", ["shared", "split"])
 def test_dynamic_baseline_executors(pairs, mode):
     """Chunks from a device-side counter (shared memory) or handed out by the host (split)."""
     g = generated_graph(12, 3)

@@ -45,7 +45,8 @@ _TOP_KEYS = {"platform", "memory", "devices", "cache", "launch", "tuner", "budge
              "throttle", "prepared_cache"}
 _THROTTLE_KEYS = {"schedule": str, "bisect": str, "remap": str, "cache_bytes": int,
                   "fraction": float}
-_LAUNCH_KEYS = {"wg_item", "wg_team", "lanes", "wg_group", "wg_stream", "block_nnz",
+_LAUNCH_KEYS = {"wg_item", "wg_team", "lanes", "wg_group", "wg_stream", "wg_stream_small",
+                "stream_small_nnz", "block_nnz",
                 "resident_groups"}
 
 

@@ -362,6 +362,13 @@ class LaunchConfig:
         Work-group size of the work-group-per-row mapping (power of two).
     wg_stream : int
         Work-group size of the CSR-adaptive (stream) mapping (power of two).
+    wg_stream_small, stream_small_nnz : int
+        The stream's work-group size for a share of at most ``stream_small_nnz`` entries
+        (:meth:`stream_wg`): on one H200 (``benchmarks/runs/h200-2026-11-29h``, ``i``)
+        1,024-entry blocks by 128 work-items took cnr-2000's product from 30.8 to 23.2 us
+        and soc-Slashdot0902's from 20.1 to 15.6, equal at Graph500 scales 18 and 20
+        (7.6 M and 31 M entries), and 13% and 5% slower at scales 22 and 24 (128 M and
+        521 M): fewer, fuller work-items where the blocks are few.
     block_nnz : int
         Entries a stream work-group stages in local memory (its row blocks' size).
     resident_groups : int
@@ -373,8 +380,14 @@ class LaunchConfig:
     lanes: int = 32
     wg_group: int = 256
     wg_stream: int = 256
+    wg_stream_small: int = 256
+    stream_small_nnz: int = 0
     block_nnz: int = 1024
     resident_groups: int = 8
+
+    def stream_wg(self, nnz: int) -> int:
+        """The stream mapping's work-group size for a share of ``nnz`` entries."""
+        return self.wg_stream_small if int(nnz) <= self.stream_small_nnz else self.wg_stream
 
     @classmethod
     def for_role(cls, role: str, info: DeviceInfo, overrides: dict | None = None) -> "LaunchConfig":
@@ -382,10 +395,11 @@ class LaunchConfig:
         same code paths run everywhere), CPU-shaped for the cpu role."""
         if role == "gpu":
             cfg = cls(wg_item=128, wg_team=128, lanes=32, wg_group=256, wg_stream=256,
-                      block_nnz=1024, resident_groups=8)
+                      wg_stream_small=128, stream_small_nnz=1 << 26, block_nnz=1024,
+                      resident_groups=8)
         else:
             cfg = cls(wg_item=64, wg_team=64, lanes=8, wg_group=64, wg_stream=64,
-                      block_nnz=512, resident_groups=2)
+                      wg_stream_small=64, block_nnz=512, resident_groups=2)
         limit = max(1, info.max_work_group_size)
         for k, v in (overrides or {}).items():
             if hasattr(cfg, k):
@@ -394,11 +408,13 @@ class LaunchConfig:
         cfg.wg_team = min(cfg.wg_team, limit)
         cfg.wg_group = min(cfg.wg_group, limit)
         cfg.wg_stream = min(cfg.wg_stream, limit)
+        cfg.wg_stream_small = min(cfg.wg_stream_small, limit)
         cfg.lanes = min(cfg.lanes, cfg.wg_team)
         # local memory: the staged block plus the group's reduction scratch, 4 bytes each
-        room = max(info.local_mem_bytes // 4 - 3 * cfg.wg_stream, 2 * cfg.wg_stream)
+        widest = max(cfg.wg_stream, cfg.wg_stream_small)
+        room = max(info.local_mem_bytes // 4 - 3 * widest, 2 * widest)
         cfg.block_nnz = max(2, min(cfg.block_nnz, room))
-        for name in ("wg_team", "lanes", "wg_group", "wg_stream"):
+        for name in ("wg_team", "lanes", "wg_group", "wg_stream", "wg_stream_small"):
             v = getattr(cfg, name)
             if v & (v - 1):
                 raise DeviceError(f"{name}={v} must be a power of two")

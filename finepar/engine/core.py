@@ -115,7 +115,7 @@ class Engine:
             low = (lowerings or {}).get(role) or self.lower(role, side)
             if low.ell is not None and self._needs_chunks(role, side, low, has_data):
                 low = lower_adaptive(matrix, role, low.rows, block_nnz=side.launch.block_nnz,
-                                     max_segments=side.launch.wg_stream)  # ELL is not cut
+                                     max_segments=side.launch.stream_wg(low.nnz))  # not cut
             if not low.compact and self._needs_chunks(role, side, low, has_data):
                 low = lower_groups(matrix, role, plan.shares[role].groups, compact=True)
             lows[role] = low
@@ -260,7 +260,7 @@ class Engine:
         if self.plan.grouping in ("adaptive", "ell") and share.groups and \
                 share.groups[0].mapping in ("stream", "ell"):
             return lower_adaptive(self.matrix, role, ascending(share.rows),
-                                  block_nnz=lc.block_nnz, max_segments=lc.wg_stream)
+                                  block_nnz=lc.block_nnz, max_segments=lc.stream_wg(share.nnz))
         return lower_groups(self.matrix, role, share.groups, compact=self.compact(role))
 
     # ------------------------------------------------------------------ buffers

@@ -331,6 +331,10 @@ class LaunchSpec:
         order, by persistent work-groups (CF-Q / SJ-Q, throttling Algorithm 2),
         instead of one work-group per block.
     label : str
+    wg : int or None
+        ``stream``: the work-group size its blocks were packed for (at most ``wg``
+        segments a block; :meth:`~finepar.device.LaunchConfig.stream_wg`); None: the
+        device's ``wg_stream``.
     """
 
     mapping: str
@@ -340,6 +344,7 @@ class LaunchSpec:
     nnz: int = 0
     queue: bool = False
     label: str = ""
+    wg: int | None = None
 
 
 @dataclass
@@ -642,7 +647,7 @@ def lower_adaptive(matrix: Graph, role: str, rows: np.ndarray, *, block_nnz: int
     block_nnz : int
         Local-memory entries per work-group (``-D BLOCK_NNZ``).
     max_segments : int
-        The work-group size.
+        The work-group size (the launch's :attr:`LaunchSpec.wg`).
     split : int, optional
 
     Returns
@@ -657,7 +662,7 @@ def lower_adaptive(matrix: Graph, role: str, rows: np.ndarray, *, block_nnz: int
     cumsum_into(seg_len, seg_ptr[1:])
     blk_ptr = pack_blocks(seg_len, block_nnz, max_segments)
     nnz = int(seg_ptr[-1])
-    launches = [LaunchSpec("stream", 0, int(blk_ptr.size - 1), nnz=nnz,
+    launches = [LaunchSpec("stream", 0, int(blk_ptr.size - 1), nnz=nnz, wg=int(max_segments),
                            label=f"{role} stream, {blk_ptr.size - 1} blocks")] if rows.size else []
     return ShareLowering(role=role, rows=rows, compact=True, seg_row=seg_row, seg_ptr=seg_ptr,
                          entries=RowEntries.of_rows(matrix.indptr, rows), seg_slot=seg_slot,

@@ -139,7 +139,8 @@ def geometry(side: Side, spec, n: int, max_lanes: int | None = None) -> tuple[in
                 {"DYN_BACK": int(side.role == "cpu")})
     if spec.mapping == "stream":
         groups = min(n, side.info.compute_units * lc.resident_groups) if spec.queue else n
-        return lc.wg_stream, groups, {"BLOCK_NNZ": lc.block_nnz, "QUEUE": int(spec.queue)}
+        return (spec.wg or lc.wg_stream, groups,
+                {"BLOCK_NNZ": lc.block_nnz, "QUEUE": int(spec.queue)})
     raise DeviceError(f"unknown mapping {spec.mapping!r}")
 
 
