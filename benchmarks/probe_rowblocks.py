@@ -5,10 +5,12 @@ and Graph500 scale 18 at 0.87-0.89x cuSPARSE).
 For each input and each ``--variants`` entry ``BLOCK_NNZ:WG:SPLIT[:SHUFFLES]`` (the entries
 a stream work-group stages, its size, the row length past which a row is cut into segments,
 in blocks: ``lower_adaptive``'s split, and how a team reduces: ``EngineOptions.shuffles``,
-``auto`` by default, ``none`` for the tree in local memory), the GPU alone runs the row blocks (``grouping
-adaptive``) on an engine of its own: ``--products`` products enqueued in a row, then one
-wait (the device's span over them, a product), and one product at a time with each
-launch's own time (the ``stream`` launch, the cut rows' ``apply``). Beside them, cuSPARSE's
+``auto`` by default, ``none`` for the tree in local memory), the GPU alone runs the row
+blocks (``grouping adaptive``) on an engine of its own: ``--products`` products enqueued in
+a row, then one wait (the device's span over them, a product), and one product at a time
+with each launch's own time (the ``stream`` launch, its cut rows folded inside it; the
+block size fixes the work-groups at every size: ``wg_stream`` and ``wg_stream_small``).
+Beside them, cuSPARSE's
 product through CuPy (CUDA events over the same number of products). Every ``y`` is
 checked against scipy's in float64. JSON is written as it goes.
 
