@@ -13,7 +13,8 @@ kernel loop) reads what the L1 change and the dangling mass cost. On one device 
 variant's run is also laid out as a timeline (every step's events: the idle gaps inside a
 batch and at each read of the sums, the launches past convergence), and the default
 variant runs again with the doubling batches that preceded the predicted ones
-(``doubling_batches``), side by side. JSON is written after every measurement.
+(``doubling_batches``) and with no iteration enqueued behind a batch's read of its sums
+(``no_look_ahead``), side by side. JSON is written after every measurement.
 
     python benchmarks/probe_pagerank.py --graph graph500:24 --json $OUT/probe_pagerank.json
 """
@@ -111,30 +112,39 @@ def kernel_loop(eng, op, args: dict, steps: int, before=None) -> dict:
 def timeline(wl_run, eng, run_params: dict) -> dict:
     """One more run with every step's launch events kept (one device, batched steps): the
     run's wall time, the device's span from the first launch to the last, the steps'
-    own spans, the idle gaps between steps inside a batch and at each batch's read, and the
-    spans of the steps enqueued past convergence; seconds. Each gap includes the step's
-    sum reduction, which its events do not cover."""
-    batches, orig = [], eng.drain
+    own spans, the idle gaps between steps inside a batch and at each read of a batch's
+    sums (before the step enqueued first after the read, and before the first the host
+    enqueued once it had the sums: with a look-ahead these differ), and the spans of the
+    steps enqueued past convergence; seconds. Each gap includes the step's sum
+    reduction, which its events do not cover."""
+    batches, marks, orig, later = [], set(), eng.drain, eng.sums_later
 
     def drain():
         batches.append([[(ev.profile.start * 1e-9, ev.profile.end * 1e-9) for ev in evs]
                         for _, events, _ in eng.pending for evs in events.values() if evs])
         orig()
-    eng.drain = drain
+
+    def sums_later(*a, **k):
+        done = sum(len(b) for b in batches)
+        marks.add(done + len(eng.pending))
+        wait = later(*a, **k)
+        return lambda: (wait(), marks.add(done + len(eng.pending)))[0]
+    eng.drain, eng.sums_later = drain, sums_later
     try:
         res, rep = wl_run.run(engine=eng, warmup=False, **run_params)
     finally:
-        del eng.drain
-    batches = [b for b in batches if b]  # a drain with nothing pending
+        del eng.drain, eng.sums_later
     steps = [(s[0][0], s[-1][1]) for b in batches for s in b]
     if not steps:
         return {"wall": rep.timings["run"], "steps": 0}
-    inside, between, ends = [], [], np.cumsum([len(b) for b in batches])
+    inside, between = [], []
     for i in range(1, len(steps)):
-        (between if i in ends else inside).append(steps[i][0] - steps[i - 1][1])
+        (between if i in marks else inside).append(steps[i][0] - steps[i - 1][1])
     spans = [e - s for s, e in steps]
+    cuts = sorted(m for m in marks if 0 < m < len(steps))
     return {"wall": rep.timings["run"], "iterations": res.iterations, "steps": len(steps),
-            "batches": [len(b) for b in batches], "device_span": steps[-1][1] - steps[0][0],
+            "batches": np.diff([0, *cuts, len(steps)]).tolist(),
+            "device_span": steps[-1][1] - steps[0][0],
             "step_spans": float(np.sum(spans)), "useful_step_median": float(np.median(
                 spans[:res.iterations])),
             "past_convergence_spans": spans[res.iterations:],
@@ -266,14 +276,10 @@ def pagerank_variants(g, pair, args, out, budget, save, spmv_grouping: str) -> N
             if eng.device_iterations:
                 rec["timeline"] = timeline(wl_run, eng, run_params)
             if label == PAGERANK[1][0] and eng.device_iterations:
-                from finepar.apps import pagerank as pr_mod
-                predicted, pr_mod.next_batch = pr_mod.next_batch, doubling_batches
-                try:
-                    rec["doubling_batches"] = app_runs(wl, wl_run, eng, perm, params, ref,
-                                                       args.repeats)
-                    rec["doubling_batches"]["timeline"] = timeline(wl_run, eng, run_params)
-                finally:
-                    pr_mod.next_batch = predicted
+                for key, attr, value in (("doubling_batches", "next_batch", doubling_batches),
+                                         ("no_look_ahead", "LOOK_AHEAD", 0)):
+                    rec[key] = loop_variant(wl, wl_run, eng, perm, params, ref, args,
+                                            run_params, attr, value)
             if label == PAGERANK[1][0]:
                 rec["kernels_no_sums"] = kernel_loop(eng, no_sums_op(op), step_args,
                                                      args.steps, restart)
@@ -285,6 +291,21 @@ def pagerank_variants(g, pair, args, out, budget, save, spmv_grouping: str) -> N
         say("pagerank", label, rec)
         gc.collect()
         save()
+
+
+def loop_variant(wl, wl_run, eng, perm, params: dict, ref, args, run_params: dict,
+                 attr: str, value) -> dict:
+    """The app's runs and a run's timeline with ``finepar.apps.pagerank``'s ``attr`` set to
+    ``value`` (its batch rule, its look-ahead), restored after."""
+    from finepar.apps import pagerank as pr_mod
+    saved = getattr(pr_mod, attr)
+    setattr(pr_mod, attr, value)
+    try:
+        rec = app_runs(wl, wl_run, eng, perm, params, ref, args.repeats)
+        rec["timeline"] = timeline(wl_run, eng, run_params)
+        return rec
+    finally:
+        setattr(pr_mod, attr, saved)
 
 
 def sum_errors(pair, args, out, budget, save) -> None:
@@ -353,9 +374,10 @@ def ratios(out: dict) -> dict:
     res, recs = {}, {}
     for label, rec in out["pagerank"].items():
         recs[label] = rec
-        if isinstance(rec.get("doubling_batches"), dict):
-            recs[label + ", doubling batches"] = {**rec["doubling_batches"],
-                                                  "kernels": rec.get("kernels", {})}
+        for key, name in (("doubling_batches", "doubling batches"),
+                          ("no_look_ahead", "no look-ahead")):
+            if isinstance(rec.get(key), dict):
+                recs[f"{label}, {name}"] = {**rec[key], "kernels": rec.get("kernels", {})}
     for label, rec in recs.items():
         it, prod = med(rec), med(spmv)
         res[label] = {"iteration_over_product": it / prod if it and prod else None,

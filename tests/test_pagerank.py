@@ -129,13 +129,14 @@ def test_next_batch_predicts_from_the_last_ratio():
 @pytest.mark.parametrize("name", ["luxembourg.mtx", "ca-GrQc.mtx"])
 def test_device_iterations_read_few_times_and_overrun_little(pairs, name, monkeypatch):
     """One device: the predicted batches read the sums at most five times and enqueue at
-    most two iterations past convergence (doubling batches read 7 times and enqueued 62
-    past it on luxembourg), with the answer and its trace unchanged."""
+    most two iterations past convergence, one of them the look-ahead behind the last read
+    (doubling batches read 7 times and enqueued 62 past it on luxembourg), with the answer
+    and its trace unchanged."""
     from finepar.engine import core
     g = shared_graph(name)
     reads, steps = [], []
-    sums, rowop = core.Engine.sums, core.Engine.rowop
-    monkeypatch.setattr(core.Engine, "sums", lambda self, *a, **k: (
+    sums, rowop = core.Engine.sums_later, core.Engine.rowop
+    monkeypatch.setattr(core.Engine, "sums_later", lambda self, *a, **k: (
         reads.append(a), sums(self, *a, **k))[1])
     monkeypatch.setattr(core.Engine, "rowop", lambda self, **k: (
         steps.append(k.get("slot")), rowop(self, **k))[1])
@@ -147,6 +148,39 @@ def test_device_iterations_read_few_times_and_overrun_little(pairs, name, monkey
     assert res.iterations <= len(steps) <= res.iterations + 2, (len(steps), res.iterations)
     ref = reference_pagerank(g)
     assert np.abs(res.values.astype(np.float64) - ref).sum() < 1e-4
+
+
+def test_an_iteration_runs_behind_each_read_of_the_sums(pairs, monkeypatch):
+    """One device: each batch's sums are read with the next iteration already enqueued
+    behind the read (the queue is in order: the device runs it while the host waits), and
+    an iteration the look-ahead enqueued past convergence changes nothing (max_iter cut
+    so the run ends mid-batch, then in full)."""
+    from finepar.engine import core
+    g = shared_graph("luxembourg.mtx")
+    log = []
+    sums, rowop = core.Engine.sums_later, core.Engine.rowop
+
+    def later(self, *a, **k):
+        wait = sums(self, *a, **k)
+        log.append(("read", a[1] + a[2]))
+        return lambda: (log.append(("wait",)), wait())[1]
+    monkeypatch.setattr(core.Engine, "sums_later", later)
+    monkeypatch.setattr(core.Engine, "rowop", lambda self, **k: (
+        log.append(("step", k.get("slot"))), rowop(self, **k))[1])
+    res, _ = _run("pagerank", g, pairs["split"], "none", "compensated", devices="gpu")
+    reads = [i for i, e in enumerate(log) if e[0] == "read"]
+    assert len(reads) >= 2
+    for i in reads:  # the read, one more iteration (the slot after the batch), the wait
+        assert log[i + 1] == ("step", log[i][1]) and log[i + 2] == ("wait",), log[i:i + 3]
+    ref = reference_pagerank(g)
+    assert np.abs(res.values.astype(np.float64) - ref).sum() < 1e-4
+    for cap in (res.iterations - 1, 7):
+        short, _ = _run("pagerank", g, pairs["shared"], "none", "compensated",
+                        devices="gpu", max_iter=cap)
+        assert short.iterations == cap and not short.converged
+        full, _ = _run("pagerank", g, pairs["shared"], "none", "compensated",
+                       devices="gpu", max_iter=cap, tol=1e-30)
+        np.testing.assert_array_equal(short.values, full.values)
 
 
 # ------------------------------------------------- every iteration in one work-group

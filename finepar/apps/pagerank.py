@@ -38,6 +38,9 @@ from .base import (App, AppResult, Param, in_open_unit, iteration_cap, positive,
 _F32 = np.dtype(np.float32)
 #: Largest batch of iterations enqueued between two reads of their sums.
 MAX_BATCH = 64
+#: Iterations enqueued behind a batch's read of its sums, before the host has it (one
+#: device): the device's work while the host reads and enqueues the next batch.
+LOOK_AHEAD = 1
 
 
 def next_batch(trace: list, tol: float, left: int) -> int:
@@ -297,29 +300,44 @@ class PageRank(App):
 
     def _device_iterations(self, engine: Engine, scal: list, tol: float, max_iter: int,
                            personalized: bool, ops: tuple):
-        """One device: batches of iterations, each testing convergence on the device."""
+        """One device: batches of iterations, each testing convergence on the device. After
+        a batch the host enqueues the read of its sums, then one iteration more (the next
+        batch's first, :data:`LOOK_AHEAD`): the device runs it while the host waits for
+        the read and enqueues the rest, instead of idling; past convergence it returns at
+        once and writes nothing."""
         role = engine.roles[0]
         engine.clear_stop(role)
         op = ops[1]
-        trace, it = [], 0
+        trace, it, queued = [], 0, 0
         args = self._args(personalized, engine)
         while it < max_iter:
             k = next_batch(trace, tol, max_iter - it)
-            for j in range(k):
-                engine.rowop(op=op, wait=False, slot=it + j, **args)
-                self._swap(engine)
-            sums = engine.sums(role, it, k, op=op)
-            engine.drain()
+            queued = self._enqueue_to(engine, op, args, queued, it + k)
+            read = engine.sums_later(role, it, k, op=op)
+            queued = self._enqueue_to(engine, op, args, queued,
+                                      min(queued + LOOK_AHEAD, max_iter))
+            sums = read()
             below = np.flatnonzero(sums[:, 0] < tol)
             done = int(below[0]) + 1 if below.size else k
             trace += [float(v) for v in sums[:done, 0]]
             if below.size:
-                if (k - done) % 2:  # the iterations past convergence wrote nothing
+                engine.drain()
+                past = queued - (it + done)  # iterations past convergence wrote nothing
+                if past % 2:
                     self._swap(engine)
-                del engine.records[len(engine.records) - (k - done):]
+                del engine.records[len(engine.records) - past:]
                 return it + done, trace, True
             it += k
+        engine.drain()
         return it, trace, False
+
+    def _enqueue_to(self, engine: Engine, op, args: dict, queued: int, end: int) -> int:
+        """Iterations ``queued .. end - 1`` enqueued, each summing into its slot; returns
+        the iterations enqueued."""
+        for slot in range(queued, end):
+            engine.rowop(op=op, wait=False, slot=slot, **args)
+            self._swap(engine)
+        return max(queued, end)
 
     def profile_step(self, engine: Engine) -> None:
         engine.scalars([0.0, 0.85])

@@ -40,6 +40,7 @@ from .launches import (RowOp, ShareLowering, enqueue_bound, lower_adaptive, lowe
 from .columns import check_step_numbering, order_columns, scatter
 from .memory import SLOTS, SideStore, check_fits, lowered_programs
 from .options import EngineOptions
+from .reads import read_later, read_split
 from .timing import StepRecord, event_seconds, event_span, summarize
 
 _VEC_TYPES = (np.dtype(np.float32), np.dtype(np.int32), np.dtype(np.uint32))
@@ -575,10 +576,8 @@ class Engine:
         renumbered columns comes back in the input's numbering).
         """
         self.drain()
-        mod = cl()
-        dtype = self._vec_dtype[name]
         size = self._vectors[name]["size"]
-        out = np.empty(size, dtype=dtype)
+        out = np.empty(size, dtype=self._vec_dtype[name])
         if self._by_column(name):  # a copy in the input's numbering, else a renumbered one
             r = role or next((x for x in self.roles if not self._by_column(name, x)),
                              self.roles[0])
@@ -593,51 +592,8 @@ class Engine:
             read_staged(self.pair.side(r), out, self.buffer(name, r))
             self.host_syncs += 1
             return out
-        # the whole copy from the side owning more rows, then the other side's rows packed
-        small = min(("cpu", "gpu"), key=lambda r: self.plan.shares[r].nrows)
-        big = "gpu" if small == "cpu" else "cpu"
-        rows = self.plan.shares[small].rows
-        if rows.size and self.pair.side(small).host_memory:
-            self._read_mapped(out, name, small, big, rows)
-        elif rows.size:
-            side = self.pair.side(small)
-            pk = self._read_pack.get((small, dtype.str))
-            if pk is None:
-                from .exchange import _TYPES
-                pk = self._read_pack[(small, dtype.str)] = {
-                    "idx": alloc(side, np.ascontiguousarray(rows, dtype=np.int32), read_only=True),
-                    "out": alloc(side, nbytes=rows.size * 4),
-                    "host": np.empty(rows.size, dtype=dtype),
-                    "gather": self.pair.kernel(side, ("skeleton/vector.cl",), {"T": _TYPES[dtype]},
-                                               "gather")}
-            pk["gather"](side.queue, (-(-rows.size // 64) * 64,), None, np.int32(rows.size),
-                         pk["idx"], self.buffer(name, small), pk["out"])
-            ev_small = mod.enqueue_copy(side.queue, pk["host"], pk["out"], is_blocking=False)
-            read_staged(self.pair.side(big), out, self.buffer(name, big))
-            ev_small.wait()
-            out[rows] = pk["host"]
-            self.host_syncs += 2
-        else:
-            read_staged(self.pair.side(big), out, self.buffer(name, big))
-            self.host_syncs += 1
+        read_split(self, out, name)  # the whole copy from one side, the other's rows
         return out
-
-    def _read_mapped(self, out: np.ndarray, name: str, small: str, big: str,
-                     rows: np.ndarray) -> None:
-        """:meth:`read` where the side owning fewer rows keeps its buffers in host memory
-        (a CPU): the whole copy from the other side, then those rows taken from the mapped
-        buffer, with no gather kernel to build."""
-        mod = cl()
-        side = self.pair.side(small)
-        mapped, _ = mod.enqueue_map_buffer(side.queue, self.buffer(name, small),
-                                           mod.map_flags.READ, 0, out.shape, out.dtype,
-                                           is_blocking=True)
-        try:
-            read_staged(self.pair.side(big), out, self.buffer(name, big))
-            out[rows] = mapped[rows]
-        finally:
-            mapped.base.release(side.queue)
-        self.host_syncs += 2
 
     # ---------------------------------------------------------------- row operations
     def op(self, name: str | None = None) -> RowOp:
@@ -694,13 +650,16 @@ class Engine:
         """Read the device-side sums of ``count`` steps from slot ``first`` on: shape
         (count, 2) of the op's partial type. The queue is in order, so this waits for
         those steps."""
+        return self.sums_later(role, first, count, op)()
+
+    def sums_later(self, role: str, first: int, count: int, op: str | None = None):
+        """:meth:`sums` with its read enqueued now and waited for by the call it returns:
+        steps enqueued after the read run while the host waits for it."""
         o = self.op(op)
         ol = self.stores[role].ops(o, self.fscal[role], self.stop[role])
         out = np.empty((SLOTS, 2), dtype=o.part_dtype)
-        cl().enqueue_copy(self.stores[role].side.queue, out, ol.reduced, is_blocking=True)
-        self.host_syncs += 1
-        idx = (np.arange(count) + first) % SLOTS
-        return out[idx]
+        wait = read_later(self, role, out, ol.reduced)
+        return lambda: (wait(), out[(np.arange(count) + first) % SLOTS])[1]
 
     def drain(self) -> None:
         """Wait for steps enqueued with ``wait=False`` and record their timings (their
