@@ -13,8 +13,9 @@ kernel loop) reads what the L1 change and the dangling mass cost. On one device 
 variant's run is also laid out as a timeline (every step's events: the idle gaps inside a
 batch and at each read of the sums, the launches past convergence), and the default
 variant runs again with the doubling batches that preceded the predicted ones
-(``doubling_batches``) and with no iteration enqueued behind a batch's read of its sums
-(``no_look_ahead``), side by side. JSON is written after every measurement.
+(``doubling_batches``), with no iteration enqueued behind a batch's read of its sums
+(``no_look_ahead``) and with the sums read into pageable memory (``pageable_sums``), side
+by side. JSON is written after every measurement.
 
     python benchmarks/probe_pagerank.py --graph graph500:24 --json $OUT/probe_pagerank.json
 """
@@ -119,10 +120,11 @@ def timeline(wl_run, eng, run_params: dict) -> dict:
     reduction, which its events do not cover."""
     batches, marks, orig, later = [], set(), eng.drain, eng.sums_later
 
-    def drain():
-        batches.append([[(ev.profile.start * 1e-9, ev.profile.end * 1e-9) for ev in evs]
-                        for _, events, _ in eng.pending for evs in events.values() if evs])
+    def drain():  # the events read once the drain waited for them
+        pending = [evs for _, events, _ in eng.pending for evs in events.values() if evs]
         orig()
+        batches.append([[(ev.profile.start * 1e-9, ev.profile.end * 1e-9) for ev in evs]
+                        for evs in pending])
 
     def sums_later(*a, **k):
         done = sum(len(b) for b in batches)
@@ -276,10 +278,9 @@ def pagerank_variants(g, pair, args, out, budget, save, spmv_grouping: str) -> N
             if eng.device_iterations:
                 rec["timeline"] = timeline(wl_run, eng, run_params)
             if label == PAGERANK[1][0] and eng.device_iterations:
-                for key, attr, value in (("doubling_batches", "next_batch", doubling_batches),
-                                         ("no_look_ahead", "LOOK_AHEAD", 0)):
+                for key, where, value in LOOP_VARIANTS:
                     rec[key] = loop_variant(wl, wl_run, eng, perm, params, ref, args,
-                                            run_params, attr, value)
+                                            run_params, where, value)
             if label == PAGERANK[1][0]:
                 rec["kernels_no_sums"] = kernel_loop(eng, no_sums_op(op), step_args,
                                                      args.steps, restart)
@@ -293,19 +294,29 @@ def pagerank_variants(g, pair, args, out, budget, save, spmv_grouping: str) -> N
         save()
 
 
+#: The default variant's loop run again with one module attribute changed: key, the
+#: attribute (``module:name``), its value.
+LOOP_VARIANTS = (("doubling_batches", "finepar.apps.pagerank:next_batch", doubling_batches),
+                 ("no_look_ahead", "finepar.apps.pagerank:LOOK_AHEAD", 0),
+                 ("pageable_sums", "finepar.engine.core:PINNED_SUMS", False))
+
+
 def loop_variant(wl, wl_run, eng, perm, params: dict, ref, args, run_params: dict,
-                 attr: str, value) -> dict:
-    """The app's runs and a run's timeline with ``finepar.apps.pagerank``'s ``attr`` set to
-    ``value`` (its batch rule, its look-ahead), restored after."""
-    from finepar.apps import pagerank as pr_mod
-    saved = getattr(pr_mod, attr)
-    setattr(pr_mod, attr, value)
+                 where: str, value) -> dict:
+    """The app's runs and a run's timeline with the attribute ``where`` (``module:name``:
+    the batch rule, the look-ahead, the sums' page-locked reads) set to ``value``,
+    restored after."""
+    import importlib
+    module, _, attr = where.partition(":")
+    mod = importlib.import_module(module)
+    saved = getattr(mod, attr)
+    setattr(mod, attr, value)
     try:
         rec = app_runs(wl, wl_run, eng, perm, params, ref, args.repeats)
         rec["timeline"] = timeline(wl_run, eng, run_params)
         return rec
     finally:
-        setattr(pr_mod, attr, saved)
+        setattr(mod, attr, saved)
 
 
 def sum_errors(pair, args, out, budget, save) -> None:
@@ -374,10 +385,10 @@ def ratios(out: dict) -> dict:
     res, recs = {}, {}
     for label, rec in out["pagerank"].items():
         recs[label] = rec
-        for key, name in (("doubling_batches", "doubling batches"),
-                          ("no_look_ahead", "no look-ahead")):
+        for key, _, _ in LOOP_VARIANTS:
             if isinstance(rec.get(key), dict):
-                recs[f"{label}, {name}"] = {**rec[key], "kernels": rec.get("kernels", {})}
+                recs[f"{label}, {key.replace('_', ' ')}"] = {**rec[key],
+                                                             "kernels": rec.get("kernels", {})}
     for label, rec in recs.items():
         it, prod = med(rec), med(spmv)
         res[label] = {"iteration_over_product": it / prod if it and prod else None,

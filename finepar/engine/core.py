@@ -30,8 +30,7 @@ from ..errors import DeviceError
 from ..graph import Graph
 from ..parallel import ascending
 from ..partition import Plan
-from ..device import DevicePair, Side, alloc, cl, filled
-from ..device import read_staged, write_async
+from ..device import DevicePair, PinnedHost, Side, alloc, cl, filled, read_staged, write_async
 from .exchange import Halo
 from .executors import (DeviceCounterExecutor, HostChunkExecutor, ProfilingExecutor,
                         StaticExecutor)
@@ -46,6 +45,10 @@ from .timing import StepRecord, event_seconds, event_span, summarize
 _VEC_TYPES = (np.dtype(np.float32), np.dtype(np.int32), np.dtype(np.uint32))
 #: Floats every side keeps for an app's scalars (``fscal``).
 N_SCALARS = 16
+#: Read the steps' sums into page-locked host memory (:meth:`Engine.sums_later`): NVIDIA's
+#: queue holds a non-blocking read to pageable memory, and the steps behind it, until the
+#: host waits for it; a page-locked read is the copy engine's alone.
+PINNED_SUMS = True
 
 
 class Engine:
@@ -101,6 +104,7 @@ class Engine:
         self._global_csr: dict[tuple, tuple] = {}
         self._dummy: dict[str, Any] = {}
         self._read_pack: dict[tuple, dict] = {}
+        self._sums_host: dict[tuple, Any] = {}  # page-locked targets of the sums' reads
         self.halo: dict[str, np.ndarray] = {}
         self._halo: Halo | None = None
         self.roles = tuple(plan.active_roles())
@@ -657,7 +661,14 @@ class Engine:
         steps enqueued after the read run while the host waits for it."""
         o = self.op(op)
         ol = self.stores[role].ops(o, self.fscal[role], self.stop[role])
-        out = np.empty((SLOTS, 2), dtype=o.part_dtype)
+        if PINNED_SUMS:
+            key = (role, o.name)
+            if key not in self._sums_host:
+                self._sums_host[key] = PinnedHost(self.pair.side(role),
+                                                  np.zeros(2 * SLOTS, o.part_dtype))
+            out = self._sums_host[key].host.reshape(SLOTS, 2)
+        else:
+            out = np.empty((SLOTS, 2), dtype=o.part_dtype)
         wait = read_later(self, role, out, ol.reduced)
         return lambda: (wait(), out[(np.arange(count) + first) % SLOTS])[1]
 
