@@ -14,8 +14,10 @@ variant's run is also laid out as a timeline (every step's events: the idle gaps
 batch and at each read of the sums, the launches past convergence), and the default
 variant runs again with the doubling batches that preceded the predicted ones
 (``doubling_batches``), with no iteration enqueued behind a batch's read of its sums
-(``no_look_ahead``) and with the sums read into pageable memory (``pageable_sums``), side
-by side. JSON is written after every measurement.
+(``no_look_ahead``), with the sums read into pageable memory (``pageable_sums``), with a
+launch of its own summing a step's sums (``no_fold``) and with that launch's two passes
+past 2,048 work-groups (``two_passes``: the loop before 2026-11-29's twenty-first
+session), side by side. JSON is written after every measurement.
 
     python benchmarks/probe_pagerank.py --graph graph500:24 --json $OUT/probe_pagerank.json
 """
@@ -278,9 +280,9 @@ def pagerank_variants(g, pair, args, out, budget, save, spmv_grouping: str) -> N
             if eng.device_iterations:
                 rec["timeline"] = timeline(wl_run, eng, run_params)
             if label == PAGERANK[1][0] and eng.device_iterations:
-                for key, where, value in LOOP_VARIANTS:
+                for key, changes in LOOP_VARIANTS:
                     rec[key] = loop_variant(wl, wl_run, eng, perm, params, ref, args,
-                                            run_params, where, value)
+                                            run_params, changes)
             if label == PAGERANK[1][0]:
                 rec["kernels_no_sums"] = kernel_loop(eng, no_sums_op(op), step_args,
                                                      args.steps, restart)
@@ -294,29 +296,40 @@ def pagerank_variants(g, pair, args, out, budget, save, spmv_grouping: str) -> N
         save()
 
 
-#: The default variant's loop run again with one module attribute changed: key, the
-#: attribute (``module:name``), its value.
-LOOP_VARIANTS = (("doubling_batches", "finepar.apps.pagerank:next_batch", doubling_batches),
-                 ("no_look_ahead", "finepar.apps.pagerank:LOOK_AHEAD", 0),
-                 ("pageable_sums", "finepar.engine.core:PINNED_SUMS", False))
+#: The default variant's loop run again with module attributes changed: key, and each
+#: attribute (``module:name``) with its value. The store's launches are rebuilt for it.
+LOOP_VARIANTS = (
+    ("doubling_batches", (("finepar.apps.pagerank:next_batch", doubling_batches),)),
+    ("no_look_ahead", (("finepar.apps.pagerank:LOOK_AHEAD", 0),)),
+    ("pageable_sums", (("finepar.engine.core:PINNED_SUMS", False),)),
+    ("no_fold", (("finepar.engine.memory:FOLD_STEP_SUMS", False),)),
+    ("two_passes", (("finepar.engine.memory:FOLD_STEP_SUMS", False),
+                    ("finepar.engine.memory:REDUCE_ONE_PASS", 2048))))
 
 
 def loop_variant(wl, wl_run, eng, perm, params: dict, ref, args, run_params: dict,
-                 where: str, value) -> dict:
-    """The app's runs and a run's timeline with the attribute ``where`` (``module:name``:
-    the batch rule, the look-ahead, the sums' page-locked reads) set to ``value``,
-    restored after."""
+                 changes: tuple) -> dict:
+    """The app's runs and a run's timeline with each attribute of ``changes`` (``module:name``:
+    the batch rule, the look-ahead, the sums' page-locked reads, the fold of a step's sums,
+    its passes) set to its value, the store's launches rebuilt; restored after."""
     import importlib
-    module, _, attr = where.partition(":")
-    mod = importlib.import_module(module)
-    saved = getattr(mod, attr)
-    setattr(mod, attr, value)
+    saved = []
+    for where, value in changes:
+        module, _, attr = where.partition(":")
+        mod = importlib.import_module(module)
+        saved.append((mod, attr, getattr(mod, attr)))
+        setattr(mod, attr, value)
     try:
+        for st in eng.stores.values():
+            st._ops.clear()
         rec = app_runs(wl, wl_run, eng, perm, params, ref, args.repeats)
         rec["timeline"] = timeline(wl_run, eng, run_params)
         return rec
     finally:
-        setattr(mod, attr, saved)
+        for mod, attr, value in saved:
+            setattr(mod, attr, value)
+        for st in eng.stores.values():
+            st._ops.clear()
 
 
 def sum_errors(pair, args, out, budget, save) -> None:
@@ -385,7 +398,7 @@ def ratios(out: dict) -> dict:
     res, recs = {}, {}
     for label, rec in out["pagerank"].items():
         recs[label] = rec
-        for key, _, _ in LOOP_VARIANTS:
+        for key, _ in LOOP_VARIANTS:
             if isinstance(rec.get(key), dict):
                 recs[f"{label}, {key.replace('_', ' ')}"] = {**rec[key],
                                                              "kernels": rec.get("kernels", {})}

@@ -170,6 +170,7 @@ def test_sums_of_many_groups_take_two_passes(pairs, mode, monkeypatch):
     many groups; PageRank's sums (its dangling mass and L1 change) still match numpy."""
     from finepar.engine import memory
     monkeypatch.setattr(memory, "REDUCE_FAN_IN", 8)
+    monkeypatch.setattr(memory, "REDUCE_ONE_PASS", 8)
     g = shared_graph("wiki-Vote.txt")
     wl = api.Workload("pagerank", g)
     eng = wl.engine(pairs[mode], fine_grained(wl.matrix.row_lengths(), 64, grouping="adaptive"))
@@ -180,6 +181,25 @@ def test_sums_of_many_groups_take_two_passes(pairs, mode, monkeypatch):
     ref = reference_pagerank(g)
     assert res.converged and np.abs(res.values - ref).max() < 1e-5
     assert abs(float(res.values.astype(np.float64).sum()) - 1) < 1e-5
+
+
+def test_sums_of_a_mid_size_step_take_one_pass(pairs, monkeypatch):
+    """Past a first pass's fan-in but up to ``REDUCE_ONE_PASS`` work-groups a step, the
+    last pass alone sums the partials (one launch after the row operation's, not two);
+    past it, two passes. PageRank matches either way."""
+    from finepar.engine import memory
+    g = generated_graph(14)
+    wl = api.Workload("pagerank", g)
+    plan = single_device(wl.matrix.row_lengths(), "gpu", grouping="pow4")
+    monkeypatch.setattr(memory, "REDUCE_FAN_IN", 64)
+    for one_pass, staged in ((1024, False), (512, True)):
+        monkeypatch.setattr(memory, "REDUCE_ONE_PASS", one_pass)
+        eng = wl.engine(pairs["split"], plan)
+        res = wl.app.solve(eng, g, max_iter=200)
+        ols = [ol for st in eng.stores.values() for ol in st._ops.values() if ol.reduce]
+        assert ols and all(512 < ol.n_partials <= 1024 for ol in ols)
+        assert all((ol.reduce_stage is not None) == staged for ol in ols)
+        assert res.converged and np.abs(res.values - reference_pagerank(g)).max() < 1e-5
 
 
 def test_long_rows_sum_accurately(pairs):

@@ -84,3 +84,44 @@ def test_shuffled_sums_and_cut_rows(pairs, mode, monkeypatch):
                                                grouping="adaptive"), LOCAL)
     res = wl.app.solve(eng, g, max_iter=200)
     assert res.converged and np.abs(res.values - reference_pagerank(g)).max() < 1e-5
+
+
+@pytest.mark.parametrize("mode", ["shared", "split"])
+def test_the_last_work_group_folds_the_steps_sums(pairs, mode, monkeypatch):
+    """With the shuffles' code and few enough work-groups, the step's last launch folds its
+    sums (no reduce launch): PageRank's steps on the GPU alone, in §4.1's length groups
+    (three launches a step) and in CSR-adaptive's blocks, give the same sums, step by step,
+    as the reduce launch does, and each fold sets its count back; past
+    ``REDUCE_ONE_PASS`` work-groups the reduce launch sums them."""
+    from finepar.apps.pagerank import PageRank
+    from finepar.engine import memory
+    g = shared_graph("wiki-Vote.txt")
+    wl = api.Workload("pagerank", g)
+    for grouping in ("pow4", "adaptive"):
+        plan = single_device(wl.matrix.row_lengths(), "gpu", grouping=grouping)
+        sums = {}
+        for shuffles in ("local", "none"):
+            eng = wl.engine(pairs[mode], plan, EngineOptions(shuffles=shuffles))
+            app: PageRank = wl.app
+            app.prepare(eng, g)
+            app.start(eng, g.n)
+            eng.scalars([0.15 / g.n, 0.85, 0.15 / g.n, 0.85 / g.n, 1e-6])
+            op = app.step_ops(eng, "compensated")[1]
+            ol = eng.stores["gpu"].ops(eng.op(op), eng.fscal["gpu"], eng.stop["gpu"])
+            assert ol.fold == (shuffles == "local"), (grouping, shuffles)
+            for slot in range(3):
+                eng.rowop(op=op, wait=False, slot=slot, **app._args(False, eng))
+                app._swap(eng)
+            sums[shuffles] = eng.sums("gpu", 0, 3, op=op)
+            eng.drain()
+            if ol.fold:
+                done = eng.read_buffer("gpu", np.empty(1, np.int32),
+                                       ol.launches[-1]._values["sums_done"])
+                assert done[0] == 0
+        np.testing.assert_allclose(sums["local"], sums["none"], rtol=1e-5, atol=1e-7)
+    monkeypatch.setattr(memory, "REDUCE_ONE_PASS", 4)
+    monkeypatch.setattr(memory, "REDUCE_FAN_IN", 4)
+    eng = wl.engine(pairs[mode], plan, EngineOptions(shuffles="local"))
+    res = wl.app.solve(eng, g, max_iter=200)
+    assert not any(ol.fold for st in eng.stores.values() for ol in st._ops.values())
+    assert res.converged and np.abs(res.values - reference_pagerank(g)).max() < 1e-5

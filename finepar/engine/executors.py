@@ -49,6 +49,7 @@ class StaticExecutor:
             store = eng.stores[role]
             ol = ols[role] = store.ops(op, eng.fscal[role], eng.stop[role])
             q = store.side.queue
+            ol.sum_into(0 if slot is None else slot)
             events[role] = store.enqueue(ol, eng.step_args(args, role),
                                          flush=wait and FLUSH_EACH_LAUNCH)
             rec.launches[role] = len(events[role])

@@ -99,7 +99,8 @@ def _sig(kernel: str, spec: str) -> Signature:
 #: ``rowop`` in opencl/skeleton/rowop.cl (ROWOP_ARGS).
 ROWOP = _sig("rowop", "nseg:int base:int seg_row seg_ptr indices data x y s0 s1 s2 aux fscal "
                       "ia:int partials part_offset:int seg_slot seg_acc slot_row slot_ptr "
-                      "slot_done blk_ptr stop queue")
+                      "slot_done blk_ptr stop queue sums_out sums_slot:int n_part:int "
+                      "sums_done")
 #: ``reduce_partials`` in opencl/skeleton/rowop.cl.
 REDUCE = _sig("reduce_partials", "n:int partials out slot:int fscal stop")
 #: ``reduce_stage`` in opencl/skeleton/rowop.cl.

@@ -52,7 +52,7 @@ def check_fits(side: Side, nbytes: int, what: str) -> None:
 
 def rowop_defines(op: RowOp, matrix: Graph, mapping: str, wg: int, *, compact: bool,
                   has_slots: bool, offset_type: str, ptx: bool = False,
-                  shuffles: str = "auto", **extra) -> dict:
+                  shuffles: str = "auto", fold: bool = False, **extra) -> dict:
     """The ``-D`` options of ``op``'s program (``op.fragment`` + ``rowop.cl``) for one
     launch mapping and work-group size over a store of the given kind.
 
@@ -70,15 +70,19 @@ def rowop_defines(op: RowOp, matrix: Graph, mapping: str, wg: int, *, compact: b
         teams reduce with PTX's warp shuffles (:func:`shuffle_mode`).
     shuffles : {'auto', 'local', 'none'}
         :attr:`~finepar.engine.EngineOptions.shuffles`.
+    fold : bool
+        The step's last launch, whose last work-group folds the step's sums
+        (``FOLD_SUMS``; :meth:`SideStore.folds`).
     **extra
         The mapping's own options (``LANES``, ``BLOCK_NNZ``, ``QUEUE``, ``DYN_BACK``).
     """
-    fence = {"PTX_FENCE": 1} if has_slots and ptx else {}
+    fence = {"PTX_FENCE": 1} if (has_slots or fold) and ptx else {}
     mode = shuffle_mode(ptx, wg, shuffles)
     shfl = {"SG_SHFL": mode, "SG_SIZE": SUB_GROUP} if mode else {}
     return {**op.options(), "MAPPING": MAPPINGS[mapping], "WG": wg, "COMPACT": int(compact),
             "HAS_DATA": int(op.reads_values(matrix)), "HAS_SLOTS": int(has_slots),
-            "OFFSET_T": offset_type, **fence, **shfl, **extra}
+            "OFFSET_T": offset_type, **fence, **shfl, **({"FOLD_SUMS": 1} if fold else {}),
+            **extra}
 
 
 #: Work-items of a sub-group whose registers the shuffles exchange (an NVIDIA warp).
@@ -153,26 +157,34 @@ def lowered_programs(side: Side, low: ShareLowering, matrix: Graph, op: RowOp,
     specs = [spec for spec in low.launches if spec.hi > spec.lo or spec.mapping == "dynamic"]
     return _programs(side, specs, matrix, op, compact=low.compact,
                      has_slots=low.seg_slot is not None,
-                     offset_type=offset_type(low, matrix, offsets), shuffles=shuffles)
+                     offset_type=offset_type(low, matrix, offsets), shuffles=shuffles,
+                     foldable=low.partitions is None and low.grouping != "dynamic")
 
 
 def _programs(side: Side, specs: list, matrix: Graph, op: RowOp, *, compact: bool,
-              has_slots: bool, offset_type: str,
-              shuffles: str = "auto") -> list[tuple[tuple, dict]]:
+              has_slots: bool, offset_type: str, shuffles: str = "auto",
+              foldable: bool = False) -> list[tuple[tuple, dict]]:
     """``(sources, defines)`` of ``op``'s programs for launches ``specs`` over a store of the
-    given kind, with the partial-sum reduction, each once."""
-    out = []
+    given kind, with the partial-sum reduction, each once; ``foldable``: the last launch
+    folds the step's sums where :meth:`SideStore.folds` would say so (a streamed store's
+    does not: that program is then built where first used)."""
+    out, n_part = [], 0
     for spec in specs:
-        wg, _, extra = geometry(side, spec, max(spec.hi - spec.lo, 1), op.max_lanes)
-        out.append((mapping_of(spec, op.max_lanes), wg, extra))
+        wg, groups, extra = geometry(side, spec, max(spec.hi - spec.lo, 1), op.max_lanes)
+        out.append((mapping_of(spec, op.max_lanes), wg, extra, False))
+        n_part += max(groups, 1)
+    if (FOLD_STEP_SUMS and foldable and out and op.part_dtype is not None
+            and n_part <= max(REDUCE_ONE_PASS, REDUCE_FAN_IN)
+            and shuffle_mode(builds_ptx(side), out[-1][1], shuffles) > 0):
+        out[-1] = (*out[-1][:3], True)
     if op.part_dtype is not None:
-        out.append(("item", _pow2_at_most(side.info.max_work_group_size), {}))
-    unique = {(m, wg, tuple(sorted(e.items()))): (m, wg, e) for m, wg, e in out}
+        out.append(("item", _pow2_at_most(side.info.max_work_group_size), {}, False))
+    unique = {(m, wg, tuple(sorted(e.items())), f): (m, wg, e, f) for m, wg, e, f in out}
     return [((op.fragment, "skeleton/rowop.cl"),
              rowop_defines(op, matrix, m, wg, compact=compact, has_slots=has_slots,
                            offset_type=offset_type, ptx=builds_ptx(side),
-                           shuffles=shuffles, **extra))
-            for m, wg, extra in unique.values()]
+                           shuffles=shuffles, fold=fold, **extra))
+            for m, wg, extra, fold in unique.values()]
 
 
 def likely_programs(pair: DevicePair, matrix: Graph, ops, offsets: str = "auto",
@@ -394,6 +406,9 @@ class OpLaunches:
         A first pass of many work-groups over a step's many partials.
     n_partials : int
         Work-groups over all launches (two partial sums each).
+    fold : bool
+        The last launch's last work-group sums the step's partials into ``reduced``
+        (``FOLD_SUMS``): no reduce launch.
     partials, reduced, seg_acc : buffers
     host : ndarray
         Two partial sums read back by the host.
@@ -405,20 +420,36 @@ class OpLaunches:
     reduce: Launch | None = None
     reduce_stage: Launch | None = None
     n_partials: int = 0
+    fold: bool = False
     partials: Any = None
     reduced: Any = None
     seg_acc: Any = None
     host: np.ndarray | None = None
 
+    def sum_into(self, slot: int) -> None:
+        """Before the step's launches: where the last launch folds the sums, their slot."""
+        if self.fold:
+            self.launches[-1].bind(sums_slot=slot)
+
     def enqueue_reduce(self, queue, slot: int):
-        """Sum the step's partials into slot ``slot`` (two passes where they are many)."""
+        """Sum the step's partials into slot ``slot`` (two passes where they are many);
+        nothing where the last launch folded them (:meth:`sum_into`)."""
+        if self.fold:
+            return None
         if self.reduce_stage is not None:
             self.reduce_stage.enqueue(queue)
         return self.reduce.bind(slot=slot).enqueue(queue)
 
 
-#: Partial-sum pairs one work-group of the last pass reads at most; more get a first pass.
+#: Partial-sum pairs each work-group of a first pass reads.
 REDUCE_FAN_IN = 2048
+#: Partial-sum pairs up to which the last pass alone reads a step's partials; more get a
+#: first pass. One launch fewer a step where the host's enqueues bound a mid-size input's
+#: iterations (PageRank on cnr-2000: 4,000 work-groups, 30 us of kernels a step).
+REDUCE_ONE_PASS = 16384
+#: Let the step's last launch fold its sums where :meth:`SideStore.folds` allows (probes
+#: compare a store built without).
+FOLD_STEP_SUMS = True
 
 
 class SideStore:
@@ -527,9 +558,9 @@ class SideStore:
         self._ops.clear()
 
     # ------------------------------------------------------------------- launches
-    def _program(self, op: RowOp, mapping: str, wg: int, **extra):
+    def _program(self, op: RowOp, mapping: str, wg: int, fold: bool = False, **extra):
         defines = rowop_defines(op, self.matrix, mapping, wg, compact=self.low.compact,
-                                has_slots=self.low.seg_slot is not None,
+                                fold=fold, has_slots=self.low.seg_slot is not None,
                                 offset_type=self.offset_type, ptx=builds_ptx(self.side),
                                 shuffles=self.shuffles, **extra)
         return self.pair.program(self.side, (op.fragment, "skeleton/rowop.cl"), defines)
@@ -589,13 +620,27 @@ class SideStore:
                 out.append((k, piece, spec, lo, hi, wg, groups, extra))
         return out
 
+    def folds(self, op: RowOp, wg: int, n_part: int) -> bool:
+        """Whether the last launch of ``op``'s step, of work-groups of ``wg``, folds the
+        step's ``n_part`` partial pairs itself (``FOLD_SUMS``): an op with sums, few enough
+        for one pass, the shuffles' code, and a store whose launches all run in its queue's
+        order (not streamed, throttled or handed out)."""
+        return (FOLD_STEP_SUMS and op.part_dtype is not None
+                and 0 < n_part <= max(REDUCE_ONE_PASS, REDUCE_FAN_IN)
+                and shuffle_mode(builds_ptx(self.side), wg, self.shuffles) > 0
+                and self.ring is None and self.low.partitions is None
+                and self.low.grouping != "dynamic")
+
     def _build(self, op: RowOp, fscal, stop) -> OpLaunches:
         mod = cl()
         out = OpLaunches(launches=[])
         part = 0
-        for k, piece, spec, lo, hi, wg, groups, extra in self._op_launches(op):
-            kern = mod.Kernel(self._program(op, mapping_of(spec, op.max_lanes), wg, **extra),
-                              "rowop")
+        plan = self._op_launches(op)
+        out.fold = bool(plan) and self.folds(op, plan[-1][5], sum(p[6] for p in plan))
+        for i, (k, piece, spec, lo, hi, wg, groups, extra) in enumerate(plan):
+            fold = out.fold and i == len(plan) - 1
+            kern = mod.Kernel(self._program(op, mapping_of(spec, op.max_lanes), wg, fold=fold,
+                                            **extra), "rowop")
             L = Launch(ROWOP, kern, groups * wg, wg, label=spec.label, nnz=spec.nnz)
             counter = self.dummy
             if spec.mapping == "dynamic":
@@ -606,7 +651,8 @@ class SideStore:
             L.bind(nseg=hi - lo, base=lo, seg_row=piece.seg_row, seg_ptr=piece.seg_ptr,
                    fscal=fscal, part_offset=part, seg_slot=piece.seg_slot,
                    slot_row=self.slot_row, slot_ptr=self.slot_ptr, slot_done=self.slot_done,
-                   blk_ptr=piece.blk_ptr, stop=stop, queue=counter)
+                   blk_ptr=piece.blk_ptr, stop=stop, queue=counter, sums_out=self.dummy,
+                   sums_slot=0, n_part=0, sums_done=self.dummy)
             if not piece.streamed:
                 L.bind(indices=piece.indices, data=piece.data)
             out.launches.append(L)
@@ -639,7 +685,7 @@ class SideStore:
         wg = _pow2_at_most(self.side.info.max_work_group_size)
         prg = self._program(op, "item", wg)
         last_n, last_in = part, out.partials
-        if part > REDUCE_FAN_IN:  # many groups' sums: a first pass of many groups
+        if part > max(REDUCE_ONE_PASS, REDUCE_FAN_IN):  # many: a first pass of many groups
             groups = min(-(-part // REDUCE_FAN_IN), REDUCE_FAN_IN)
             tmp = alloc(self.side, nbytes=2 * groups * item)
             out.reduce_stage = Launch(REDUCE_STAGE, mod.Kernel(prg, "reduce_stage"), groups * wg,
@@ -652,6 +698,9 @@ class SideStore:
                         stop=stop)
         for L in every:
             L.bind(partials=out.partials)
+        if out.fold:
+            every[-1].bind(sums_out=out.reduced, n_part=part,
+                           sums_done=alloc(self.side, np.zeros(1, np.int32)))
 
     # -------------------------------------------------------------------- enqueue
     def enqueue(self, ol: OpLaunches, bound: dict, flush: bool = False) -> list:

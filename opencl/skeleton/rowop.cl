@@ -39,6 +39,9 @@
  *   HAS_SLOTS 1: seg_slot[s] >= 0 sends segment s to an accumulator slot
  *   HAS_DATA  1: the matrix has values (data[k]); 0: pattern
  *   STOP_FLAG 1: a launch returns at once when stop[0] != 0 (device-side convergence)
+ *   FOLD_SUMS 1: the step's last launch, whose last work-group folds the step's sums
+ *            (FOLD_STEP_SUMS; with NEED_PARTIALS and SG_SHFL)
+ *   SG_SHFL, SG_SIZE  teams reduce with sub-group shuffles (below)
  *
  * Arguments (the same for every app, named once in finepar/engine/launches.py):
  *   nseg, base      segments of this launch: base .. base + nseg - 1 (MAPPING 3: blocks)
@@ -59,6 +62,9 @@
  *                   launch runs blocks base .. base + nseg - 1
  *   stop            STOP_FLAG: the device-side "converged" flag
  *   queue           QUEUE: the block counter of a queue launch (zeroed before it)
+ *   sums_out, sums_slot  FOLD_SUMS: the step's two sums go to sums_out[2 * sums_slot]
+ *   n_part          FOLD_SUMS: the step's partial pairs (work-groups over its launches)
+ *   sums_done       FOLD_SUMS: the launch's finished work-groups (zero between steps)
  */
 
 #ifndef WG
@@ -106,6 +112,9 @@
 #ifndef QUEUE
 #define QUEUE 0
 #endif
+#ifndef FOLD_SUMS
+#define FOLD_SUMS 0
+#endif
 #ifndef DYN_BACK
 #define DYN_BACK 0
 #endif
@@ -140,8 +149,10 @@
     __global const int *restrict slot_ptr,                                   \
     volatile __global int *restrict slot_done,                               \
     __global const int *restrict blk_ptr,                                    \
-    __global const int *restrict stop,                                       \
-    __global int *restrict queue
+    __global int *restrict stop,                                             \
+    __global int *restrict queue,                                            \
+    __global part_t *restrict sums_out, const int sums_slot, const int n_part, \
+    volatile __global int *restrict sums_done
 
 /* ------------------------------------------------------------ sequential scans */
 /* acc = REDUCE over entries k0, k0+step, ... < k1 of TERM(k); Kahan-compensated for
@@ -339,6 +350,56 @@ SG_SHFL_OF(part_t)
 #define WG_PARTIALS(p0, p1)
 #endif
 
+/* FOLD_SUMS (the step's last launch, with the shuffles' partial sums): the step's sums
+ * folded by its last work-group to finish, as reduce_partials would in a launch of its own:
+ * each group counts itself after a device-wide fence (sums_done), and the group that counts
+ * last reads the step's n_part partial pairs (past the cache: volatile), sums them, writes
+ * sums_out[2 * sums_slot + {0, 1}], runs the app's FINISH and sets the count back. Every
+ * group meets the same barriers (the others sum nothing): PoCL's work-group loops do not
+ * take a barrier under a condition. Earlier launches of the step ran before this one (the
+ * queue is in order). */
+#if FOLD_SUMS && NEED_PARTIALS && SG_SHFL
+#define FOLD_LOCALS __local int fold_last_;
+#define FOLD_STEP_SUMS                                                       \
+    {                                                                        \
+        if (lid == 0) {                                                      \
+            DEVICE_FENCE();                                                  \
+            fold_last_ = atomic_inc(sums_done) == (int)get_num_groups(0) - 1; \
+        }                                                                    \
+        barrier(CLK_LOCAL_MEM_FENCE);                                        \
+        const int last_ = fold_last_;                                        \
+        if (last_) DEVICE_FENCE();                                           \
+        volatile __global part_t *vp_ = partials;                            \
+        part_t f0_ = 0, f1_ = 0;                                             \
+        for (int i_ = lid; i_ < (last_ ? n_part : 0); i_ += WG) {            \
+            f0_ += vp_[2 * i_];                                              \
+            f1_ += vp_[2 * i_ + 1];                                          \
+        }                                                                    \
+        for (int m_ = SG_SIZE / 2; m_ > 0; m_ >>= 1) {                       \
+            f0_ += shfl_xor_part_t(f0_, m_ SG_ARGS);                         \
+            f1_ += shfl_xor_part_t(f1_, m_ SG_ARGS);                         \
+        }                                                                    \
+        if (last_ && (lid & (SG_SIZE - 1)) == 0) {                           \
+            lp0[lid / SG_SIZE] = f0_;                                        \
+            lp1[lid / SG_SIZE] = f1_;                                        \
+        }                                                                    \
+        SG_BARRIER_IF(last_)                                                 \
+        if (last_ && lid == 0) {                                             \
+            for (int w_ = 1; w_ < WG / SG_SIZE; ++w_) {                      \
+                f0_ += lp0[w_];                                              \
+                f1_ += lp1[w_];                                              \
+            }                                                                \
+            sums_out[2 * sums_slot] = f0_;                                   \
+            sums_out[2 * sums_slot + 1] = f1_;                               \
+            FINISH(sums_out + 2 * sums_slot)                                 \
+            *sums_done = 0;                                                  \
+        }                                                                    \
+    }
+#else
+#define FOLD_LOCALS
+#define FOLD_STEP_SUMS
+#endif
+
 #if STOP_FLAG
 #define STOP_CHECK if (stop[0] != 0) return;
 #else
@@ -381,6 +442,7 @@ void rowop(ROWOP_ARGS)
     STOP_CHECK
     PARTIAL_LOCALS
     SG_LOCALS
+    FOLD_LOCALS
     const int lid = (int)get_local_id(0);
     part_t p0 = 0, p1 = 0;
 #if MAPPING == 0
@@ -538,6 +600,7 @@ void rowop(ROWOP_ARGS)
 #error "unknown MAPPING"
 #endif
     WG_PARTIALS(p0, p1)
+    FOLD_STEP_SUMS
 }
 
 /* A first pass over many partials (a step of many work-groups): group g sums its slice of
