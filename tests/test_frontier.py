@@ -564,7 +564,8 @@ def predicted_batches(trace: list, tol: float) -> int:
 @pytest.mark.parametrize("mode", MODES)
 def test_power_iterations_read_once_per_batch(app_name, mode, pairs):
     """On one device PageRank, RWR and HITS read back once per batch of iterations and
-    nothing else (their scalars go out without waiting); on two devices once per
+    nothing else (their scalars go out without waiting; PageRank's and RWR's run may end
+    waiting for the iteration enqueued behind their last read); on two devices once per
     iteration and its halo (the work-group loop of a small input: one read, in
     test_pagerank.py)."""
     g = generated_graph(11, 2)
@@ -577,7 +578,10 @@ def test_power_iterations_read_once_per_batch(app_name, mode, pairs):
     assert not app.check(g, res, ref, params)
     expected = (batches(res.iterations) if app_name == "hits" else
                 predicted_batches(res.extra["l1_change"], params.get("tol") or 1e-6))
-    assert rep.timings["host_syncs"] == expected
+    # PageRank's and RWR's look-ahead iteration may still run when the last read returns:
+    # the run's end then waits for it once more
+    late = 0 if app_name == "hits" else 1
+    assert expected <= rep.timings["host_syncs"] <= expected + late
     res, rep = api.run(app_name, g, pair=pairs[mode], threshold=32, warmup=True)
     assert not app.check(g, res, ref, params)
     per = (2 if app_name == "hits" else 1) * res.iterations
