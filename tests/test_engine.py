@@ -200,6 +200,12 @@ def test_sums_of_a_mid_size_step_take_one_pass(pairs, monkeypatch):
         assert ols and all(512 < ol.n_partials <= 1024 for ol in ols)
         assert all((ol.reduce_stage is not None) == staged for ol in ols)
         assert res.converged and np.abs(res.values - reference_pagerank(g)).max() < 1e-5
+    bfs = api.Workload("bfs", g)  # an op that does not fold its sums keeps two passes
+    eng = bfs.engine(pairs["split"], single_device(bfs.matrix.row_lengths(), "gpu",
+                                                   grouping="pow4"))
+    bfs.app.solve(eng, g, root=0)
+    ols = [ol for st in eng.stores.values() for ol in st._ops.values() if ol.reduce]
+    assert ols and all(ol.reduce_stage is not None for ol in ols if ol.n_partials > 64)
 
 
 def test_long_rows_sum_accurately(pairs):

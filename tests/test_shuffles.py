@@ -88,8 +88,8 @@ def test_shuffled_sums_and_cut_rows(pairs, mode, monkeypatch):
 
 @pytest.mark.parametrize("mode", ["shared", "split"])
 def test_the_last_work_group_folds_the_steps_sums(pairs, mode, monkeypatch):
-    """With the shuffles' code and few enough work-groups, the step's last launch folds its
-    sums (no reduce launch): PageRank's steps on the GPU alone, in §4.1's length groups
+    """With the shuffles' code and few enough work-groups, the step's last launch of an op
+    that asks (PageRank's; not BFS's) folds its sums (no reduce launch): PageRank's steps on the GPU alone, in §4.1's length groups
     (three launches a step) and in CSR-adaptive's blocks, give the same sums, step by step,
     as the reduce launch does, and each fold sets its count back; past
     ``REDUCE_ONE_PASS`` work-groups the reduce launch sums them."""
@@ -119,6 +119,10 @@ def test_the_last_work_group_folds_the_steps_sums(pairs, mode, monkeypatch):
                                        ol.launches[-1]._values["sums_done"])
                 assert done[0] == 0
         np.testing.assert_allclose(sums["local"], sums["none"], rtol=1e-5, atol=1e-7)
+    bfs = api.Workload("bfs", g)  # an op that does not ask keeps its reduce launch
+    eng = bfs.engine(pairs[mode], plan, EngineOptions(shuffles="local"))
+    bfs.app.solve(eng, g, root=0)
+    assert not any(ol.fold for st in eng.stores.values() for ol in st._ops.values())
     monkeypatch.setattr(memory, "REDUCE_ONE_PASS", 4)
     monkeypatch.setattr(memory, "REDUCE_FAN_IN", 4)
     eng = wl.engine(pairs[mode], plan, EngineOptions(shuffles="local"))

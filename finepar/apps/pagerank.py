@@ -96,7 +96,7 @@ def _ops(name: str, *extra) -> tuple:
     """Every variant of the app's row operation: the host-stepped one first (the tuner's and
     :meth:`PageRank.profile_step`'s), then the device-stepped one, then those writing the
     contributions in a device's renumbered columns and those with plain sums."""
-    common = dict(acc_dtype=_F32, part_dtype=_F32, writes=("y", "s1"))
+    common = dict(acc_dtype=_F32, part_dtype=_F32, writes=("y", "s1"), fold_sums=True)
     out = []
     for hot in (False, True):
         for sums in SUMS:

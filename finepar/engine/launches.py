@@ -280,6 +280,12 @@ class RowOp:
         share's lanes, up to the device's), rows of a work-group each too: for a scan that
         stops at a row's first hit, where most rows hit within a few entries and wider
         teams idle. Raises ValueError otherwise.
+    fold_sums : bool
+        A step's two sums in one pass up to ``memory.REDUCE_ONE_PASS`` work-groups, and
+        with the shuffles' code folded by the step's last work-group, no launch of their own
+        (``FOLD_SUMS``): PageRank's and RWR's, whose mid-size iterations the host's enqueues
+        bound (on one H200 cnr-2000's went from 0.122 to 0.057 ms,
+        ``benchmarks/runs/h200-2026-11-29n``); the other apps keep a reduce launch.
     """
 
     name: str
@@ -293,6 +299,7 @@ class RowOp:
     column_writes: tuple = ()
     empty_rows_idle: bool = False
     max_lanes: int | None = None
+    fold_sums: bool = False
 
     def __post_init__(self):
         m = self.max_lanes

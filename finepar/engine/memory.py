@@ -173,7 +173,7 @@ def _programs(side: Side, specs: list, matrix: Graph, op: RowOp, *, compact: boo
         wg, groups, extra = geometry(side, spec, max(spec.hi - spec.lo, 1), op.max_lanes)
         out.append((mapping_of(spec, op.max_lanes), wg, extra, False))
         n_part += max(groups, 1)
-    if (FOLD_STEP_SUMS and foldable and out and op.part_dtype is not None
+    if (FOLD_STEP_SUMS and foldable and out and op.part_dtype is not None and op.fold_sums
             and n_part <= max(REDUCE_ONE_PASS, REDUCE_FAN_IN)
             and shuffle_mode(builds_ptx(side), out[-1][1], shuffles) > 0):
         out[-1] = (*out[-1][:3], True)
@@ -443,9 +443,10 @@ class OpLaunches:
 
 #: Partial-sum pairs each work-group of a first pass reads.
 REDUCE_FAN_IN = 2048
-#: Partial-sum pairs up to which the last pass alone reads a step's partials; more get a
-#: first pass. One launch fewer a step where the host's enqueues bound a mid-size input's
-#: iterations (PageRank on cnr-2000: 4,000 work-groups, 30 us of kernels a step).
+#: Partial-sum pairs up to which the last pass alone reads the partials of a step of an op
+#: that folds its sums (:attr:`RowOp.fold_sums`); more get a first pass. One launch fewer a
+#: step where the host's enqueues bound a mid-size input's iterations (PageRank on
+#: cnr-2000: 4,000 work-groups, 30 us of kernels a step).
 REDUCE_ONE_PASS = 16384
 #: Let the step's last launch fold its sums where :meth:`SideStore.folds` allows (probes
 #: compare a store built without).
@@ -622,10 +623,11 @@ class SideStore:
 
     def folds(self, op: RowOp, wg: int, n_part: int) -> bool:
         """Whether the last launch of ``op``'s step, of work-groups of ``wg``, folds the
-        step's ``n_part`` partial pairs itself (``FOLD_SUMS``): an op with sums, few enough
-        for one pass, the shuffles' code, and a store whose launches all run in its queue's
-        order (not streamed, throttled or handed out)."""
-        return (FOLD_STEP_SUMS and op.part_dtype is not None
+        step's ``n_part`` partial pairs itself (``FOLD_SUMS``): an op with sums that asks
+        (:attr:`RowOp.fold_sums`), few enough for one pass, the shuffles' code, and a store
+        whose launches all run in its queue's order (not streamed, throttled or handed
+        out)."""
+        return (FOLD_STEP_SUMS and op.part_dtype is not None and op.fold_sums
                 and 0 < n_part <= max(REDUCE_ONE_PASS, REDUCE_FAN_IN)
                 and shuffle_mode(builds_ptx(self.side), wg, self.shuffles) > 0
                 and self.ring is None and self.low.partitions is None
@@ -685,7 +687,8 @@ class SideStore:
         wg = _pow2_at_most(self.side.info.max_work_group_size)
         prg = self._program(op, "item", wg)
         last_n, last_in = part, out.partials
-        if part > max(REDUCE_ONE_PASS, REDUCE_FAN_IN):  # many: a first pass of many groups
+        one_pass = REDUCE_ONE_PASS if op.fold_sums else REDUCE_FAN_IN
+        if part > max(one_pass, REDUCE_FAN_IN):  # many: a first pass of many groups
             groups = min(-(-part // REDUCE_FAN_IN), REDUCE_FAN_IN)
             tmp = alloc(self.side, nbytes=2 * groups * item)
             out.reduce_stage = Launch(REDUCE_STAGE, mod.Kernel(prg, "reduce_stage"), groups * wg,
