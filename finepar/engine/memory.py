@@ -100,6 +100,16 @@ def shuffle_mode(ptx: bool, wg: int, shuffles: str = "auto") -> int:
     return 2 if shuffles == "local" else int(bool(ptx))
 
 
+def fold_allowed(op: RowOp, n_part: int, ptx: bool, wg: int, shuffles: str) -> bool:
+    """Whether a step of ``op`` over ``n_part`` work-groups, its last launch's of ``wg``,
+    may fold its sums in that launch (``FOLD_SUMS``): an op with sums that asks
+    (:attr:`RowOp.fold_sums`), few enough for one pass, and the shuffles' code
+    (:meth:`SideStore.folds` adds the store's own conditions)."""
+    return (FOLD_STEP_SUMS and op.part_dtype is not None and op.fold_sums
+            and 0 < n_part <= max(REDUCE_ONE_PASS, REDUCE_FAN_IN)
+            and shuffle_mode(ptx, wg, shuffles) > 0)
+
+
 def builds_ptx(side: Side) -> bool:
     """Whether ``side``'s compiler is NVIDIA's, which takes inline PTX: its ``mem_fence``
     fences a work-group only (``membar.cta``), so a cut row's fold across work-groups needs
@@ -173,9 +183,7 @@ def _programs(side: Side, specs: list, matrix: Graph, op: RowOp, *, compact: boo
         wg, groups, extra = geometry(side, spec, max(spec.hi - spec.lo, 1), op.max_lanes)
         out.append((mapping_of(spec, op.max_lanes), wg, extra, False))
         n_part += max(groups, 1)
-    if (FOLD_STEP_SUMS and foldable and out and op.part_dtype is not None and op.fold_sums
-            and n_part <= max(REDUCE_ONE_PASS, REDUCE_FAN_IN)
-            and shuffle_mode(builds_ptx(side), out[-1][1], shuffles) > 0):
+    if foldable and out and fold_allowed(op, n_part, builds_ptx(side), out[-1][1], shuffles):
         out[-1] = (*out[-1][:3], True)
     if op.part_dtype is not None:
         out.append(("item", _pow2_at_most(side.info.max_work_group_size), {}, False))
@@ -623,13 +631,10 @@ class SideStore:
 
     def folds(self, op: RowOp, wg: int, n_part: int) -> bool:
         """Whether the last launch of ``op``'s step, of work-groups of ``wg``, folds the
-        step's ``n_part`` partial pairs itself (``FOLD_SUMS``): an op with sums that asks
-        (:attr:`RowOp.fold_sums`), few enough for one pass, the shuffles' code, and a store
-        whose launches all run in its queue's order (not streamed, throttled or handed
-        out)."""
-        return (FOLD_STEP_SUMS and op.part_dtype is not None and op.fold_sums
-                and 0 < n_part <= max(REDUCE_ONE_PASS, REDUCE_FAN_IN)
-                and shuffle_mode(builds_ptx(self.side), wg, self.shuffles) > 0
+        step's ``n_part`` partial pairs itself (``FOLD_SUMS``): :func:`fold_allowed`, and a
+        store whose launches all run in its queue's order (not streamed, throttled or
+        handed out)."""
+        return (fold_allowed(op, n_part, builds_ptx(self.side), wg, self.shuffles)
                 and self.ring is None and self.low.partitions is None
                 and self.low.grouping != "dynamic")
 
