@@ -669,7 +669,7 @@ class Engine:
             out = self._sums_host[key].host.reshape(SLOTS, 2)
         else:
             out = np.empty((SLOTS, 2), dtype=o.part_dtype)
-        wait = read_later(self, role, out, ol.reduced)
+        wait = read_later(self, role, [(out, ol.reduced)])
         return lambda: (wait(), out[(np.arange(count) + first) % SLOTS])[1]
 
     def drain(self) -> None:

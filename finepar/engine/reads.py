@@ -16,20 +16,18 @@ from ..device import alloc, cl, read_staged, staged
 def read_buffers(engine, role: str, copies) -> None:
     """Blocking reads of ``(host array, buffer)`` pairs on ``role``'s queue, enqueued
     together and waited for once: one host synchronisation (counted), however many."""
+    read_later(engine, role, copies)()
+
+
+def read_later(engine, role: str, copies):
+    """Reads of ``(host array, buffer)`` pairs on ``role``'s queue, enqueued now; the call
+    it returns waits for them (one host synchronisation, counted). Commands enqueued after
+    them run while the host waits."""
     mod, queue = cl(), engine.pair.side(role).queue
     evs = [mod.enqueue_copy(queue, out, buf, is_blocking=False) for out, buf in copies]
-    evs[-1].wait()
-    engine.host_syncs += 1
-
-
-def read_later(engine, role: str, out: np.ndarray, buffer):
-    """A read of ``buffer`` into ``out`` on ``role``'s queue, enqueued now; the call it
-    returns waits for it (one host synchronisation, counted). Commands enqueued after it
-    run while the host waits."""
-    ev = cl().enqueue_copy(engine.pair.side(role).queue, out, buffer, is_blocking=False)
 
     def wait() -> None:
-        ev.wait()
+        evs[-1].wait()
         engine.host_syncs += 1
     return wait
 

@@ -304,23 +304,31 @@ SG_SHFL_OF(part_t)
 /* Work-group sum of (p0, p1) into partials[2*(part_offset + group) + {0,1}]. */
 #if NEED_PARTIALS && SG_SHFL
 #define PARTIAL_LOCALS __local part_t lp0[WG / SG_SIZE]; __local part_t lp1[WG / SG_SIZE];
+/* The pair (q0, q1) summed over the work-group where cond holds (uniform over the group):
+ * shuffles within each sub-group, then each sub-group's pair through lp0 / lp1 behind one
+ * barrier (SG_BARRIER_IF); work-item 0 ends with the sums. */
+#define SG_PAIR_SUM(q0, q1, cond)                                            \
+    {                                                                        \
+        for (int m_ = SG_SIZE / 2; m_ > 0; m_ >>= 1) {                       \
+            q0 += shfl_xor_part_t(q0, m_ SG_ARGS);                           \
+            q1 += shfl_xor_part_t(q1, m_ SG_ARGS);                           \
+        }                                                                    \
+        if ((cond) && (lid & (SG_SIZE - 1)) == 0) {                          \
+            lp0[lid / SG_SIZE] = q0;                                         \
+            lp1[lid / SG_SIZE] = q1;                                         \
+        }                                                                    \
+        SG_BARRIER_IF(cond)                                                  \
+        if ((cond) && lid == 0)                                              \
+            for (int w_ = 1; w_ < WG / SG_SIZE; ++w_) {                      \
+                q0 += lp0[w_];                                               \
+                q1 += lp1[w_];                                               \
+            }                                                                \
+    }
 #define WG_PARTIALS(p0, p1)                                                  \
     {                                                                        \
         part_t q0_ = (p0), q1_ = (p1);                                       \
-        for (int m_ = SG_SIZE / 2; m_ > 0; m_ >>= 1) {                       \
-            q0_ += shfl_xor_part_t(q0_, m_ SG_ARGS);                         \
-            q1_ += shfl_xor_part_t(q1_, m_ SG_ARGS);                         \
-        }                                                                    \
-        if ((lid & (SG_SIZE - 1)) == 0) {                                    \
-            lp0[lid / SG_SIZE] = q0_;                                        \
-            lp1[lid / SG_SIZE] = q1_;                                        \
-        }                                                                    \
-        barrier(CLK_LOCAL_MEM_FENCE);                                        \
+        SG_PAIR_SUM(q0_, q1_, 1)                                             \
         if (lid == 0) {                                                      \
-            for (int w_ = 1; w_ < WG / SG_SIZE; ++w_) {                      \
-                q0_ += lp0[w_];                                              \
-                q1_ += lp1[w_];                                              \
-            }                                                                \
             const int g_ = 2 * (part_offset + (int)get_group_id(0));         \
             partials[g_] = q0_;                                              \
             partials[g_ + 1] = q1_;                                          \
@@ -375,20 +383,8 @@ SG_SHFL_OF(part_t)
             f0_ += vp_[2 * i_];                                              \
             f1_ += vp_[2 * i_ + 1];                                          \
         }                                                                    \
-        for (int m_ = SG_SIZE / 2; m_ > 0; m_ >>= 1) {                       \
-            f0_ += shfl_xor_part_t(f0_, m_ SG_ARGS);                         \
-            f1_ += shfl_xor_part_t(f1_, m_ SG_ARGS);                         \
-        }                                                                    \
-        if (last_ && (lid & (SG_SIZE - 1)) == 0) {                           \
-            lp0[lid / SG_SIZE] = f0_;                                        \
-            lp1[lid / SG_SIZE] = f1_;                                        \
-        }                                                                    \
-        SG_BARRIER_IF(last_)                                                 \
+        SG_PAIR_SUM(f0_, f1_, last_)                                         \
         if (last_ && lid == 0) {                                             \
-            for (int w_ = 1; w_ < WG / SG_SIZE; ++w_) {                      \
-                f0_ += lp0[w_];                                              \
-                f1_ += lp1[w_];                                              \
-            }                                                                \
             sums_out[2 * sums_slot] = f0_;                                   \
             sums_out[2 * sums_slot + 1] = f1_;                               \
             FINISH(sums_out + 2 * sums_slot)                                 \
