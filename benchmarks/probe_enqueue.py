@@ -68,7 +68,8 @@ def bare_cases(side, launches: int) -> dict:
         one.set_arg(0, y)
         many = cl.Kernel(prg, "many")
         many.set_args(y, *([y] * 17), *(np.int32(i) for i in range(4)))
-        for case, knl, per in (("one arg", one, None), ("22 args, 1 set each", many, y)):
+        for case, knl, per in (("one arg", one, None), ("22 args, none set", many, None),
+                               ("22 args, 1 set each", many, y)):
             for flush in (False, True):
                 rounds, waits = [], []
                 for _ in range(3):
@@ -89,6 +90,36 @@ def bare_cases(side, launches: int) -> dict:
                             "then_wait_us_per_launch": float(np.median(waits))}
                 log(f"  {side.role} {key}: {out[key]['enqueue_us']:.1f} us an enqueue, "
                     f"{out[key]['then_wait_us_per_launch']:.1f} us a launch waiting after")
+    out["set_arg"] = set_arg_cases(prg, y, side.context, launches)
+    return out
+
+
+def set_arg_cases(prg, y, context, calls: int) -> dict:
+    """Host microseconds a ``set_arg`` (median of 3 rounds of ``calls``), no enqueue: a
+    buffer argument given two buffers in turn (a double-buffered loop's swap), and an int
+    argument given a new value each call (a step's slot), by pyopencl's ``Kernel.set_arg``
+    and by FinePar's :func:`finepar.engine.launches.set_arg` (a scalar's bytes given
+    directly)."""
+    import pyopencl as cl
+    from finepar.engine import launches
+    many = cl.Kernel(prg, "many")
+    many.set_args(y, *([y] * 17), *(np.int32(i) for i in range(4)))
+    z = cl.Buffer(context, cl.mem_flags.READ_WRITE, 64)
+    ints = [np.int32(i) for i in range(calls)]
+    out = {}
+    for case, index, values, how in (
+            ("buffer, two in turn", 1, [y, z] * (calls // 2), many.set_arg),
+            ("int, a new value each", 18, ints, many.set_arg),
+            ("int, a new value each, FinePar's set_arg", 18, ints,
+             lambda i, v: launches.set_arg(many, i, v))):
+        rounds = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            for v in values:
+                how(index, v)
+            rounds.append(1e6 * (time.perf_counter() - t0) / len(values))
+        out[case] = {"set_arg_us": float(np.median(rounds)), "rounds": rounds}
+        log(f"  set_arg of a {case}: {out[case]['set_arg_us']:.2f} us")
     return out
 
 

@@ -304,14 +304,16 @@ LOOP_VARIANTS = (
     ("pageable_sums", (("finepar.engine.core:PINNED_SUMS", False),)),
     ("no_fold", (("finepar.engine.memory:FOLD_STEP_SUMS", False),)),
     ("two_passes", (("finepar.engine.memory:FOLD_STEP_SUMS", False),
-                    ("finepar.engine.memory:REDUCE_ONE_PASS", 2048))))
+                    ("finepar.engine.memory:REDUCE_ONE_PASS", 2048))),
+    ("generic_set_arg", (("finepar.engine.launches:FAST_SCALARS", False),)))
 
 
 def loop_variant(wl, wl_run, eng, perm, params: dict, ref, args, run_params: dict,
                  changes: tuple) -> dict:
     """The app's runs and a run's timeline with each attribute of ``changes`` (``module:name``:
     the batch rule, the look-ahead, the sums' page-locked reads, the fold of a step's sums,
-    its passes) set to its value, the store's launches rebuilt; restored after."""
+    its passes, how a scalar argument is set) set to its value, the store's launches
+    rebuilt; restored after."""
     import importlib
     saved = []
     for where, value in changes:

@@ -474,3 +474,44 @@ def test_bind_changed_sets_only_changed_arguments():
         cl().enqueue_nd_range_kernel(side.queue, kern, (4,), None)
         cl().enqueue_copy(side.queue, got, out)
         assert (got == v).all()
+
+
+def test_scalar_arguments_take_the_buffer_path(monkeypatch):
+    """``set_arg`` gives a NumPy scalar's bytes through the kernel's buffer path where it
+    has one (anything else, or ``FAST_SCALARS`` off, through ``set_arg``); ``call`` sets
+    every argument so: on PoCL a kernel reads an int, a float, a long and a buffer as
+    given, in launches that change only the scalars."""
+    from finepar.engine import launches
+
+    class Recorder:
+        def __init__(self):
+            self.sets, self.bufs = [], []
+
+        def set_arg(self, i, a):
+            self.sets.append(i)
+
+        def _set_arg_buf(self, i, a):
+            self.bufs.append(i)
+
+    k = Recorder()
+    launches.set_arg(k, 0, np.int32(1))
+    launches.set_arg(k, 1, object())
+    launches.set_arg(k, 2, np.float32(2.0))
+    assert (k.bufs, k.sets) == ([0, 2], [1])
+    monkeypatch.setattr(launches, "FAST_SCALARS", False)
+    launches.set_arg(k, 3, np.int32(1))
+    assert (k.bufs, k.sets) == ([0, 2], [1, 3])
+    monkeypatch.setattr(launches, "FAST_SCALARS", True)
+
+    from finepar.api import make_pair
+    from finepar.device import alloc, cl
+    side = make_pair().side("gpu")
+    prg = cl().Program(side.context, "__kernel void put(const int a, const float b, "
+                                     "const long c, __global float *out)"
+                                     "{ out[get_global_id(0)] = a + b + (float)c; }").build()
+    out, got = alloc(side, nbytes=16), np.zeros(4, np.float32)
+    for a, b, c in ((1, 0.5, 2), (3, 0.25, 2), (3, 0.25, -7)):
+        launches.call(prg.put, side.queue, (4,), None, np.int32(a), np.float32(b),
+                      np.int64(c), out)
+        cl().enqueue_copy(side.queue, got, out)
+        assert (got == np.float32(a + b + c)).all()

@@ -29,7 +29,7 @@ import math
 import numpy as np
 
 from ..engine import Engine, RowOp
-from ..engine.launches import enqueue_bound
+from ..engine.launches import call, enqueue_bound
 from ..graph import Graph
 from . import powerloop, register
 from .base import (App, AppResult, Param, in_open_unit, iteration_cap, positive,
@@ -127,8 +127,9 @@ def pack_aux(engine: Engine, n: int) -> None:
         hot = c is not None and c.applied
         k = engine.pair.kernel(side, ("apps/pagerank/start.cl",),
                                {} if hot else {"IDENTITY_PERM": True}, "pack_aux")
-        k(side.queue, (-(-n // 64) * 64,), None, np.int32(n), engine.buffer("inv_outdeg", r),
-          c.perm if hot else engine.dummy(r), engine.buffer("aux_packed", r))
+        call(k, side.queue, (-(-n // 64) * 64,), None, np.int32(n),
+             engine.buffer("inv_outdeg", r), c.perm if hot else engine.dummy(r),
+             engine.buffer("aux_packed", r))
 
 
 def start_contrib(engine: Engine, n: int) -> None:

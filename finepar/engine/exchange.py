@@ -14,6 +14,7 @@ import numpy as np
 
 from ..graph import Graph, RowEntries
 from ..device import DevicePair, alloc, cl
+from .launches import call
 
 _TYPES = {np.dtype(np.float32): "float", np.dtype(np.int32): "int", np.dtype(np.uint32): "uint"}
 
@@ -107,9 +108,9 @@ class Halo:
             if hb["pending"] is not None:
                 hb["pending"].wait()
             gather = self._kernel(hb, src, "gather", tname)
-            g = gather(src.queue, (_round_up(cnt, 64),), None, np.int32(cnt),
-                       self._index(role, "idx_src", src, perms.get(other)),
-                       buffers[other], hb["send"][tname])
+            g = call(gather, src.queue, (_round_up(cnt, 64),), None, np.int32(cnt),
+                     self._index(role, "idx_src", src, perms.get(other)),
+                     buffers[other], hb["send"][tname])
             c = mod.enqueue_copy(src.queue, hb["host"][tname], hb["send"][tname],
                                  is_blocking=False)
             evs += [g, c]
@@ -121,9 +122,9 @@ class Halo:
             w = mod.enqueue_copy(dst.queue, hb["recv"][tname], hb["host"][tname],
                                  is_blocking=False)
             scatter = self._kernel(hb, dst, "scatter", tname)
-            s = scatter(dst.queue, (_round_up(hb["count"], 64),), None, np.int32(hb["count"]),
-                        self._index(role, "idx_dst", dst, perms.get(role)),
-                        hb["recv"][tname], buffers[role])
+            s = call(scatter, dst.queue, (_round_up(hb["count"], 64),), None,
+                     np.int32(hb["count"]), self._index(role, "idx_dst", dst, perms.get(role)),
+                     hb["recv"][tname], buffers[role])
             hb["pending"] = w
             evs += [w, s]
         return evs

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .core import Engine
-from .launches import enqueue_bound
+from .launches import call, enqueue_bound
 from .reads import read_buffers
 from .trace import FrontierTrace
 from ..errors import DeviceError
@@ -114,14 +114,14 @@ class RowMover:
             ss, ds = eng.pair.side(src), eng.pair.side(dst)
             count, host = p["count"], p["host"].view(dtype)
             grid = (-(-count // 64) * 64,)
-            eng.pair.kernel(ss, ("skeleton/vector.cl",), {"T": _TYPES[dtype]}, "gather")(
-                ss.queue, grid, None, np.int32(count), p["idx"][src], eng.buffer(name, src),
-                p["tmp"][src])
+            call(eng.pair.kernel(ss, ("skeleton/vector.cl",), {"T": _TYPES[dtype]}, "gather"),
+                 ss.queue, grid, None, np.int32(count), p["idx"][src], eng.buffer(name, src),
+                 p["tmp"][src])
             eng.read_buffer(src, host, p["tmp"][src])
             mod.enqueue_copy(ds.queue, p["tmp"][dst], host, is_blocking=False)
-            eng.pair.kernel(ds, ("skeleton/vector.cl",), {"T": _TYPES[dtype]}, "scatter")(
-                ds.queue, grid, None, np.int32(count), p["idx"][dst], p["tmp"][dst],
-                eng.buffer(name, dst))
+            call(eng.pair.kernel(ds, ("skeleton/vector.cl",), {"T": _TYPES[dtype]}, "scatter"),
+                 ds.queue, grid, None, np.int32(count), p["idx"][dst], p["tmp"][dst],
+                 eng.buffer(name, dst))
 
     def to_push(self, names: tuple) -> None:
         """The other roles' rows of each vector -> the push side."""
@@ -165,7 +165,7 @@ def round_trip_seconds(engine: Engine, role: str, repeats: int = 3) -> float:
     best = float("inf")
     for _ in range(repeats):
         t0 = time.perf_counter()
-        k(side.queue, (64,), None, np.int32(0), buf)
+        call(k, side.queue, (64,), None, np.int32(0), buf)
         cl().enqueue_copy(side.queue, host, buf, is_blocking=True)
         best = min(best, time.perf_counter() - t0)
     return best
@@ -253,8 +253,8 @@ def count_roots(side, program, labels, n: int) -> int:
     mod = cl()
     total = filled(side, 1, np.uint32)
     groups = -(-max(int(n), 1) // 256)
-    mod.Kernel(program, "count_roots")(side.queue, (groups * 256,), (256,), np.int32(n),
-                                       labels, total)
+    call(mod.Kernel(program, "count_roots"), side.queue, (groups * 256,), (256,), np.int32(n),
+         labels, total)
     out = np.zeros(1, np.uint32)
     mod.enqueue_copy(side.queue, out, total, is_blocking=True)
     return int(out[0])

@@ -128,6 +128,37 @@ def _cl():
     return _CL[0]
 
 
+#: NumPy scalars are set through pyopencl's buffer path (``Kernel._set_arg_buf``, what its
+#: own generated kernel calls use), not ``Kernel.set_arg``, which tries each kind of
+#: argument in turn before it takes a scalar's bytes: 6-9 us a scalar on the 2-core box,
+#: against 0.05 us (``benchmarks/probe_enqueue.py``). A step that changes a scalar (a
+#: PageRank iteration's sums slot, a BFS level's number) paid that every launch.
+FAST_SCALARS = True
+
+
+def set_arg(kernel, index: int, value) -> None:
+    """``kernel.set_arg(index, value)``, a NumPy scalar's bytes given directly where
+    pyopencl offers it (:data:`FAST_SCALARS`); the scalar's type must match the kernel's
+    parameter, as for ``set_arg``."""
+    if FAST_SCALARS and isinstance(value, np.generic):
+        fast = getattr(kernel, "_set_arg_buf", None)
+        if fast is not None:
+            fast(index, value)
+            return
+    kernel.set_arg(index, value)
+
+
+def call(kernel, queue, global_size: tuple, local_size, *args, wait_for=None):
+    """Enqueue ``kernel`` on ``queue`` with positional ``args``, as pyopencl's kernel call
+    does (every argument set, then one enqueue), a NumPy scalar set through
+    :func:`set_arg`: the kernel call took 24-26 us with two scalar arguments on the 2-core
+    box, this 3-4 us. Returns the event."""
+    for i, a in enumerate(args):
+        set_arg(kernel, i, a)
+    return _cl().enqueue_nd_range_kernel(queue, kernel, global_size, local_size,
+                                         wait_for=wait_for)
+
+
 def bind_changed(kernel, args: tuple) -> None:
     """Set ``kernel``'s positional arguments ``args``, only those that changed since
     the last call for this kernel object (buffers by identity, NumPy scalars by type and
@@ -145,7 +176,7 @@ def bind_changed(kernel, args: tuple) -> None:
         old = last[i]
         if old is a or (isinstance(a, np.generic) and type(old) is type(a) and old == a):
             continue
-        kernel.set_arg(i, a)
+        set_arg(kernel, i, a)
         last[i] = a
     kernel._finepar_args = last
 
@@ -226,7 +257,7 @@ class Launch:
             value = _SCALAR[kind](v) if kind in _SCALAR else v
             old = self._values.get(name, _UNSET)
             if old is _UNSET or (old != value if kind in _SCALAR else old is not value):
-                self.kernel.set_arg(i, value)
+                set_arg(self.kernel, i, value)
                 self._values[name] = value
             given[name] = v  # only once the kernel holds it
         return self

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..device import alloc, cl, read_staged, staged
+from .launches import call
 
 
 def read_buffers(engine, role: str, copies) -> None:
@@ -63,8 +64,8 @@ def _read_gathered(engine, out: np.ndarray, name: str, small: str, big: str,
             "host": np.empty(rows.size, dtype=out.dtype),
             "gather": engine.pair.kernel(side, ("skeleton/vector.cl",),
                                          {"T": _TYPES[out.dtype]}, "gather")}
-    pk["gather"](side.queue, (-(-rows.size // 64) * 64,), None, np.int32(rows.size),
-                 pk["idx"], engine.buffer(name, small), pk["out"])
+    call(pk["gather"], side.queue, (-(-rows.size // 64) * 64,), None, np.int32(rows.size),
+         pk["idx"], engine.buffer(name, small), pk["out"])
     ev_small = mod.enqueue_copy(side.queue, pk["host"], pk["out"], is_blocking=False)
     read_staged(engine.pair.side(big), out, engine.buffer(name, big))
     ev_small.wait()

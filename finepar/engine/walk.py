@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..device import cl, write_async
+from .launches import call
 from .reads import read_buffers
 from .backref import EngineRef
 
@@ -348,11 +349,11 @@ def move_entries(engine, names: tuple, push: str, index, count: int) -> None:
         dtype = engine._vec_dtype[name]
         kind = {"T": _TYPES[dtype]}
         tmp = alloc(side, nbytes=count * dtype.itemsize)
-        engine.pair.kernel(side, ("skeleton/vector.cl",), kind, "gather")(
-            side.queue, grid, None, np.int32(count), index, engine.buffer(name, "cpu"), tmp)
+        call(engine.pair.kernel(side, ("skeleton/vector.cl",), kind, "gather"),
+             side.queue, grid, None, np.int32(count), index, engine.buffer(name, "cpu"), tmp)
         host = np.empty(count, dtype)
         cl().enqueue_copy(side.queue, host, tmp, is_blocking=True)
         vals = alloc(dst, host, read_only=True)
-        engine.pair.kernel(dst, ("skeleton/vector.cl",), kind, "scatter")(
-            dst.queue, grid, None, np.int32(count), idx_dst, vals, engine.buffer(name, push))
+        call(engine.pair.kernel(dst, ("skeleton/vector.cl",), kind, "scatter"),
+             dst.queue, grid, None, np.int32(count), idx_dst, vals, engine.buffer(name, push))
     engine.host_syncs += 1 + len(names)

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..device import PinnedHost
 from ..device import alloc, cl
+from ..engine.launches import call
 from ..parallel import chunked
 from ..device.peer import PeerUnavailable
 from ..errors import UsageError
@@ -227,8 +228,8 @@ class RankHalo:
         ``out`` from byte ``at``."""
         eng, s = self.engine, snd["side"]
         gather = eng.pair.kernel(s, ("skeleton/vector.cl",), {"T": "uint"}, "gather_to")
-        self._timed.append(("pack_kernel_seconds", gather(
-            s.queue, (_round_up(snd["count"]),), None, np.int32(snd["count"]),
+        self._timed.append(("pack_kernel_seconds", call(
+            gather, s.queue, (_round_up(snd["count"]),), None, np.int32(snd["count"]),
             self._index(snd, name), eng.buffer(name, snd["role"]), out, np.int32(at // 4))))
 
     def _scatter(self, rcv: dict, name: str, src):
@@ -236,8 +237,8 @@ class RankHalo:
         event."""
         eng, s, count = self.engine, rcv["side"], int(self.recv_idx.size)
         scatter = eng.pair.kernel(s, ("skeleton/vector.cl",), {"T": "uint"}, "scatter")
-        ev = scatter(s.queue, (_round_up(count),), None, np.int32(count),
-                     self._index(rcv, name), src, eng.buffer(name, rcv["role"]))
+        ev = call(scatter, s.queue, (_round_up(count),), None, np.int32(count),
+                  self._index(rcv, name), src, eng.buffer(name, rcv["role"]))
         self._timed.append(("unpack_kernel_seconds", ev))
         return ev
 
