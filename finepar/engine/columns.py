@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..device import alloc, cl
+from .launches import call
 from ..errors import DeviceError
 
 #: Read classes: 0 for columns no entry reads, ``c`` for ``2**(c-1) <= reads < 2**c``.
@@ -216,13 +217,13 @@ def _count(engine, side, held: list) -> tuple:
     counts = alloc(side, nbytes=n * 4)
     mod.enqueue_fill_buffer(q, counts, np.zeros(1, np.int32), 0, n * 4)
     for piece, count in held:
-        _kernel(engine, side, "count_columns")(q, (_round(count),), None, piece.indices,
-                                               np.uint64(count), counts)
+        call(_kernel(engine, side, "count_columns"), q, (_round(count),), None, piece.indices,
+             np.uint64(count), counts)
     hist = np.zeros(CLASSES, np.int32)
     hist_buf = alloc(side, hist)
     wg = _local(engine, side, "class_histogram")
-    _kernel(engine, side, "class_histogram")(q, (_round(n, wg),), (wg,), counts, np.int32(n),
-                                             hist_buf)
+    call(_kernel(engine, side, "class_histogram"), q, (_round(n, wg),), (wg,), counts,
+         np.int32(n), hist_buf)
     mod.enqueue_copy(q, hist, hist_buf, is_blocking=True)
     engine.host_syncs += 1
     return counts, hist
@@ -237,13 +238,13 @@ def _renumber(engine, side, held: list, counts, hist: np.ndarray) -> tuple:
     base[order] = np.concatenate(([0], np.cumsum(hist[order])[:-1])).astype(np.int32)
     perm = alloc(side, nbytes=n * 4)
     wg = _local(engine, side, "assign_columns")
-    _kernel(engine, side, "assign_columns")(q, (_round(n, wg),), (wg,), counts, np.int32(n),
-                                            alloc(side, base), perm)
+    call(_kernel(engine, side, "assign_columns"), q, (_round(n, wg),), (wg,), counts,
+         np.int32(n), alloc(side, base), perm)
     out = []
     for piece, count in held:
         out.append(alloc(side, nbytes=max(count, 1) * 4))
-        _kernel(engine, side, "relabel_columns")(q, (_round(count),), None, piece.indices,
-                                                 np.uint64(count), perm, out[-1])
+        call(_kernel(engine, side, "relabel_columns"), q, (_round(count),), None,
+             piece.indices, np.uint64(count), perm, out[-1])
     q.finish()
     engine.host_syncs += 1
     return perm, out
@@ -259,7 +260,7 @@ def scatter(engine, order: ColumnOrder, name: str) -> None:
     tmp = alloc(side, nbytes=n * dtype.itemsize)
     cl().enqueue_copy(side.queue, tmp, buf)
     k = engine.pair.kernel(side, ("skeleton/columns.cl",), {"T": _TYPES[dtype]}, "scatter_columns")
-    k(side.queue, (_round(n),), None, tmp, order.perm, np.int32(n), buf)
+    call(k, side.queue, (_round(n),), None, tmp, order.perm, np.int32(n), buf)
 
 
 def programs(pair, names: tuple) -> list:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..device import alloc, cl
+from ..engine.launches import call
 
 SOURCES = ("skeleton/kdgrid.cl",)
 #: Work-items per work-group of the kernels.
@@ -58,7 +59,7 @@ class DeviceCounter:
         kern = self.pair.kernel(self.side, SOURCES, {}, name)
         for a, b, lo, ptr, idx in chunks:
             rows = b - a
-            kern(self.side.queue, (-(-rows // GROUP) * GROUP,), (GROUP,), np.int32(rows),
+            call(kern, self.side.queue, (-(-rows // GROUP) * GROUP,), (GROUP,), np.int32(rows),
                  np.int32(a), np.int64(lo), ptr, idx, *args)
         self.side.queue.finish()
 
