@@ -33,6 +33,14 @@ __kernel void many(__global float *y, __global const float *a1, __global const f
     __global const float *a15, __global const float *a16, __global const float *a17,
     int i1, int i2, int i3, int i4)
 { if (get_global_id(0) == 0) y[0] += a1[0] + (float)(i1 + i2 + i3 + i4); }
+__kernel void unused(__global float *y, __global const float *a1, __global const float *a2,
+    __global const float *a3, __global const float *a4, __global const float *a5,
+    __global const float *a6, __global const float *a7, __global const float *a8,
+    __global const float *a9, __global const float *a10, __global const float *a11,
+    __global const float *a12, __global const float *a13, __global const float *a14,
+    __global const float *a15, __global const float *a16, __global const float *a17,
+    int i1, int i2, int i3, int i4)
+{ if (get_global_id(0) == 0) y[0] += (float)(i1 + i2 + i3 + i4); }
 """
 
 
@@ -68,7 +76,10 @@ def bare_cases(side, launches: int) -> dict:
         one.set_arg(0, y)
         many = cl.Kernel(prg, "many")
         many.set_args(y, *([y] * 17), *(np.int32(i) for i in range(4)))
+        unused = cl.Kernel(prg, "unused")  # its 17 pointers never read: given NULL
+        unused.set_args(y, *([None] * 17), *(np.int32(i) for i in range(4)))
         for case, knl, per in (("one arg", one, None), ("22 args, none set", many, None),
+                               ("22 args, 17 of them NULL, none set", unused, None),
                                ("22 args, 1 set each", many, y)):
             for flush in (False, True):
                 rounds, waits = [], []
