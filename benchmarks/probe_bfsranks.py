@@ -126,9 +126,10 @@ SLOW_ARGS: list = []
 
 
 def stamp_set_args(module, slow_s: float = 2e-5) -> None:
-    """``module.bind_changed`` given each kernel through a proxy whose ``set_arg`` calls of
-    ``slow_s`` seconds or more become host spans ``set_arg KERNEL[i] TYPE`` of the
-    recording (an argument's set has stalled until the device went idle: which one)."""
+    """``module.bind_changed`` given each kernel through a proxy whose argument sets
+    (``set_arg``, and ``_set_arg_buf`` for a scalar) of ``slow_s`` seconds or more become
+    host spans ``set_arg KERNEL[i] TYPE`` of the recording (an argument's set has stalled
+    until the device went idle: which one)."""
     real = module.bind_changed
 
     class Timed:
@@ -143,14 +144,20 @@ def stamp_set_args(module, slow_s: float = 2e-5) -> None:
         def __setattr__(self, name, value):
             setattr(self.kernel, name, value)
 
-        def set_arg(self, i, a):
+        def _timed(self, how, i, a):
             t0 = time.perf_counter()
-            self.kernel.set_arg(i, a)
+            getattr(self.kernel, how)(i, a)
             t1 = time.perf_counter()
             if t1 - t0 >= slow_s and SLOW_ARGS and SLOW_ARGS[0].on:
                 what = f"{type(a).__name__}" + (f" {a.size} B" if hasattr(a, "size") else "")
                 SLOW_ARGS[0].host.append([f"set_arg {self.kernel.function_name}[{i}] {what}",
                                           t0, t1, SLOW_ARGS[0].depth])
+
+        def set_arg(self, i, a):
+            self._timed("set_arg", i, a)
+
+        def _set_arg_buf(self, i, a):  # a scalar's bytes (launches.set_arg)
+            self._timed("_set_arg_buf", i, a)
 
     module.bind_changed = lambda kernel, args: real(Timed(kernel), args)
 

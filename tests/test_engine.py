@@ -478,9 +478,10 @@ def test_bind_changed_sets_only_changed_arguments():
 
 def test_scalar_arguments_take_the_buffer_path(monkeypatch):
     """``set_arg`` gives a NumPy scalar's bytes through the kernel's buffer path where it
-    has one (anything else, or ``FAST_SCALARS`` off, through ``set_arg``); ``call`` sets
-    every argument so: on PoCL a kernel reads an int, a float, a long and a buffer as
-    given, in launches that change only the scalars."""
+    has one (anything else, a kernel without it, or ``FAST_SCALARS`` off: through
+    ``set_arg``); ``call`` sets every argument so: on PoCL one kernel object reads an int, a
+    float, a long and a buffer as given, in launches that change only the scalars, and a
+    call short of an argument is refused before any is set."""
     from finepar.engine import launches
 
     class Recorder:
@@ -493,11 +494,20 @@ def test_scalar_arguments_take_the_buffer_path(monkeypatch):
         def _set_arg_buf(self, i, a):
             self.bufs.append(i)
 
-    k = Recorder()
+    class Plain:  # no buffer path: every argument through set_arg
+        def __init__(self):
+            self.sets = []
+
+        def set_arg(self, i, a):
+            self.sets.append(i)
+
+    k, plain = Recorder(), Plain()
     launches.set_arg(k, 0, np.int32(1))
     launches.set_arg(k, 1, object())
     launches.set_arg(k, 2, np.float32(2.0))
     assert (k.bufs, k.sets) == ([0, 2], [1])
+    launches.set_arg(plain, 0, np.int32(1))
+    assert plain.sets == [0]
     monkeypatch.setattr(launches, "FAST_SCALARS", False)
     launches.set_arg(k, 3, np.int32(1))
     assert (k.bufs, k.sets) == ([0, 2], [1, 3])
@@ -509,9 +519,31 @@ def test_scalar_arguments_take_the_buffer_path(monkeypatch):
     prg = cl().Program(side.context, "__kernel void put(const int a, const float b, "
                                      "const long c, __global float *out)"
                                      "{ out[get_global_id(0)] = a + b + (float)c; }").build()
+    put = cl().Kernel(prg, "put")  # one kernel object: only its scalars change
     out, got = alloc(side, nbytes=16), np.zeros(4, np.float32)
     for a, b, c in ((1, 0.5, 2), (3, 0.25, 2), (3, 0.25, -7)):
-        launches.call(prg.put, side.queue, (4,), None, np.int32(a), np.float32(b),
+        launches.call(put, side.queue, (4,), None, np.int32(a), np.float32(b),
                       np.int64(c), out)
         cl().enqueue_copy(side.queue, got, out)
         assert (got == np.float32(a + b + c)).all()
+    with pytest.raises(TypeError, match="takes 4 arguments, 3 given"):
+        launches.call(put, side.queue, (4,), None, np.int32(9), np.float32(0.0), out)
+    launches.call(put, side.queue, (4,), None, np.int32(0), np.float32(0.0), np.int64(0), out)
+    cl().enqueue_copy(side.queue, got, out)
+    assert (got == 0).all()  # the refused call set nothing
+
+
+@pytest.mark.parametrize("app", ["sssp", "bfs"])
+def test_device_seconds_stay_within_the_runs_wall_time(app):
+    """A step the host waits for is recorded after the steps enqueued before it without a
+    wait (``Engine.add_record``): their span over the device ends where its launches
+    begin, so a run's device seconds (the steps' spans, summed) stay within its wall time.
+    Before, SSSP's frontier batches took in the waited steps between them too: 48.9 ms of
+    device time in a run of 30.8 (Graph500 scale 16, the emulated GPU role)."""
+    g = generated_graph(14)
+    wl = api.Workload(app, g)
+    for _ in range(2):
+        _, rep = wl.run(devices="gpu")
+        t = rep.timings
+        assert t["steps"] > 1
+        assert sum(t["kernel"].values()) <= 1.05 * t["run"] + 1e-4, t

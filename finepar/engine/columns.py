@@ -32,8 +32,8 @@ from typing import Any
 import numpy as np
 
 from ..device import alloc, cl
-from .launches import call
 from ..errors import DeviceError
+from .launches import call
 
 #: Read classes: 0 for columns no entry reads, ``c`` for ``2**(c-1) <= reads < 2**c``.
 CLASSES = 33

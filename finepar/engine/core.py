@@ -672,15 +672,14 @@ class Engine:
         wait = read_later(self, role, [(out, ol.reduced)])
         return lambda: (wait(), out[(np.arange(count) + first) % SLOTS])[1]
 
-    def drain(self) -> None:
+    def drain(self, until: float | None = None) -> None:
         """Wait for steps enqueued with ``wait=False`` and record their timings (their
-        wall time is spread evenly over them: the host did not see their ends; so is
-        each device's span over the batch unless ``options.profile`` is ``launch``)."""
+        wall time, to ``until`` or now, is spread evenly over them: the host did not see
+        their ends; so is each device's span over the batch unless ``options.profile``
+        is ``launch``)."""
         if not self.pending:
             return
-        last = {}
-        for _, events, _ in self.pending:
-            last.update({role: evs[-1] for role, evs in events.items() if evs})
+        last = self._pending_last()
         done = cl().command_execution_status.COMPLETE
         if any(ev.command_execution_status != done for ev in last.values()):
             self.host_syncs += 1  # steps a blocking read already waited for cost no sync
@@ -697,11 +696,32 @@ class Engine:
                 rec.upload[role] = event_seconds(ups)
                 rec.streamed_bytes[role] = self.stores[role].describe()["streamed_bytes"]
             rec.pending_uploads = {}
-        wall = (time.perf_counter() - self.pending[0][2]) / len(self.pending)
+        end = time.perf_counter() if until is None else until
+        wall = max(end - self.pending[0][2], 0.0) / len(self.pending)
         for rec, _, _ in self.pending:
             rec.wall = wall
             self.records.append(rec)
         self.pending.clear()
+
+    def _pending_last(self) -> dict:
+        """Each role's last event among the steps enqueued without a wait."""
+        last = {}
+        for _, events, _ in self.pending:
+            last.update({role: evs[-1] for role, evs in events.items() if evs})
+        return last
+
+    def add_record(self, rec: StepRecord, t0: float) -> None:
+        """Record a step the host waited for, begun at ``t0`` (:func:`time.perf_counter`).
+        The steps enqueued before it without a wait are recorded first where every role's
+        are done, as on its own queue they are (in order): their span over a device then
+        ends before this step's launches, rather than taking in its time as well. Where
+        another role's are still running (a split plan's step on one side) they wait for
+        a later drain, and their span may take in this step's."""
+        done = cl().command_execution_status.COMPLETE
+        if self.pending and all(ev.command_execution_status == done
+                                for ev in self._pending_last().values()):
+            self.drain(until=t0)
+        self.records.append(rec)
 
     def _spread_batch_span(self) -> None:
         """Each device's span over the pending steps (its first launch's start to its
@@ -831,7 +851,7 @@ class Engine:
             self.host_syncs += 1
             rec.kernel[role], rec.span[role] = event_seconds([ev])
             rec.wall = time.perf_counter() - t0
-            self.records.append(rec)
+            self.add_record(rec, t0)
         else:
             self.pending.append((rec, {role: [ev]}, t0))
         return rec

@@ -90,7 +90,7 @@ class StaticExecutor:
                 ev.wait()
             rec.exchange = event_seconds(xevents)[0]
         rec.wall = time.perf_counter() - t0
-        eng.records.append(rec)
+        eng.add_record(rec, t0)
         return total
 
 
@@ -225,7 +225,7 @@ class HostChunkExecutor(StaticExecutor):
                     xev += self.copy_ranges(eng, args[slot_name])
             rec.exchange = event_seconds(xev)[0] if xev else 0.0
         rec.wall = time.perf_counter() - t0
-        eng.records.append(rec)
+        eng.add_record(rec, t0)
         eng.last_events = events
         return total
 

@@ -129,17 +129,32 @@ def _cl():
 
 
 #: NumPy scalars are set through pyopencl's buffer path (``Kernel._set_arg_buf``, what its
-#: own generated kernel calls use), not ``Kernel.set_arg``, which tries each kind of
-#: argument in turn before it takes a scalar's bytes: 6-9 us a scalar on the 2-core box,
-#: against 0.05 us (``benchmarks/probe_enqueue.py``). A step that changes a scalar (a
-#: PageRank iteration's sums slot, a BFS level's number) paid that every launch.
+#: kernel calls use once the scalars' types are declared), not ``Kernel.set_arg``, which
+#: tries each kind of argument in turn before it takes a scalar's bytes: 9.3 us a scalar
+#: on an H200's host against 0.22 (6-16 against 0.19 on the 2-core box;
+#: ``benchmarks/probe_enqueue.py``, 2026-11-29). A step that changes a scalar (a PageRank
+#: iteration's sums slot, a BFS level's number) paid that every launch.
 FAST_SCALARS = True
 
 
 def set_arg(kernel, index: int, value) -> None:
-    """``kernel.set_arg(index, value)``, a NumPy scalar's bytes given directly where
-    pyopencl offers it (:data:`FAST_SCALARS`); the scalar's type must match the kernel's
-    parameter, as for ``set_arg``."""
+    """Set one argument of a kernel, a NumPy scalar's bytes given directly.
+
+    Parameters
+    ----------
+    kernel : pyopencl.Kernel
+    index : int
+        The argument's position.
+    value : pyopencl.MemoryObject, numpy.generic, pyopencl.LocalMemory or None
+        A NumPy scalar goes through ``kernel._set_arg_buf`` where pyopencl offers it and
+        :data:`FAST_SCALARS` is on; anything else through ``kernel.set_arg``. OpenCL
+        checks only the scalar's size against the parameter's, on either path.
+
+    Raises
+    ------
+    pyopencl.LogicError
+        Where OpenCL refuses the argument (its index or size).
+    """
     if FAST_SCALARS and isinstance(value, np.generic):
         fast = getattr(kernel, "_set_arg_buf", None)
         if fast is not None:
@@ -149,10 +164,37 @@ def set_arg(kernel, index: int, value) -> None:
 
 
 def call(kernel, queue, global_size: tuple, local_size, *args, wait_for=None):
-    """Enqueue ``kernel`` on ``queue`` with positional ``args``, as pyopencl's kernel call
-    does (every argument set, then one enqueue), a NumPy scalar set through
-    :func:`set_arg`: the kernel call took 24-26 us with two scalar arguments on the 2-core
-    box, this 3-4 us. Returns the event."""
+    """Enqueue ``kernel`` with every one of its arguments, as pyopencl's kernel call does,
+    each set by :func:`set_arg` (that call took 24-26 us with two scalar arguments on the
+    2-core box, this 3-4 us).
+
+    Parameters
+    ----------
+    kernel : pyopencl.Kernel
+    queue : pyopencl.CommandQueue
+    global_size, local_size : tuple of int, or None for ``local_size``
+        Work-items in all and per work-group.
+    *args
+        The kernel's arguments in order, all of them (:func:`set_arg`'s kinds).
+    wait_for : list of pyopencl.Event, optional
+
+    Returns
+    -------
+    pyopencl.Event
+
+    Raises
+    ------
+    TypeError
+        If ``args`` are not as many as the kernel's parameters (checked before any is
+        set: a shared kernel object keeps what another caller gave it).
+    """
+    count = getattr(kernel, "_finepar_num_args", None)
+    if count is None:
+        count = kernel.num_args
+        kernel._finepar_num_args = count
+    if len(args) != count:
+        raise TypeError(f"kernel {kernel.function_name} takes {count} arguments, "
+                        f"{len(args)} given")
     for i, a in enumerate(args):
         set_arg(kernel, i, a)
     return _cl().enqueue_nd_range_kernel(queue, kernel, global_size, local_size,
