@@ -156,7 +156,7 @@ def stamp_set_args(module, slow_s: float = 2e-5) -> None:
         def set_arg(self, i, a):
             self._timed("set_arg", i, a)
 
-        def _set_arg_buf(self, i, a):  # a scalar's bytes (launches.set_arg)
+        def _set_arg_buf(self, i, a):  # a scalar's bytes (binding.set_arg)
             self._timed("_set_arg_buf", i, a)
 
     module.bind_changed = lambda kernel, args: real(Timed(kernel), args)

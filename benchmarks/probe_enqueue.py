@@ -109,10 +109,10 @@ def set_arg_cases(prg, y, context, calls: int) -> dict:
     """Host microseconds a ``set_arg`` (median of 3 rounds of ``calls``), no enqueue: a
     buffer argument given two buffers in turn (a double-buffered loop's swap), and an int
     argument given a new value each call (a step's slot), by pyopencl's ``Kernel.set_arg``
-    and by FinePar's :func:`finepar.engine.launches.set_arg` (a scalar's bytes given
+    and by FinePar's :func:`finepar.engine.binding.set_arg` (a scalar's bytes given
     directly)."""
     import pyopencl as cl
-    from finepar.engine import launches
+    from finepar.engine import binding
     many = cl.Kernel(prg, "many")
     many.set_args(y, *([y] * 17), *(np.int32(i) for i in range(4)))
     z = cl.Buffer(context, cl.mem_flags.READ_WRITE, 64)
@@ -122,7 +122,7 @@ def set_arg_cases(prg, y, context, calls: int) -> dict:
             ("buffer, two in turn", 1, [y, z] * (calls // 2), many.set_arg),
             ("int, a new value each", 18, ints, many.set_arg),
             ("int, a new value each, FinePar's set_arg", 18, ints,
-             lambda i, v: launches.set_arg(many, i, v))):
+             lambda i, v: binding.set_arg(many, i, v))):
         rounds = []
         for _ in range(3):
             t0 = time.perf_counter()

@@ -5,7 +5,7 @@ On one input (default Graph500 scale 24) and one plan (``--devices``, default th
 a warm-up, then ``--repeats`` calls of ``Workload.run`` (the run, then its answer's reads) on
 the engine a default run prepares. During them every pyopencl call that enqueues or reads (``enqueue_copy``,
 ``enqueue_fill_buffer``, ``enqueue_nd_range_kernel`` and kernel calls, which the engine no
-longer makes: ``engine.launches.call`` enqueues) is wrapped: counted per
+longer makes: ``engine.binding.call`` enqueues) is wrapped: counted per
 run, and, for the last run, stamped with its start (ms from the call's start), its duration in
 pyopencl and the FinePar functions that made it. The wrapping itself costs the host time, so
 the runs' times here are slower than a plain run's; the counts are exact. ``--profile`` also

@@ -305,7 +305,7 @@ LOOP_VARIANTS = (
     ("no_fold", (("finepar.engine.memory:FOLD_STEP_SUMS", False),)),
     ("two_passes", (("finepar.engine.memory:FOLD_STEP_SUMS", False),
                     ("finepar.engine.memory:REDUCE_ONE_PASS", 2048))),
-    ("generic_set_arg", (("finepar.engine.launches:FAST_SCALARS", False),)))
+    ("generic_set_arg", (("finepar.engine.binding:FAST_SCALARS", False),)))
 
 
 def loop_variant(wl, wl_run, eng, perm, params: dict, ref, args, run_params: dict,

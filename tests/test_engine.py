@@ -440,7 +440,7 @@ def test_bind_changed_sets_only_changed_arguments():
     NumPy scalar by type and value (a new object of the same value is skipped, one of
     another type or value is set), and a kernel object with other arguments starts
     afresh; then a real kernel on PoCL reads what it was given."""
-    from finepar.engine.launches import bind_changed
+    from finepar.engine.binding import bind_changed
 
     class Recorder:
         def __init__(self):
@@ -482,7 +482,7 @@ def test_scalar_arguments_take_the_buffer_path(monkeypatch):
     ``set_arg``); ``call`` sets every argument so: on PoCL one kernel object reads an int, a
     float, a long and a buffer as given, in launches that change only the scalars, and a
     call short of an argument is refused before any is set."""
-    from finepar.engine import launches
+    from finepar.engine import binding
 
     class Recorder:
         def __init__(self):
@@ -502,16 +502,16 @@ def test_scalar_arguments_take_the_buffer_path(monkeypatch):
             self.sets.append(i)
 
     k, plain = Recorder(), Plain()
-    launches.set_arg(k, 0, np.int32(1))
-    launches.set_arg(k, 1, object())
-    launches.set_arg(k, 2, np.float32(2.0))
+    binding.set_arg(k, 0, np.int32(1))
+    binding.set_arg(k, 1, object())
+    binding.set_arg(k, 2, np.float32(2.0))
     assert (k.bufs, k.sets) == ([0, 2], [1])
-    launches.set_arg(plain, 0, np.int32(1))
+    binding.set_arg(plain, 0, np.int32(1))
     assert plain.sets == [0]
-    monkeypatch.setattr(launches, "FAST_SCALARS", False)
-    launches.set_arg(k, 3, np.int32(1))
+    monkeypatch.setattr(binding, "FAST_SCALARS", False)
+    binding.set_arg(k, 3, np.int32(1))
     assert (k.bufs, k.sets) == ([0, 2], [1, 3])
-    monkeypatch.setattr(launches, "FAST_SCALARS", True)
+    monkeypatch.setattr(binding, "FAST_SCALARS", True)
 
     from finepar.api import make_pair
     from finepar.device import alloc, cl
@@ -522,13 +522,13 @@ def test_scalar_arguments_take_the_buffer_path(monkeypatch):
     put = cl().Kernel(prg, "put")  # one kernel object: only its scalars change
     out, got = alloc(side, nbytes=16), np.zeros(4, np.float32)
     for a, b, c in ((1, 0.5, 2), (3, 0.25, 2), (3, 0.25, -7)):
-        launches.call(put, side.queue, (4,), None, np.int32(a), np.float32(b),
+        binding.call(put, side.queue, (4,), None, np.int32(a), np.float32(b),
                       np.int64(c), out)
         cl().enqueue_copy(side.queue, got, out)
         assert (got == np.float32(a + b + c)).all()
     with pytest.raises(TypeError, match="takes 4 arguments, 3 given"):
-        launches.call(put, side.queue, (4,), None, np.int32(9), np.float32(0.0), out)
-    launches.call(put, side.queue, (4,), None, np.int32(0), np.float32(0.0), np.int64(0), out)
+        binding.call(put, side.queue, (4,), None, np.int32(9), np.float32(0.0), out)
+    binding.call(put, side.queue, (4,), None, np.int32(0), np.float32(0.0), np.int64(0), out)
     cl().enqueue_copy(side.queue, got, out)
     assert (got == 0).all()  # the refused call set nothing
 

@@ -47,7 +47,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import Engine
-from ..engine.launches import enqueue_bound
+from ..engine.binding import enqueue_bound
 from ..device import cl, filled
 from ..device import read_staged
 from ..engine.frontier import FrontierQueue

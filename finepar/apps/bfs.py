@@ -32,7 +32,7 @@ from ..graph import Graph
 from . import bfsranks, register
 from .base import MAX_ITER, App, AppResult, Param, positive, vertex_label
 from ..engine.frontier import STATE, FrontierApp, FrontierQueue, PushRun, queue_defines
-from ..engine.launches import enqueue_bound
+from ..engine.binding import enqueue_bound
 from ..engine import grouplevels
 from ..engine.reads import read_many, walked
 from ..engine.trace import by_device_line, launch_line, push_line
@@ -77,7 +77,7 @@ def start_kernel(engine: Engine, side, name: str):
 def start_launch(engine: Engine, side, name: str, size: int, args: tuple) -> None:
     """Enqueue :func:`start_kernel` ``name`` over ``size`` work-items (rounded up to a
     whole 256; one work-group of 64 for a single work-item's kernel), only its changed
-    arguments set (:func:`~finepar.engine.launches.enqueue_bound`)."""
+    arguments set (:func:`~finepar.engine.binding.enqueue_bound`)."""
     grid = (64,) if size <= 1 else (-(-size // 256) * 256,)
     enqueue_bound(engine, side.queue, start_kernel(engine, side, name), grid, None, args)
 

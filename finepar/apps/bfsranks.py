@@ -60,7 +60,7 @@ import numpy as np
 from ..device import PinnedHost, alloc, cl
 from ..engine import Engine
 from ..engine.frontier import PushRun
-from ..engine.launches import bind_changed, own_kernel
+from ..engine.binding import bind_changed, own_kernel
 from ..engine.timing import event_seconds
 from ..engine.trace import FrontierTrace
 from ..engine.backref import EngineRef
@@ -90,7 +90,7 @@ def ranks(engine: Engine) -> int:
 
 def _kernel(engine: Engine, role: str, name: str):
     """``engine``'s own kernel object ``name`` of :data:`SOURCES` on ``role``
-    (:func:`~finepar.engine.launches.own_kernel`: its bound arguments, the engine's
+    (:func:`~finepar.engine.binding.own_kernel`: its bound arguments, the engine's
     buffers, live as long as the engine and no longer, so a launch sets only what changed
     since the last, across runs; a launch that sets every argument cost 25-90 us of host
     time on an H200's host, 2026-11-28)."""

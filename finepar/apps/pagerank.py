@@ -29,7 +29,7 @@ import math
 import numpy as np
 
 from ..engine import Engine, RowOp
-from ..engine.launches import call, enqueue_bound
+from ..engine.binding import call, enqueue_bound
 from ..graph import Graph
 from . import powerloop, register
 from .base import (App, AppResult, Param, in_open_unit, iteration_cap, positive,

@@ -33,7 +33,7 @@ import numpy as np
 
 from ..device import alloc, cl
 from ..errors import DeviceError
-from .launches import call
+from .binding import call
 
 #: Read classes: 0 for columns no entry reads, ``c`` for ``2**(c-1) <= reads < 2**c``.
 CLASSES = 33

@@ -34,8 +34,9 @@ from ..device import DevicePair, PinnedHost, Side, alloc, cl, filled, read_stage
 from .exchange import Halo
 from .executors import (DeviceCounterExecutor, HostChunkExecutor, ProfilingExecutor,
                         StaticExecutor)
-from .launches import (RowOp, ShareLowering, enqueue_bound, lower_adaptive, lower_chunks,
-                       lower_ell, lower_groups, lower_partitioned)
+from .binding import enqueue_bound
+from .launches import (RowOp, ShareLowering, lower_adaptive, lower_chunks, lower_ell,
+                       lower_groups, lower_partitioned)
 from .columns import check_step_numbering, order_columns, scatter
 from .memory import SLOTS, SideStore, check_fits, lowered_programs
 from .options import EngineOptions
@@ -837,9 +838,9 @@ class Engine:
                kind: str = "push", wg: int = 64, wait: bool = True) -> StepRecord:
         """Run one kernel on one side (a device-alone step); returns its StepRecord
         (also appended to ``records``). ``args`` are set on the engine's own copy of the
-        kernel, those that changed only (:func:`~finepar.engine.launches.enqueue_bound`);
+        kernel, those that changed only (:func:`~finepar.engine.binding.enqueue_bound`);
         ``args=None``: the kernel holds its arguments already
-        (:func:`~finepar.engine.launches.bind_changed`)."""
+        (:func:`~finepar.engine.binding.bind_changed`)."""
         t0 = time.perf_counter()
         side = self.pair.side(role)
         size = (-(-max(global_size, 1) // wg) * wg,)

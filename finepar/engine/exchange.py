@@ -14,7 +14,7 @@ import numpy as np
 
 from ..graph import Graph, RowEntries
 from ..device import DevicePair, alloc, cl
-from .launches import call
+from .binding import call
 
 _TYPES = {np.dtype(np.float32): "float", np.dtype(np.int32): "int", np.dtype(np.uint32): "uint"}
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .core import Engine
-from .launches import call, enqueue_bound
+from .binding import call, enqueue_bound
 from .reads import read_buffers
 from .trace import FrontierTrace
 from ..errors import DeviceError

@@ -189,7 +189,7 @@ class GroupLevels:
     -----
     The launch goes through :meth:`~finepar.engine.Engine.launch`, so its arguments are
     bound once on the engine's own kernel copy and only a changed one (the root) set again
-    (:func:`~finepar.engine.launches.enqueue_bound`): pyopencl's kernel call set every one,
+    (:func:`~finepar.engine.binding.enqueue_bound`): pyopencl's kernel call set every one,
     63 us of host time a run on an H200's host (2026-11-28). The
     lists' first :attr:`lq_cap` entries live in local memory (the rest of the room).
     """

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..device import alloc, cl, read_staged, staged
-from .launches import call
+from .binding import call
 
 
 def read_buffers(engine, role: str, copies) -> None:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..device import cl, write_async
-from .launches import call
+from .binding import call
 from .reads import read_buffers
 from .backref import EngineRef
 

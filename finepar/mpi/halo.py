@@ -28,7 +28,7 @@ import numpy as np
 
 from ..device import PinnedHost
 from ..device import alloc, cl
-from ..engine.launches import call
+from ..engine.binding import call
 from ..parallel import chunked
 from ..device.peer import PeerUnavailable
 from ..errors import UsageError

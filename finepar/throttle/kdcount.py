@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..device import alloc, cl
-from ..engine.launches import call
+from ..engine.binding import call
 
 SOURCES = ("skeleton/kdgrid.cl",)
 #: Work-items per work-group of the kernels.
