@@ -23,24 +23,16 @@ import numpy as np
 
 from common import input_list, load, log, main_of, today, write_json
 
-SRC = """
-__kernel void one(__global float *y) { if (get_global_id(0) == 0) y[0] += 1.0f; }
-__kernel void many(__global float *y, __global const float *a1, __global const float *a2,
-    __global const float *a3, __global const float *a4, __global const float *a5,
-    __global const float *a6, __global const float *a7, __global const float *a8,
-    __global const float *a9, __global const float *a10, __global const float *a11,
-    __global const float *a12, __global const float *a13, __global const float *a14,
-    __global const float *a15, __global const float *a16, __global const float *a17,
-    int i1, int i2, int i3, int i4)
-{ if (get_global_id(0) == 0) y[0] += a1[0] + (float)(i1 + i2 + i3 + i4); }
-__kernel void unused(__global float *y, __global const float *a1, __global const float *a2,
-    __global const float *a3, __global const float *a4, __global const float *a5,
-    __global const float *a6, __global const float *a7, __global const float *a8,
-    __global const float *a9, __global const float *a10, __global const float *a11,
-    __global const float *a12, __global const float *a13, __global const float *a14,
-    __global const float *a15, __global const float *a16, __global const float *a17,
-    int i1, int i2, int i3, int i4)
-{ if (get_global_id(0) == 0) y[0] += (float)(i1 + i2 + i3 + i4); }
+#: 22 parameters: the output, 17 pointers and 4 ints.
+PARAMS = ("__global float *y, "
+          + "".join(f"__global const float *a{i}, " for i in range(1, 18))
+          + "int i1, int i2, int i3, int i4")
+SRC = f"""
+__kernel void one(__global float *y) {{ if (get_global_id(0) == 0) y[0] += 1.0f; }}
+__kernel void many({PARAMS})
+{{ if (get_global_id(0) == 0) y[0] += a1[0] + (float)(i1 + i2 + i3 + i4); }}
+__kernel void unused({PARAMS})
+{{ if (get_global_id(0) == 0) y[0] += (float)(i1 + i2 + i3 + i4); }}
 """
 
 
