@@ -103,7 +103,7 @@ def call(kernel, queue, global_size: tuple, local_size, *args, wait_for=None):
     for i, a in enumerate(args):
         set_arg(kernel, i, a)
     return opencl().enqueue_nd_range_kernel(queue, kernel, global_size, local_size,
-                                         wait_for=wait_for)
+                                            wait_for=wait_for)
 
 
 def bind_changed(kernel, args: tuple) -> None:

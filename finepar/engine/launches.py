@@ -166,7 +166,7 @@ class Launch:
     def enqueue(self, queue, wait_for=None):
         """Enqueue on ``queue``; returns the event."""
         return opencl().enqueue_nd_range_kernel(queue, self.kernel, (self.global_size,),
-                                             (self.local_size,), wait_for=wait_for)
+                                                (self.local_size,), wait_for=wait_for)
 
 
 @dataclass(frozen=True)

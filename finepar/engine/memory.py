@@ -110,6 +110,13 @@ def fold_allowed(op: RowOp, n_part: int, ptx: bool, wg: int, shuffles: str) -> b
             and shuffle_mode(ptx, wg, shuffles) > 0)
 
 
+def in_queue_order(low: ShareLowering) -> bool:
+    """Whether every launch of a lowering runs in its queue's order, the step's last one
+    last (not throttled into partitions, not handed out by a counter): what a fold of the
+    step's sums in its last launch needs of the lowering."""
+    return low.partitions is None and low.grouping != "dynamic"
+
+
 def builds_ptx(side: Side) -> bool:
     """Whether ``side``'s compiler is NVIDIA's, which takes inline PTX: its ``mem_fence``
     fences a work-group only (``membar.cta``), so a cut row's fold across work-groups needs
@@ -168,7 +175,7 @@ def lowered_programs(side: Side, low: ShareLowering, matrix: Graph, op: RowOp,
     return _programs(side, specs, matrix, op, compact=low.compact,
                      has_slots=low.seg_slot is not None,
                      offset_type=offset_type(low, matrix, offsets), shuffles=shuffles,
-                     foldable=low.partitions is None and low.grouping != "dynamic")
+                     foldable=in_queue_order(low))
 
 
 def _programs(side: Side, specs: list, matrix: Graph, op: RowOp, *, compact: bool,
@@ -635,8 +642,7 @@ class SideStore:
         store whose launches all run in its queue's order (not streamed, throttled or
         handed out)."""
         return (fold_allowed(op, n_part, builds_ptx(self.side), wg, self.shuffles)
-                and self.ring is None and self.low.partitions is None
-                and self.low.grouping != "dynamic")
+                and self.ring is None and in_queue_order(self.low))
 
     def _build(self, op: RowOp, fscal, stop) -> OpLaunches:
         mod = cl()
