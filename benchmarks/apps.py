@@ -224,10 +224,12 @@ def levels_per_round_trip(rec: dict | None) -> float | None:
 
 def host_per_iteration(rec: dict) -> dict | None:
     """Seconds per iteration the host adds: (wall - the busiest device's kernel time) /
-    iterations, for every timed run (:func:`measure.stats`)."""
+    iterations, for every timed run (:func:`measure.stats`); None where the runs kept no
+    device times (one device on plain queues, ``EngineOptions.profile`` ``none``)."""
     from measure import stats
     vals = [(t["run"] - max(t["kernel"].values())) / max(it, 1)
-            for t, it in zip(rec.get("timings") or [], rec.get("iterations") or [])]
+            for t, it in zip(rec.get("timings") or [], rec.get("iterations") or [])
+            if t.get("profile") != "none"]
     return stats(vals)
 
 

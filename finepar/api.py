@@ -115,8 +115,11 @@ class Workload(workload.Workload):
         report.timings["host_syncs"] = syncs
         if tuning is not None:
             steps = max(report.timings["corun_steps"], 1)
-            tuning["measured"] = {"t_cpu": report.timings["kernel"]["cpu"] / steps,
-                                  "t_gpu": report.timings["kernel"]["gpu"] / steps,
+            timed = eng.profile != "none"  # else the device times were not kept
+            tuning["measured"] = {"t_cpu": report.timings["kernel"]["cpu"] / steps if timed
+                                  else None,
+                                  "t_gpu": report.timings["kernel"]["gpu"] / steps if timed
+                                  else None,
                                   "t_transfer": report.timings["exchange"] / steps,
                                   "per_iteration": report.timings["per_iteration"]}
             prep = load_seconds + self.preprocess_seconds + plan.seconds
@@ -130,6 +133,7 @@ class Workload(workload.Workload):
                    "partition": plan.seconds, "cache": eng.cache_seconds,
                    "setup": eng.setup_seconds, "warmup": warm,
                    "run": wall, "per_iteration": wall / iters, "kernel": summ["kernel_s"],
+                   "profile": summ["profile"],
                    "span": summ["span_s"], "exchange": summ["exchange_s"],
                    "steps": summ["steps"], "corun_steps": summ["corun_steps"],
                    "alone_steps": summ["alone_steps"], "halo_entries": summ["halo_entries"],

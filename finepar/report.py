@@ -201,9 +201,12 @@ class RunReport(Stamped):
             lines.append(f"  builds     {b['programs']} kernel programs ({b['compiled']} from "
                          f"source, {b['seconds']:.2f} s of builds on their own threads)")
         k = t.get("kernel", {})
+        kernels = (f"kernels cpu {k.get('cpu', 0):.4f} s, gpu {k.get('gpu', 0):.4f} s"
+                   if t.get("profile") != "none" else
+                   "kernels not timed (one device, plain queues)")
         lines.append(
             f"  time       run {t['run']:.4f} s ({t['per_iteration'] * 1e3:.3f} ms/iter); "
-            f"kernels cpu {k.get('cpu', 0):.4f} s, gpu {k.get('gpu', 0):.4f} s; "
+            f"{kernels}; "
             f"exchange {t.get('exchange', 0):.4f} s"
             + (f"; {t['host_syncs']:,} host syncs" if "host_syncs" in t else ""))
         start = "".join(f"{label} {t[k]:.3f} s, " for k, label in

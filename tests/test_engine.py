@@ -543,7 +543,56 @@ def test_device_seconds_stay_within_the_runs_wall_time(app):
     g = generated_graph(14)
     wl = api.Workload(app, g)
     for _ in range(2):
-        _, rep = wl.run(devices="gpu")
+        _, rep = wl.run(devices="gpu", options=EngineOptions(profile="batch"))
         t = rep.timings
-        assert t["steps"] > 1
-        assert sum(t["kernel"].values()) <= 1.05 * t["run"] + 1e-4, t
+        assert t["steps"] > 1 and t["profile"] == "batch"
+        assert 0 < sum(t["kernel"].values()) <= 1.05 * t["run"] + 1e-4, t
+
+
+@pytest.mark.parametrize("app", ["spmv", "bfs", "pagerank"])
+def test_a_run_on_one_device_enqueues_on_plain_queues(app, pairs):
+    """``EngineOptions.profile`` ``auto``: an engine on one device with the static executor
+    enqueues every command on the side's plain queue (no profiling: NVIDIA's enqueue is
+    cheaper there) and reports no device times; its answers match the reference as the
+    profiling queue's do. Two devices, or ``profile='batch'``, keep the profiling queues
+    and positive kernel times."""
+    from finepar import apps
+    g = generated_graph(10, 3)
+    a = apps.get(app)
+    params = a.check_params(g, {})
+    ref = a.reference(g, a.reference_params(g, params))
+    for mode, pair in pairs.items():
+        for devices, profile, timed in (("gpu", "auto", False), ("cpu", "auto", False),
+                                        ("gpu", "batch", True), ("both", "auto", True)):
+            opts = EngineOptions(profile=profile, group_loop="none")
+            res, rep = api.run(app, g, pair=pair, devices=devices, options=opts,
+                               cache=False, calibrate=False, threshold=4 if devices == "both"
+                               else None)
+            assert a.check(g, res, ref, params) == "", (mode, devices, profile)
+            t = rep.timings
+            assert t["profile"] == ("batch" if timed else "none"), (mode, devices, profile)
+            assert (sum(t["kernel"].values()) > 0) == timed, (mode, devices, t)
+            line = "kernels not timed" in rep.text()
+            assert line != timed
+
+
+def test_plain_queues_are_the_engines_own(pairs):
+    """The plain queues' engine sees each side with its own queue on the same context and
+    device (made once a pair), and everything else as the pair's; a wrong profile name is
+    refused before any work."""
+    from finepar.device import PlainQueues
+    from finepar.errors import UsageError
+    pair = pairs["split"]
+    g = generated_graph(9, 1)
+    wl = api.Workload("spmv", g)
+    eng = wl.engine(pair, single_device(wl.matrix.row_lengths(), "gpu"))
+    assert eng.profile == "none" and isinstance(eng.pair, PlainQueues)
+    side = eng.pair.side("gpu")
+    assert side.queue is not pair.gpu.queue and side.queue is pair.plain_side("gpu").queue
+    assert side.context is pair.gpu.context and side.info is pair.gpu.info
+    assert eng.pair.shared == pair.shared and eng.pair.describe() == pair.describe()
+    prof = cl().command_queue_properties.PROFILING_ENABLE
+    assert not side.queue.properties & prof and pair.gpu.queue.properties & prof
+    with pytest.raises(UsageError, match="unknown profile 'often'"):
+        wl.engine(pair, single_device(wl.matrix.row_lengths(), "gpu"),
+                  EngineOptions(profile="often"))

@@ -33,13 +33,13 @@ from .discovery import (KNOWN_L2_BYTES, DeviceInfo, LaunchConfig, Selection, lis
                         match_device, select_pair)
 from .handles import Side, cl, host_memory_limit
 from .icd import IcdReport, find_nvidia_opencl, prepare_icd
-from .pair import (DevicePair, OpeningPair, build_options, driver_caches_builds,
-                   kernel_source, make_pair, open_pair)
+from .pair import (DevicePair, OpeningPair, PlainQueues, build_options,
+                   driver_caches_builds, kernel_source, make_pair, open_pair)
 from .transfer import (PinnedHost, alloc, filled, read_staged, staged, write_async,
                        write_staged)
 
 __all__ = ["KNOWN_L2_BYTES", "DeviceInfo", "LaunchConfig", "Selection", "list_devices",
            "match_device", "select_pair", "Side", "cl", "host_memory_limit", "IcdReport",
-           "find_nvidia_opencl", "prepare_icd", "DevicePair", "OpeningPair", "build_options",
-           "driver_caches_builds", "kernel_source", "make_pair", "open_pair", "PinnedHost",
-           "alloc", "filled", "read_staged", "staged", "write_async", "write_staged"]
+           "find_nvidia_opencl", "prepare_icd", "DevicePair", "OpeningPair", "PlainQueues",
+           "build_options", "driver_caches_builds", "kernel_source", "make_pair", "open_pair",
+           "PinnedHost", "alloc", "filled", "read_staged", "staged", "write_async", "write_staged"]

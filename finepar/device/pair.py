@@ -103,6 +103,7 @@ class DevicePair:
         self._kernels: dict[tuple, Any] = {}
         import threading
         self._build_lock = threading.Lock()
+        self._plain: dict[str, Any] = {}  # plain_side's queues, made where first asked
         self._jobs: list = []
         self._guesses: list = []
         #: Every program this pair built (:meth:`program`), in the order they finished:
@@ -244,6 +245,44 @@ class DevicePair:
         self.cpu.queue.finish()
         if self.gpu.queue is not self.cpu.queue:
             self.gpu.queue.finish()
+
+    def plain_side(self, role: str) -> Side:
+        """``role``'s side with a queue of its own that keeps no profiling times (made once
+        a pair): NVIDIA's enqueue on the H200 machine's host took 7.2-7.4 us there against
+        11-15 us on a profiling queue (``benchmarks/probe_enqueue.py``, 2026-11-29). Its
+        commands are ordered with the profiling queue's only through events or a finish."""
+        from dataclasses import replace
+        side = self.side(role)
+        with self._build_lock:
+            queue = self._plain.get(role)
+            if queue is None:
+                queue = self._plain[role] = cl().CommandQueue(side.context, side.queue.device)
+        return replace(side, queue=queue)  # the side as it is now, on the plain queue
+
+
+class PlainQueues:
+    """A pair as an engine that needs no device times sees it (``EngineOptions.profile``
+    ``none``): each side enqueues on its plain queue (:meth:`DevicePair.plain_side`), and
+    everything else is the pair's. Made after the pair's own queues are finished, so the
+    commands enqueued there before (a cached share's uploads) are done."""
+
+    def __init__(self, pair: DevicePair):
+        pair.finish()
+        self._pair = pair
+        self.cpu, self.gpu = pair.plain_side("cpu"), pair.plain_side("gpu")
+
+    def __getattr__(self, name: str):
+        return getattr(self._pair, name)
+
+    def side(self, role: str) -> Side:
+        return self.cpu if role == "cpu" else self.gpu
+
+    def sides(self) -> tuple[Side, Side]:
+        return self.cpu, self.gpu
+
+    def finish(self) -> None:
+        self.cpu.queue.finish()
+        self.gpu.queue.finish()
 
 
 def build_options(defines: dict[str, Any]) -> tuple[str, ...]:

@@ -30,7 +30,8 @@ from ..errors import DeviceError
 from ..graph import Graph
 from ..parallel import ascending
 from ..partition import Plan
-from ..device import DevicePair, PinnedHost, Side, alloc, cl, filled, read_staged, write_async
+from ..device import (DevicePair, PinnedHost, PlainQueues, Side, alloc, cl, filled,
+                      read_staged, write_async)
 from .exchange import Halo
 from .executors import (DeviceCounterExecutor, HostChunkExecutor, ProfilingExecutor,
                         StaticExecutor)
@@ -85,6 +86,9 @@ class Engine:
         device's allocation limit (the message names the need and the limit).
     """
 
+    #: One device's static run may take plain queues (``EngineOptions.timing``).
+    PLAIN_QUEUES = True
+
     def __init__(self, pair: DevicePair, matrix: Graph, plan: Plan, ops, *,
                  options: EngineOptions | None = None, lowerings: dict | None = None,
                  built_ahead=None, column_vectors: tuple = ()):
@@ -112,6 +116,11 @@ class Engine:
         if not self.roles:
             raise DeviceError("the plan assigns no rows to any device")
         dynamic = plan.method == "dynamic"
+        self.executor = self._executor()
+        self.profile = self.options.timing(self.roles, type(self.executor) is StaticExecutor
+                                           and self.PLAIN_QUEUES)
+        if self.profile == "none":  # every command of this engine on the plain queues
+            self.pair = pair = PlainQueues(pair)
         counter = alloc(pair.cpu, np.zeros(1, np.int32)) if dynamic and pair.shared else None
         self.stores: dict[str, SideStore] = {}
         has_data = self.reads_values
@@ -141,7 +150,6 @@ class Engine:
         if pair.shared:  # one context: one copy of the scalars for both queues
             for r in self.roles[1:]:
                 self.fscal[r], self.stop[r] = self.fscal[self.roles[0]], self.stop[self.roles[0]]
-        self.executor = self._executor()
         self._needs_halo = not pair.shared and len(self.roles) == 2 and not dynamic
         self.columns = ({r: order_columns(self, tuple(column_vectors), self.options.columns, r)
                          for r in self.roles} if column_vectors else {})
@@ -686,11 +694,11 @@ class Engine:
             self.host_syncs += 1  # steps a blocking read already waited for cost no sync
         for ev in last.values():
             ev.wait()
-        if self.options.profile == "launch":
+        if self.profile == "launch":
             for rec, events, _ in self.pending:
                 for role, evs in events.items():
                     rec.kernel[role], rec.span[role] = event_seconds(evs)
-        else:
+        elif self.profile == "batch":
             self._spread_batch_span()
         for rec, events, _ in self.pending:
             for role, ups in rec.pending_uploads.items():
@@ -737,13 +745,14 @@ class Engine:
             for rec, _ in steps:
                 rec.kernel[role] = rec.span[role] = span
 
-    def step_times(self, events: list) -> tuple[float, float]:
-        """(kernel, span) seconds of one step's events on one device, read as
-        ``options.profile`` says (``batch``: the span for both, two reads)."""
-        if self.options.profile == "launch":
-            return event_seconds(events)
-        span = event_span(events)
-        return span, span
+    def time_step(self, rec: StepRecord, role: str, events: list) -> None:
+        """Set ``rec``'s kernel and span seconds on ``role`` from one step's events, read as
+        :attr:`profile` says (``batch``: the span for both, two reads; ``none``: not
+        set, the queue keeps no times)."""
+        if self.profile == "launch":
+            rec.kernel[role], rec.span[role] = event_seconds(events)
+        elif self.profile == "batch":
+            rec.kernel[role] = rec.span[role] = event_span(events)
 
     def read_buffer(self, role: str, out: np.ndarray, buffer, count: int | None = None
                     ) -> np.ndarray:
@@ -850,7 +859,8 @@ class Engine:
         if wait:
             ev.wait()
             self.host_syncs += 1
-            rec.kernel[role], rec.span[role] = event_seconds([ev])
+            if self.profile != "none":
+                rec.kernel[role], rec.span[role] = event_seconds([ev])
             rec.wall = time.perf_counter() - t0
             self.add_record(rec, t0)
         else:
@@ -870,6 +880,7 @@ class Engine:
         self.drain()
         out = summarize(self.records, self.setup_seconds, self.halo)
         out["host_syncs"] = self.host_syncs
+        out["profile"] = self.profile
         out["executor"] = self.executor.name
         out["lowering"] = self.describe()
         out["columns"] = ({r: c.to_dict() for r, c in self.columns.items()}

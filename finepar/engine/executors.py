@@ -80,7 +80,7 @@ class StaticExecutor:
         for role in roles:
             if events[role]:
                 events[role][-1].wait()
-            rec.kernel[role], rec.span[role] = eng.step_times(events[role])
+            eng.time_step(rec, role, events[role])
             if role in uploads:
                 rec.upload[role] = event_seconds(uploads[role])
                 rec.streamed_bytes[role] = eng.stores[role].describe()["streamed_bytes"]

@@ -28,12 +28,18 @@ class EngineOptions:
         Bytes of each device's budget kept for the app's vectors.
     chunk_bytes : int or None
         The largest chunk, bytes (default: one allocation of the device).
-    profile : {'batch', 'launch'}
-        What a step's kernel time reads from OpenCL's profiling events: ``batch``
-        (default) the first start and the last end of each device's launches in a
-        step, or in a batch of steps enqueued without waiting (two reads per device,
-        the batch's span spread evenly over its steps); ``launch`` every launch's
-        start and end (the sum of kernel durations; two reads per launch).
+    profile : {'auto', 'batch', 'launch', 'none'}
+        What a step's kernel time reads from OpenCL's profiling events: ``batch`` the
+        first start and the last end of each device's launches in a step, or in a batch
+        of steps enqueued without waiting (two reads per device, the batch's span spread
+        evenly over its steps); ``launch`` every launch's start and end (the sum of
+        kernel durations; two reads per launch); ``none`` nothing: the engine enqueues on
+        each device's plain queue (:meth:`finepar.device.DevicePair.plain_side`), whose
+        enqueue costs NVIDIA's driver 7-10 us less a launch, and reports no device
+        times. ``auto`` (default) is ``none`` for a run on one device with the static
+        executor (nothing there reads a device time: the split's tuner and correction,
+        split-join throttling and the ranks' halos do), else ``batch``; the tuner's and
+        training's measuring engines ask for ``batch``.
     prebuild : bool
         Start building every row operation's programs when the engine is made (default);
         False builds each where it is first used (a run that may use none: CC's Afforest).
@@ -76,12 +82,29 @@ class EngineOptions:
     cpu_memory: int | None = None
     reserve_bytes: int = 0
     chunk_bytes: int | None = None
-    profile: str = "batch"
+    profile: str = "auto"
     prebuild: bool = True
     columns: str = "auto"
     walk: str | int = "auto"
     group_loop: str = "auto"
     shuffles: str = "auto"
+
+    def timing(self, roles: tuple, plain_ok: bool) -> str:
+        """The :attr:`profile` an engine on ``roles`` uses: ``auto`` is ``none`` on one
+        device where ``plain_ok`` (the static executor, no rank's halos), else ``batch``.
+
+        Raises
+        ------
+        UsageError
+            If :attr:`profile` is none of ``auto``, ``batch``, ``launch``, ``none``.
+        """
+        from ..errors import UsageError
+        if self.profile not in ("auto", "batch", "launch", "none"):
+            raise UsageError(f"unknown profile '{self.profile}' (use auto, batch, launch or "
+                             f"none)")
+        if self.profile != "auto":
+            return self.profile
+        return "none" if len(roles) == 1 and plain_ok else "batch"
 
     def small_form(self, nnz: int, limit: int) -> bool:
         """Whether :attr:`group_loop` asks for a small input's form of a run on an input

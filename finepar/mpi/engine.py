@@ -72,6 +72,9 @@ class DistEngine(Engine):
         :mod:`finepar.apps.bfsranks`).
     """
 
+    #: A rank's halos and merges are timed from its queues' profiling events.
+    PLAIN_QUEUES = False
+
     def __init__(self, pair, matrix, plan, ops, *, comm: Communicator, partition: RowPartition,
                  options=None, column_vectors: tuple = ()):
         super().__init__(pair, matrix, plan, ops, options=options, column_vectors=column_vectors)

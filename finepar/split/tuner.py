@@ -388,8 +388,10 @@ def profile_throughput(workload, pair, *, fraction: float = 0.1, repeats: int = 
     rows = nonempty[seed % stride::stride] if nonempty.size > stride else nonempty
     nnz = int(lengths[rows].sum(dtype=np.int64))
     out = {"rows": int(rows.size), "nnz": nnz}
+    from ..engine.options import EngineOptions
+    timed = EngineOptions(profile="batch")  # a device's time, read from its events
     for role in ("cpu", "gpu"):
-        eng = workload.engine(pair, subset_plan(lengths, rows, role, grouping=grouping))
+        eng = workload.engine(pair, subset_plan(lengths, rows, role, grouping=grouping), timed)
         workload.app.profile_step(eng)
         eng.reset_records()
         times = []
