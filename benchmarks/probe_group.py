@@ -52,7 +52,7 @@ def config_kwargs(config: str) -> dict:
     """``finepar.run``'s keywords for a configuration of :data:`CONFIGS`."""
     from finepar.engine import EngineOptions
     if config == "loop":
-        return {"devices": "gpu", "options": EngineOptions(group_loop="always")}
+        return {"devices": "gpu", "options": EngineOptions(group_loop="always", profile="batch")}
     if config == "gpu":
         return {"devices": "gpu"}
     return {}

@@ -34,6 +34,10 @@ def parse_args(argv=None):
     devices = next(a for a in ap._actions if a.dest == "devices")
     devices.choices = (*devices.choices, "cpu")  # a small graph's walk
     ap.add_argument("--profile", action="store_true", help="cProfile the timed runs")
+    ap.add_argument("--queues", default="profiling", choices=("profiling", "plain"),
+                    help="the engine's queues: profiling (each command's device start, run "
+                         "and wait from its enqueue) or plain (a default run's on one device; "
+                         "host times only)")
     ap.add_argument("--no-where", action="store_true",
                     help="skip each call's stack walk (about 0.15 ms a call on the H200's "
                          "host), so the gaps between calls are the run's own")
@@ -85,23 +89,44 @@ class CallLog:
     def start_run(self) -> None:
         self.calls, self.t0 = [], time.perf_counter()
 
+    def mark(self, what: str) -> None:
+        """A line in the timeline with no command: where the app's run begins or ends."""
+        self.calls.append({"call": what, "at_ms": 1e3 * (time.perf_counter() - self.t0),
+                           "took_ms": 0.0, "from": ""})
+
+    def marking(self, app) -> None:
+        """Stamp the start and the end of ``app.run`` (the report's run time begins just
+        before it) in the timeline."""
+        run = app.run
+
+        def marked(*a, **k):
+            self.mark("(app.run begins)")
+            try:
+                return run(*a, **k)
+            finally:
+                self.mark("(app.run returns)")
+        app.run = marked
+
     def device_times(self) -> None:
         """Each stamped call's device start and run (ms; the start from the run's first
-        command's) from its event's profiling times, where it returned an event that has
-        them (a blocking read's, a profiling queue's); the events themselves dropped."""
+        command's) and its wait on the device from its enqueue to its start (``wait_ms``:
+        the queue's ``QUEUED`` to ``START``) from its event's profiling times, where it
+        returned an event that has them (a blocking read's, a profiling queue's); the
+        events themselves dropped."""
         first = None
         for c in self.calls:
             ev = c.pop("event", None)
             try:
-                s, e = ev.profile.start, ev.profile.end
+                q, s, e = ev.profile.queued, ev.profile.start, ev.profile.end
             except Exception:  # noqa: BLE001 - no event, or a queue without profiling
                 continue
             first = s if first is None else min(first, s)
-            c["device_ns"] = (s, e)
+            c["device_ns"] = (q, s, e)
         for c in self.calls:
             if "device_ns" in c:
-                s, e = c.pop("device_ns")
+                q, s, e = c.pop("device_ns")
                 c["dev_at_ms"], c["dev_ms"] = 1e-6 * (s - first), 1e-6 * (e - s)
+                c["wait_ms"] = 1e-6 * (s - q)
 
 
 def main(argv=None) -> int:
@@ -115,11 +140,14 @@ def main(argv=None) -> int:
     budget, pair, g, out = probe_start(args, "probe_host")
     wl = api.Workload(args.app, g)
     params = wl.app.reference_params(g, wl.app.check_params(g, {}))
-    wl_run, eng = engine_for(wl, pair, SimpleNamespace(devices=args.devices), "auto", params)
+    how = SimpleNamespace(devices=args.devices,
+                          profile="batch" if args.queues == "profiling" else "auto")
+    wl_run, eng = engine_for(wl, pair, how, "auto", params)
     wl_run.run(engine=eng, warmup=True, **params)
     prof = cProfile.Profile() if args.profile else None
     runs = []
     with CallLog(cl(), where=not args.no_where) as calls:
+        calls.marking(wl_run.app)
         for _ in range(args.repeats):
             if budget.spent():
                 out["notes"].append("budget spent before the last runs")
@@ -149,8 +177,8 @@ def main(argv=None) -> int:
         f"run {last['calls']}, {last['host_syncs']} host syncs; runs {times} ms with the "
         f"calls wrapped")
     for c in timeline:
-        dev = (f"dev {c['dev_at_ms']:8.3f} +{c['dev_ms']:6.3f}" if "dev_ms" in c
-               else " " * 25)
+        dev = (f"dev {c['dev_at_ms']:8.3f} +{c['dev_ms']:6.3f} (waited {c['wait_ms']:6.3f})"
+               if "dev_ms" in c else " " * 41)
         log(f"  {c['at_ms']:8.3f} ms  {c['took_ms']:6.3f}  {dev}  {c['call']:24s} {c['from']}")
     return 0
 

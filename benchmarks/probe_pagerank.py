@@ -179,7 +179,8 @@ def prepared(wl, pair, args, *, grouping: str, columns: str, params: dict):
     wl_run, plan, perm, _, eng, source, _ = wl.prepare(
         pair, throttle=ThrottleOptions().check(), threshold=None, devices=args.devices,
         grouping=grouping, model=None, step=64, calibrate=None,
-        options=EngineOptions(columns=columns, shuffles=args.shuffles), cache=None,
+        options=EngineOptions(columns=columns, shuffles=args.shuffles, profile="batch"),
+        cache=None,
         steps=wl.app.row_steps(wl.graph, params), params=params)
     return wl_run, plan, perm, eng
 

@@ -82,10 +82,12 @@ def checker(app, g, params: dict):
 
 def engine_for(wl, pair, args, grouping: str, params: dict):
     """The engine a default run with ``params`` prepares, its plan grouped as asked, its
-    teams reducing as ``args.shuffles`` says (``auto`` where ``args`` has none)."""
+    teams reducing as ``args.shuffles`` says (``auto`` where ``args`` has none), on the
+    profiling queues (``args.profile``, default ``batch``: the probes read device times)."""
     from finepar.engine import EngineOptions
     from finepar.throttle.plan import ThrottleOptions
-    options = EngineOptions(shuffles=getattr(args, "shuffles", "auto"))
+    options = EngineOptions(shuffles=getattr(args, "shuffles", "auto"),
+                            profile=getattr(args, "profile", "batch"))
     wl_run, plan, perm, _, eng, source, _ = wl.prepare(
         pair, throttle=ThrottleOptions().check(), threshold=None, devices=args.devices,
         grouping=grouping, model=None, step=64, calibrate=None, options=options, cache=None,
