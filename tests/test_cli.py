@@ -33,6 +33,27 @@ def test_devices_lists_and_selects(capsys):
     assert d["between_ranks"]["gpu_to_gpu"] is False
 
 
+def test_device_times_flag_chooses_the_queues(capsys, tmp_path):
+    """``--device-times``: a run on one device takes plain queues by default (its report
+    says the kernels were not timed), ``batch`` times them from profiling events; the
+    levels are right either way."""
+    g = shared_graph("ca-GrQc.mtx")
+    for flag, timed in ((), False), (("--device-times", "batch"), True):
+        out_json, out_npy = tmp_path / f"bfs-{timed}.json", tmp_path / f"bfs-{timed}.npy"
+        rc, out, err = run_cli(capsys, "run", "bfs", data_file("ca-GrQc.mtx"), "--devices",
+                               "gpu", "--root", 3, "--json", out_json, "--output", out_npy,
+                               *flag)
+        assert rc == 0, err
+        assert np.array_equal(np.load(out_npy), bfs_levels(g, 3))
+        rep = json.loads(out_json.read_text())
+        assert rep["timings"]["profile"] == ("batch" if timed else "none")
+        assert ("kernels not timed" in out) != timed
+        assert (sum(rep["timings"]["kernel"].values()) > 0) == timed
+    rc, _, err = run_cli(capsys, "run", "bfs", data_file("ca-GrQc.mtx"), "--device-times",
+                         "often")
+    assert rc == 2 and "--device-times" in err and "often" in err
+
+
 def test_run_pagerank_on_cnr_matches_reference(capsys, tmp_path):
     g = shared_graph("cnr-2000.mtx.gz")
     out_npy, out_json = tmp_path / "pr.npy", tmp_path / "pr.json"

@@ -160,6 +160,12 @@ def add_plan_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--offsets", choices=("auto", "int64"), default="auto",
                    help="int64: 64-bit offsets in the kernels at any size (default: only for "
                         "shares past 2^31-1 entries)")
+    g.add_argument("--device-times", choices=("auto", "batch", "launch", "none"),
+                   default="auto",
+                   help="the kernels' device times in the report: batch (each batch's span, "
+                        "from profiling events), launch (every launch's), none (plain queues: "
+                        "NVIDIA's enqueue costs 7-10 us less a launch); auto (default): none "
+                        "for a run on one device, else batch")
 
 
 def add_common_options(p: argparse.ArgumentParser) -> None:
@@ -273,6 +279,7 @@ def engine_options(app, n: int, args, config: dict):
     return EngineOptions(
         offsets=getattr(args, "offsets", "auto"), columns=getattr(args, "columns", "auto"),
         walk=getattr(args, "walk", "auto"), group_loop=getattr(args, "group_loop", "auto"),
+        profile=getattr(args, "device_times", "auto"),
         gpu_memory=args.gpu_memory if args.gpu_memory is not None else budget.get("gpu_memory"),
         cpu_memory=args.cpu_memory if args.cpu_memory is not None else budget.get("cpu_memory"),
         reserve_bytes=app.state_bytes(n))
