@@ -112,6 +112,34 @@ def test_input_digest_follows_content_and_file(tmp_path):
     assert len(list((tmp_path / "inputs").iterdir())) == len(memos)
 
 
+def test_file_facts_are_read_from_disk_once_a_process(tmp_path, monkeypatch):
+    """An input file's facts are read from their file once in a process and kept with it
+    (a repeated call read them each time): the same unchanged input finds them without
+    the disk, a changed input (another size and time) starts with none, and facts set in
+    the process are seen by the next reader; the cache's default root follows
+    ``XDG_CACHE_HOME`` though platformdirs is asked once for each value."""
+    path = tmp_path / "g.mtx"
+    path.write_text("%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 2\n")
+    root = tmp_path / "cache"
+    prepcache.FileFacts(path, root).set(answer="one")
+    reads = []
+    real = type(path).read_text
+    monkeypatch.setattr(type(path), "read_text",
+                        lambda self, *a, **k: reads.append(self) or real(self, *a, **k))
+    assert prepcache.FileFacts(path, root).get("answer") == "one"
+    assert not any(r.parent.name == "inputs" for r in reads)  # kept, not read again
+    for f in (root / "inputs").iterdir():
+        f.unlink()
+    assert prepcache.FileFacts(path, root).get("answer") == "one"  # the input is unchanged
+    path.write_text(path.read_text() + "\n")  # another size and modification time
+    assert prepcache.FileFacts(path, root).get("answer") is None
+    monkeypatch.delenv("FINEPAR_CACHE_DIR", raising=False)
+    monkeypatch.delenv("FINEPAR_HOME", raising=False)
+    for where in ("a", "b", "a"):
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / where))
+        assert prepcache.cache_root() == tmp_path / where / "finepar"
+
+
 def test_a_sorted_file_is_scanned_for_order_once(tmp_path, monkeypatch):
     import os
     import scipy.sparse as sp
