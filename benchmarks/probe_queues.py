@@ -1,14 +1,18 @@
-"""Plain queues against profiling queues for runs on one device (issue 29: a small input's
-host time a launch).
+"""Plain queues against profiling queues, and the row operation's trimmed argument list
+against its whole one, for runs on one device (issue 29: a small input's host time a
+launch).
 
 ``EngineOptions.profile`` ``auto`` (the default) runs an engine whose plan runs on one
 device, with the static executor, on each device's plain queue (no profiling events kept);
-``batch`` keeps the profiling queue and reads each batch's span. For each graph and app, in
-one process with one pair: ``finepar.run`` with each setting, a warm call each, then
-``--repeats`` rounds that alternate the two (so a drift of the host touches both alike),
-each call's run time (its report's ``run``: the app's run, results still on the device)
-kept, every answer checked against the app's reference. The engines are those the calls
-keep for a small input (one per setting: the setting is part of the prepared entry's key).
+``batch`` keeps the profiling queue and reads each batch's span. ``rowop`` is built with
+only the arguments its options use (``launches.TRIM_ARGS``); ``--every-argument`` adds a
+third setting, the plain queues with every argument (``TRIM_ARGS`` off: the form before).
+For each graph and app, in one process with one pair: ``finepar.run`` with each setting, a
+warm call each, then ``--repeats`` rounds that alternate them (so a drift of the host
+touches all alike), each call's run time (its report's ``run``: the app's run, results
+still on the device) kept, every answer checked against the app's reference. With two
+settings the engines are those the calls keep for a small input (the setting is part of
+the prepared entry's key); with three each call makes its own (``cache=False``).
 
     python benchmarks/probe_queues.py --real ca-GrQc,luxembourg --repeats 3 --json q.json
 """
@@ -22,6 +26,8 @@ from measure import answer_problem, params_with_fallback, stats
 
 APPS = ("bfs", "sssp", "cc", "pagerank", "spmv")
 SETTINGS = ("batch", "auto")
+#: The third setting of ``--every-argument``: the plain queues, rowop's whole list.
+EVERY = "auto, every argument"
 
 
 def parse_args(argv=None):
@@ -35,6 +41,8 @@ def parse_args(argv=None):
     ap.add_argument("--devices", default="auto", choices=("auto", "cpu", "gpu"),
                     help="the runs' devices (auto: FinePar's choice)")
     ap.add_argument("--repeats", type=int, default=7, help="rounds after the warm calls")
+    ap.add_argument("--every-argument", action="store_true",
+                    help="a third setting: plain queues, rowop built with every argument")
     ap.add_argument("--json", default="probe_queues.json")
     args = ap.parse_args(argv)
     if args.repeats < 1:
@@ -44,21 +52,27 @@ def parse_args(argv=None):
     return args
 
 
-def one_pair(app_name: str, g, pair, devices: str, repeats: int) -> dict:
+def one_pair(app_name: str, g, pair, devices: str, repeats: int, every: bool = False) -> dict:
     """Warm calls with each setting, then ``repeats`` alternating rounds; run times and
     the checked answers per setting."""
     import finepar
     from finepar import apps
-    from finepar.engine import EngineOptions
+    from finepar.engine import EngineOptions, launches
     app = apps.get(app_name)
     params = params_with_fallback(app, g)
     ref = app.reference(g, params)
-    runs = {s: [] for s in SETTINGS}
+    settings = (*SETTINGS, EVERY) if every else SETTINGS
+    runs = {s: [] for s in settings}
     problems, plans, profiles = [], {}, {}
     for i in range(repeats + 1):
-        for setting in SETTINGS:
-            res, rep = finepar.run(app_name, g, pair=pair, devices=devices,
-                                   options=EngineOptions(profile=setting), **params)
+        for setting in settings:
+            launches.TRIM_ARGS = setting != EVERY
+            try:
+                res, rep = finepar.run(app_name, g, pair=pair, devices=devices,
+                                       options=EngineOptions(profile=setting.split(",")[0]),
+                                       **({"cache": False} if every else {}), **params)
+            finally:
+                launches.TRIM_ARGS = True
             problems.append(answer_problem(app, g, res.values, ref, params, res.extra,
                                            res.iterations))
             plans[setting] = rep.plan.get("label")
@@ -69,6 +83,7 @@ def one_pair(app_name: str, g, pair, devices: str, repeats: int) -> dict:
     st = {s: stats(v) for s, v in runs.items()}
     return {"app": app_name, "runs": st, "plan": plans, "profile": profiles,
             "ratio": st["batch"]["median"] / st["auto"]["median"],
+            **({"ratio_every": st[EVERY]["median"] / st["auto"]["median"]} if every else {}),
             "correct": not wrong, "problem": wrong[0] if wrong else ""}
 
 
@@ -86,7 +101,8 @@ def main(argv=None) -> int:
         g, _ = load(spec)
         for app_name in args.apps:
             row = {"graph": spec, "n": int(g.n), "nnz": int(g.nnz),
-                   **one_pair(app_name, g, pair, args.devices, args.repeats)}
+                   **one_pair(app_name, g, pair, args.devices, args.repeats,
+                              args.every_argument)}
             out["rows"].append(row)
             out["seconds"] = time.perf_counter() - t0
             write_json(args.json, out)
@@ -95,6 +111,8 @@ def main(argv=None) -> int:
                 f"({b['min'] * 1e3:.3f}-{b['max'] * 1e3:.3f}), default "
                 f"({row['profile']['auto']}) {a['median'] * 1e3:.3f} ms "
                 f"({a['min'] * 1e3:.3f}-{a['max'] * 1e3:.3f}): {row['ratio']:.2f}x"
+                + (f"; every argument {row['runs'][EVERY]['median'] * 1e3:.3f} ms: "
+                   f"{row['ratio_every']:.2f}x" if "ratio_every" in row else "")
                 + ("" if row["correct"] else f"; WRONG: {row['problem']}"))
     return 0
 

@@ -28,19 +28,50 @@ def spmv_ok(g, eng, x) -> None:
     assert bad.size == 0, f"rows {bad[:5]} wrong"
 
 
-def test_signatures_name_the_kernels_arguments(pairs):
+@pytest.mark.parametrize("defines", [
+    {"MAPPING": 0}, {"MAPPING": 3, "HAS_SLOTS": 1}, {"MAPPING": 3, "QUEUE": 1},
+    {"MAPPING": 5}, {"MAPPING": 1, "LANES": 8, "HAS_SLOTS": 1, "FOLD_SUMS": 1},
+    {"MAPPING": 3, "HAS_SLOTS": 1, "QUEUE": 1, "FOLD_SUMS": 1}])
+def test_signatures_name_the_kernels_arguments(pairs, defines):
     """The Python signatures list the OpenCL kernels' arguments, in order (read from the
-    compiled kernels with -cl-kernel-arg-info)."""
+    compiled kernels with -cl-kernel-arg-info); ``rowop``'s leaves out what each option
+    the program is built without drops (the slots', ``blk_ptr``, ``queue``, the fold's),
+    so the whole list is the program with every option."""
+    from finepar.engine.launches import rowop_signature
     mod = cl()
     pair = pairs["split"]
     src = "\n".join(__import__("finepar.device", fromlist=["kernel_source"]).kernel_source(n)
                     for n in ("apps/pagerank/rowop.cl", "skeleton/rowop.cl"))
-    prg = mod.Program(pair.cpu.context, src).build(
-        options=["-cl-kernel-arg-info", "-DWG=64", "-DMAPPING=0"])
-    for sig in (ROWOP, REDUCE, REDUCE_STAGE):
-        k = mod.Kernel(prg, sig.kernel)
+    options = ["-cl-kernel-arg-info", "-DWG=64", *(f"-D{k}={v}" for k, v in defines.items())]
+    prg = mod.Program(pair.cpu.context, src).build(options=options)
+    sig = rowop_signature(defines)
+    for s in (sig, REDUCE, REDUCE_STAGE):
+        k = mod.Kernel(prg, s.kernel)
         names = tuple(k.get_arg_info(i, mod.kernel_arg_info.NAME) for i in range(k.num_args))
-        assert names == sig.names(), sig.kernel
+        assert names == s.names(), s.kernel
+    assert set(sig.names()) | sig.dropped == set(ROWOP.names())
+    assert not set(sig.names()) & sig.dropped
+    full = {"MAPPING": 5, "HAS_SLOTS": 1, "FOLD_SUMS": 1}
+    assert rowop_signature(full).names() == ROWOP.names()
+
+
+def test_a_launch_ignores_the_arguments_its_program_leaves_out(pairs):
+    """Binding an argument the program was built without is a no-op (the store binds every
+    name); a name no program has is refused. A SpMV launch on a pattern-free plan without
+    slots, queue or fold takes 11 fewer arguments than the whole list."""
+    from finepar.engine.launches import rowop_signature
+    g = generated_graph(9, 2)
+    wl = api.Workload("spmv", g)
+    eng = wl.engine(pairs["split"], single_device(wl.matrix.row_lengths(), "gpu"),
+                    EngineOptions(group_loop="none"))
+    L = eng.stores["gpu"].ops(eng.op(), eng.fscal["gpu"], eng.stop["gpu"]).launches[0]
+    assert L.kernel.num_args == len(L.signature.args)
+    if not {"seg_slot", "queue", "sums_out", "blk_ptr"} - L.signature.dropped:
+        assert L.kernel.num_args == len(ROWOP.args) - 11
+    L.bind(**{n: eng.dummy("gpu") for n in L.signature.dropped})  # ignored
+    with pytest.raises(KeyError, match="no argument 'nonsense'"):
+        L.bind(nonsense=1)
+    assert rowop_signature({"MAPPING": 0}).dropped >= {"queue", "blk_ptr", "sums_done"}
 
 
 def test_cut_rows_and_blocks():

@@ -66,10 +66,14 @@ class Signature:
     kernel : str
         Kernel function name.
     args : tuple of Arg
+    dropped : frozenset of str
+        Arguments of the kernel's full list that this program leaves out (an option it
+        was built without): binding one is a no-op.
     """
 
     kernel: str
     args: tuple
+    dropped: frozenset = frozenset()
 
     def index(self, name: str) -> int:
         """The position of argument ``name`` (a dict lookup: binds look it up a few dozen
@@ -101,6 +105,34 @@ ROWOP = _sig("rowop", "nseg:int base:int seg_row seg_ptr indices data x y s0 s1 
                       "ia:int partials part_offset:int seg_slot seg_acc slot_row slot_ptr "
                       "slot_done blk_ptr stop queue sums_out sums_slot:int n_part:int "
                       "sums_done")
+#: The arguments of ``rowop`` a program leaves out without an option: ``(the option's
+#: test on its -D defines, names)``, as ``ROWOP_ARGS`` in opencl/skeleton/rowop.cl.
+ROWOP_OPTIONAL = (
+    (lambda d: d.get("HAS_SLOTS"), ("seg_slot", "seg_acc", "slot_row", "slot_ptr", "slot_done")),
+    (lambda d: d.get("MAPPING") in (3, 5), ("blk_ptr",)),
+    (lambda d: d.get("QUEUE") or d.get("MAPPING") == 5, ("queue",)),
+    (lambda d: d.get("FOLD_SUMS"), ("sums_out", "sums_slot", "n_part", "sums_done")),
+)
+
+
+@functools.lru_cache(maxsize=None)
+def _rowop_without(dropped: frozenset) -> Signature:
+    return Signature("rowop", tuple(a for a in ROWOP.args if a.name not in dropped), dropped)
+
+
+def rowop_signature(defines: dict) -> Signature:
+    """``rowop``'s arguments in a program built with ``defines``: :data:`ROWOP` less those
+    of the options it is built without (:data:`ROWOP_OPTIONAL`; NVIDIA's enqueue costs
+    about 0.25 us a bound argument, 2026-11-29); all of them with ``ALL_ARGS``."""
+    dropped = frozenset(n for test, names in ROWOP_OPTIONAL
+                        if not (test(defines) or defines.get("ALL_ARGS")) for n in names)
+    return _rowop_without(dropped)
+
+
+#: Build ``rowop`` with only the arguments its options use (False: every argument, the
+#: form before 2026-11-29; for probes: ``ALL_ARGS``).
+TRIM_ARGS = True
+
 #: ``reduce_partials`` in opencl/skeleton/rowop.cl.
 REDUCE = _sig("reduce_partials", "n:int partials out slot:int fscal stop")
 #: ``reduce_stage`` in opencl/skeleton/rowop.cl.
@@ -148,6 +180,9 @@ class Launch:
         given = self._given
         for name, v in values.items():
             if given.get(name, UNSET) is v:  # the same buffer, or the same scalar object
+                continue
+            if name in self.signature.dropped:  # the program was built without it
+                given[name] = v
                 continue
             i = self.signature.index(name)
             kind = self.signature.args[i].kind

@@ -32,8 +32,9 @@ from ..errors import DeviceError
 from ..graph import Graph
 from ..device import DevicePair, Side, alloc, cl
 from ..device import PinnedHost
-from .launches import (MAPPINGS, REDUCE, REDUCE_STAGE, ROWOP, Launch, LaunchSpec, RowOp,
-                       ShareLowering)
+from . import launches
+from .launches import (MAPPINGS, REDUCE, REDUCE_STAGE, Launch, LaunchSpec, RowOp,
+                       ShareLowering, rowop_signature)
 
 #: Partial-sum slots per side: device-side iterations write step k's sums to slot k % SLOTS.
 SLOTS = 256
@@ -82,7 +83,7 @@ def rowop_defines(op: RowOp, matrix: Graph, mapping: str, wg: int, *, compact: b
     return {**op.options(), "MAPPING": MAPPINGS[mapping], "WG": wg, "COMPACT": int(compact),
             "HAS_DATA": int(op.reads_values(matrix)), "HAS_SLOTS": int(has_slots),
             "OFFSET_T": offset_type, **fence, **shfl, **({"FOLD_SUMS": 1} if fold else {}),
-            **extra}
+            **({} if launches.TRIM_ARGS else {"ALL_ARGS": 1}), **extra}
 
 
 #: Work-items of a sub-group whose registers the shuffles exchange (an NVIDIA warp).
@@ -574,12 +575,16 @@ class SideStore:
         self._ops.clear()
 
     # ------------------------------------------------------------------- launches
+    def _defines(self, op: RowOp, mapping: str, wg: int, fold: bool = False, **extra) -> dict:
+        """The ``-D`` options of ``op``'s program for a launch of ``mapping`` on this store."""
+        return rowop_defines(op, self.matrix, mapping, wg, compact=self.low.compact,
+                             fold=fold, has_slots=self.low.seg_slot is not None,
+                             offset_type=self.offset_type, ptx=builds_ptx(self.side),
+                             shuffles=self.shuffles, **extra)
+
     def _program(self, op: RowOp, mapping: str, wg: int, fold: bool = False, **extra):
-        defines = rowop_defines(op, self.matrix, mapping, wg, compact=self.low.compact,
-                                fold=fold, has_slots=self.low.seg_slot is not None,
-                                offset_type=self.offset_type, ptx=builds_ptx(self.side),
-                                shuffles=self.shuffles, **extra)
-        return self.pair.program(self.side, (op.fragment, "skeleton/rowop.cl"), defines)
+        return self.pair.program(self.side, (op.fragment, "skeleton/rowop.cl"),
+                                 self._defines(op, mapping, wg, fold, **extra))
 
     def ops(self, op: RowOp, fscal, stop) -> OpLaunches:
         """The launches of ``op`` on this store (built on first use).
@@ -652,9 +657,11 @@ class SideStore:
         out.fold = bool(plan) and self.folds(op, plan[-1][5], sum(p[6] for p in plan))
         for i, (k, piece, spec, lo, hi, wg, groups, extra) in enumerate(plan):
             fold = out.fold and i == len(plan) - 1
-            kern = mod.Kernel(self._program(op, mapping_of(spec, op.max_lanes), wg, fold=fold,
-                                            **extra), "rowop")
-            L = Launch(ROWOP, kern, groups * wg, wg, label=spec.label, nnz=spec.nnz)
+            defines = self._defines(op, mapping_of(spec, op.max_lanes), wg, fold, **extra)
+            kern = mod.Kernel(self.pair.program(self.side, (op.fragment, "skeleton/rowop.cl"),
+                                                defines), "rowop")
+            L = Launch(rowop_signature(defines), kern, groups * wg, wg, label=spec.label,
+                       nnz=spec.nnz)
             counter = self.dummy
             if spec.mapping == "dynamic":
                 counter = self.counter

@@ -43,7 +43,10 @@
  *            (FOLD_STEP_SUMS; with NEED_PARTIALS and SG_SHFL)
  *   SG_SHFL, SG_SIZE  teams reduce with sub-group shuffles (below)
  *
- * Arguments (the same for every app, named once in finepar/engine/launches.py):
+ * Arguments (the same for every app, named once in finepar/engine/launches.py; those of
+ * an option a program is built without are left out of it: the slots' five without
+ * HAS_SLOTS, blk_ptr outside MAPPING 3 and 5, queue without QUEUE or MAPPING 5, the four
+ * of FOLD_SUMS without it; ALL_ARGS=1 declares them all, for probes):
  *   nseg, base      segments of this launch: base .. base + nseg - 1 (MAPPING 3: blocks)
  *   seg_row         global row of each segment
  *   seg_ptr         segment (COMPACT) or row (not COMPACT) pointers into indices / data
@@ -134,6 +137,39 @@
 #define TEAM WG
 #endif
 
+/* A program declares only the arguments its options use (each costs NVIDIA's enqueue
+ * about 0.25 us a launch); finepar/engine/launches.py's rowop_signature drops the same. */
+#ifndef ALL_ARGS
+#define ALL_ARGS 0
+#endif
+#if HAS_SLOTS || ALL_ARGS
+#define SLOT_ARGS                                                            \
+    __global const int *restrict seg_slot,                                   \
+    __global acc_t *restrict seg_acc,                                        \
+    __global const int *restrict slot_row,                                   \
+    __global const int *restrict slot_ptr,                                   \
+    volatile __global int *restrict slot_done,
+#else
+#define SLOT_ARGS
+#endif
+#if MAPPING == 3 || MAPPING == 5 || ALL_ARGS
+#define BLK_ARGS __global const int *restrict blk_ptr,
+#else
+#define BLK_ARGS
+#endif
+#if QUEUE || MAPPING == 5 || ALL_ARGS
+#define QUEUE_ARGS , __global int *restrict queue
+#else
+#define QUEUE_ARGS
+#endif
+#if FOLD_SUMS || ALL_ARGS
+#define FOLD_ARGS                                                            \
+    , __global part_t *restrict sums_out, const int sums_slot, const int n_part, \
+    volatile __global int *restrict sums_done
+#else
+#define FOLD_ARGS
+#endif
+
 #define ROWOP_ARGS                                                           \
     const int nseg, const int base,                                          \
     __global const int *restrict seg_row,                                    \
@@ -143,16 +179,11 @@
     X_DECL, Y_DECL, S0_DECL, S1_DECL, S2_DECL, AUX_DECL,                     \
     __global float *restrict fscal, const int ia,                            \
     __global part_t *restrict partials, const int part_offset,               \
-    __global const int *restrict seg_slot,                                   \
-    __global acc_t *restrict seg_acc,                                        \
-    __global const int *restrict slot_row,                                   \
-    __global const int *restrict slot_ptr,                                   \
-    volatile __global int *restrict slot_done,                               \
-    __global const int *restrict blk_ptr,                                    \
-    __global int *restrict stop,                                             \
-    __global int *restrict queue,                                            \
-    __global part_t *restrict sums_out, const int sums_slot, const int n_part, \
-    volatile __global int *restrict sums_done
+    SLOT_ARGS                                                                \
+    BLK_ARGS                                                                 \
+    __global int *restrict stop                                              \
+    QUEUE_ARGS                                                               \
+    FOLD_ARGS
 
 /* ------------------------------------------------------------ sequential scans */
 /* acc = REDUCE over entries k0, k0+step, ... < k1 of TERM(k); Kahan-compensated for
