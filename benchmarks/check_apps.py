@@ -13,6 +13,7 @@ import time
 import numpy as np
 
 from finepar import api
+from finepar.engine import EngineOptions
 from finepar.io.graph500 import kronecker
 from finepar.apps.bfs import bfs_levels_fast, validate_bfs
 from finepar.apps.cc import reference_components
@@ -43,7 +44,8 @@ def main() -> int:
     for app in ("spmv", "pagerank", "bfs", "cc"):
         for kw in plans:
             params = {"x": x} if app == "spmv" else {"root": root} if app == "bfs" else {}
-            res, rep = api.run(app, g, pair=pair, **kw, **params)
+            res, rep = api.run(app, g, pair=pair, **kw, **params,
+                               options=EngineOptions(profile="batch"))  # kernels printed
             if app == "spmv":
                 ok = bool(np.all(np.abs(res.values - refs[app]) <= bound))
             elif app == "pagerank":

@@ -88,6 +88,23 @@ def input_list(text: str) -> list[str]:
             for s in (x.strip() for x in text.split(",")) if s]
 
 
+def repeated_calls_args(args, apps):
+    """``args`` of a probe of repeated calls checked and completed: ``--repeats`` at least
+    1, ``--apps`` a list of ``apps``, the graphs of ``--real`` and ``--scales`` in
+    ``args.specs``.
+
+    Raises
+    ------
+    UsageError
+        Naming the option (before any work).
+    """
+    if args.repeats < 1:
+        raise UsageError(f"--repeats must be at least 1, not {args.repeats}")
+    args.apps = choices("--apps", args.apps, apps)
+    args.specs = graph_specs(args.real, args.scales)
+    return args
+
+
 def choices(option: str, value: str, allowed) -> list[str]:
     """The comma list ``value`` of ``option``, each one of ``allowed``.
 

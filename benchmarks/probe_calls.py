@@ -23,7 +23,7 @@ import io
 import pstats
 import time
 
-from common import choices, graph_specs, load, log, main_of, today, write_json
+from common import load, log, main_of, repeated_calls_args, today, write_json
 from measure import answer_problem, params_with_fallback, stats
 
 APPS = ("bfs", "sssp", "cc", "pagerank", "spmv")
@@ -32,7 +32,6 @@ PHASES = ("cache", "setup", "warmup", "run", "collect")
 
 def parse_args(argv=None):
     import argparse
-    from finepar.errors import UsageError
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--real", default="USPowerGrid,ca-GrQc,wiki-Vote,luxembourg,cnr-2000",
                     help="real graphs: a comma list, or all")
@@ -46,12 +45,7 @@ def parse_args(argv=None):
                     help="cProfile the later calls of each pair (their busiest functions "
                          "by own and by total time, in the JSON)")
     ap.add_argument("--json", default="probe_calls.json")
-    args = ap.parse_args(argv)
-    if args.repeats < 1:
-        raise UsageError(f"--repeats must be at least 1, not {args.repeats}")
-    args.apps = choices("--apps", args.apps, APPS)
-    args.specs = graph_specs(args.real, args.scales)
-    return args
+    return repeated_calls_args(ap.parse_args(argv), APPS)
 
 
 def scipy_call(app: str):

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 
-from common import choices, graph_specs, load, log, main_of, today, write_json
+from common import load, log, main_of, repeated_calls_args, today, write_json
 from measure import answer_problem, params_with_fallback, stats
 
 APPS = ("bfs", "sssp", "cc", "pagerank", "spmv")
@@ -32,7 +32,6 @@ EVERY = "auto, every argument"
 
 def parse_args(argv=None):
     import argparse
-    from finepar.errors import UsageError
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--real", default="USPowerGrid,adder_dcop_05,ca-GrQc,rajat01,luxembourg,"
                                       "cnr-2000", help="real graphs: a comma list, or all")
@@ -44,12 +43,7 @@ def parse_args(argv=None):
     ap.add_argument("--every-argument", action="store_true",
                     help="a third setting: plain queues, rowop built with every argument")
     ap.add_argument("--json", default="probe_queues.json")
-    args = ap.parse_args(argv)
-    if args.repeats < 1:
-        raise UsageError(f"--repeats must be at least 1, not {args.repeats}")
-    args.apps = choices("--apps", args.apps, APPS)
-    args.specs = graph_specs(args.real, args.scales)
-    return args
+    return repeated_calls_args(ap.parse_args(argv), APPS)
 
 
 def one_pair(app_name: str, g, pair, devices: str, repeats: int, every: bool = False) -> dict:

@@ -186,15 +186,17 @@ class FileFacts:
 #: 80 us on the 2-core box. Another process's later additions are missed, and found again.
 _FACTS: dict = {}
 _FACTS_KEPT = 256
+_FACTS_LOCK = threading.Lock()
 
 
 def _remember(path: Path, facts: dict) -> None:
     """Keep ``facts`` of the facts file ``path`` (the oldest dropped past
     :data:`_FACTS_KEPT`)."""
-    _FACTS.pop(path, None)
-    _FACTS[path] = dict(facts)
-    while len(_FACTS) > _FACTS_KEPT:
-        _FACTS.pop(next(iter(_FACTS)))
+    with _FACTS_LOCK:  # threads may read files at once
+        _FACTS.pop(path, None)
+        _FACTS[path] = dict(facts)
+        while len(_FACTS) > _FACTS_KEPT:
+            _FACTS.pop(next(iter(_FACTS)))
 
 
 def _digest_fact(graph) -> str:

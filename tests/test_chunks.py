@@ -72,6 +72,8 @@ def test_streamed_steps_report_the_upload_and_overlap(pairs):
     st = rep.timings["streaming"]["gpu"]
     assert st["bytes"] == 3 * low["streamed_bytes"] and st["upload_s"] > 0
     assert 0.0 <= st["overlap"] <= 1.0
+    # a streamed share keeps the profiling queue: the overlap needs the kernels' times
+    assert rep.timings["profile"] == "batch" and st["kernel_s"] > 0
 
 
 @pytest.mark.parametrize("mode", ["shared", "split"])

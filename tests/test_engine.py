@@ -582,18 +582,18 @@ def test_device_seconds_stay_within_the_runs_wall_time(app):
 
 @pytest.mark.parametrize("app", ["spmv", "bfs", "pagerank"])
 def test_a_run_on_one_device_enqueues_on_plain_queues(app, pairs):
-    """``EngineOptions.profile`` ``auto``: an engine on one device with the static executor
-    enqueues every command on the side's plain queue (no profiling: NVIDIA's enqueue is
-    cheaper there) and reports no device times; its answers match the reference as the
-    profiling queue's do. Two devices, or ``profile='batch'``, keep the profiling queues
-    and positive kernel times."""
+    """``EngineOptions.profile`` ``auto``: an engine on the GPU alone with the static
+    executor enqueues the GPU's commands on its plain queue (no profiling: NVIDIA's enqueue
+    is cheaper there) and reports no device times; its answers match the reference as the
+    profiling queue's do. The CPU alone, two devices, or ``profile='batch'`` keep the
+    profiling queues and positive kernel times."""
     from finepar import apps
     g = generated_graph(10, 3)
     a = apps.get(app)
     params = a.check_params(g, {})
     ref = a.reference(g, a.reference_params(g, params))
     for mode, pair in pairs.items():
-        for devices, profile, timed in (("gpu", "auto", False), ("cpu", "auto", False),
+        for devices, profile, timed in (("gpu", "auto", False), ("cpu", "auto", True),
                                         ("gpu", "batch", True), ("both", "auto", True)):
             opts = EngineOptions(profile=profile, group_loop="none")
             res, rep = api.run(app, g, pair=pair, devices=devices, options=opts,
@@ -608,9 +608,11 @@ def test_a_run_on_one_device_enqueues_on_plain_queues(app, pairs):
 
 
 def test_plain_queues_are_the_engines_own(pairs):
-    """The plain queues' engine sees each side with its own queue on the same context and
-    device (made once a pair), and everything else as the pair's; a wrong profile name is
-    refused before any work."""
+    """The plain queues' engine sees the GPU side with its own queue on the same context and
+    device (made once a pair, sharing the side's staging chunks), and the CPU side and
+    everything else as the pair's, what a run sets on it included (the walk's measured
+    costs); a wrong profile name, or ``none`` (the engine's own resolution), is refused
+    before any work."""
     from finepar.device import PlainQueues
     from finepar.errors import UsageError
     pair = pairs["split"]
@@ -624,6 +626,14 @@ def test_plain_queues_are_the_engines_own(pairs):
     assert eng.pair.shared == pair.shared and eng.pair.describe() == pair.describe()
     prof = cl().command_queue_properties.PROFILING_ENABLE
     assert not side.queue.properties & prof and pair.gpu.queue.properties & prof
-    with pytest.raises(UsageError, match="unknown profile 'often'"):
-        wl.engine(pair, single_device(wl.matrix.row_lengths(), "gpu"),
-                  EngineOptions(profile="often"))
+    assert eng.pair.side("cpu") is pair.cpu
+    assert side.__dict__["_stage_box"] is pair.gpu.__dict__["_stage_box"]
+    before = pair.__dict__.get("walk_edge_seconds")
+    eng.pair.walk_edge_seconds = {"levels": 1e-9}
+    assert pair.walk_edge_seconds == {"levels": 1e-9} and "walk_edge_seconds" not in vars(
+        eng.pair)
+    pair.walk_edge_seconds = before if before is not None else {}
+    for bad in ("often", "none"):
+        with pytest.raises(UsageError, match=f"unknown profile '{bad}'"):
+            wl.engine(pair, single_device(wl.matrix.row_lengths(), "gpu"),
+                      EngineOptions(profile=bad))

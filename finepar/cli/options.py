@@ -160,12 +160,11 @@ def add_plan_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--offsets", choices=("auto", "int64"), default="auto",
                    help="int64: 64-bit offsets in the kernels at any size (default: only for "
                         "shares past 2^31-1 entries)")
-    g.add_argument("--device-times", choices=("auto", "batch", "launch", "none"),
-                   default="auto",
+    g.add_argument("--device-times", choices=("auto", "batch", "launch"), default="auto",
                    help="the kernels' device times in the report: batch (each batch's span, "
-                        "from profiling events), launch (every launch's), none (plain queues: "
-                        "NVIDIA's enqueue costs 7-10 us less a launch); auto (default): none "
-                        "for a run on one device, else batch")
+                        "from profiling events), launch (every launch's); auto (default): "
+                        "batch, but a run on the GPU alone enqueues on a plain queue "
+                        "(NVIDIA's enqueue costs 7-10 us less a launch) and keeps none")
 
 
 def add_common_options(p: argparse.ArgumentParser) -> None:

@@ -250,29 +250,41 @@ class DevicePair:
         """``role``'s side with a queue of its own that keeps no profiling times (made once
         a pair): NVIDIA's enqueue on the H200 machine's host took 7.2-7.4 us there against
         11-15 us on a profiling queue (``benchmarks/probe_enqueue.py``, 2026-11-29). Its
-        commands are ordered with the profiling queue's only through events or a finish."""
+        commands are ordered with the profiling queue's only through events or a finish.
+        It shares the side's page-locked staging chunks (:mod:`finepar.device.transfer`)."""
         from dataclasses import replace
         side = self.side(role)
         with self._build_lock:
             queue = self._plain.get(role)
             if queue is None:
                 queue = self._plain[role] = cl().CommandQueue(side.context, side.queue.device)
-        return replace(side, queue=queue)  # the side as it is now, on the plain queue
+        plain = replace(side, queue=queue)  # the side as it is now, on the plain queue
+        plain.__dict__["_stage_box"] = side.__dict__.setdefault("_stage_box", {})
+        return plain
 
 
 class PlainQueues:
-    """A pair as an engine that needs no device times sees it (``EngineOptions.profile``
-    ``none``): each side enqueues on its plain queue (:meth:`DevicePair.plain_side`), and
-    everything else is the pair's. Made after the pair's own queues are finished, so the
-    commands enqueued there before (a cached share's uploads) are done."""
+    """A pair as an engine on the GPU alone that needs no device times sees it
+    (``EngineOptions.profile`` ``auto``): the GPU side enqueues on its plain queue
+    (:meth:`DevicePair.plain_side`); the CPU side (PoCL, whose enqueue costs the same on
+    either queue, and whose walk of small frontiers learns its cost an edge from its
+    launches' events) and everything else are the pair's, attributes set here included.
+    Made after the pair's own queues are finished, so the commands enqueued there before
+    (a cached share's uploads) are done."""
 
     def __init__(self, pair: DevicePair):
         pair.finish()
-        self._pair = pair
-        self.cpu, self.gpu = pair.plain_side("cpu"), pair.plain_side("gpu")
+        object.__setattr__(self, "_pair", pair)
+        object.__setattr__(self, "cpu", pair.cpu)
+        object.__setattr__(self, "gpu", pair.plain_side("gpu"))
 
     def __getattr__(self, name: str):
+        if name == "_pair":  # not made yet (a copy): no pair to ask
+            raise AttributeError(name)
         return getattr(self._pair, name)
+
+    def __setattr__(self, name: str, value) -> None:
+        setattr(self._pair, name, value)  # what a run learns stays with the pair
 
     def side(self, role: str) -> Side:
         return self.cpu if role == "cpu" else self.gpu

@@ -90,11 +90,13 @@ def staged(side: Side, array: np.ndarray) -> bool:
 
 def _stages(side: Side) -> tuple[list, threading.Lock]:
     """The side's two staging chunks and the lock that serialises their users (made on
-    first use, kept on the side)."""
+    first use, kept with the side: a side on its plain queue shares the box,
+    :meth:`finepar.device.DevicePair.plain_side`)."""
     with _LOCK:
-        stages = side.__dict__.get("_stages")
+        box = side.__dict__.setdefault("_stage_box", {})
+        stages = box.get("stages")
         if stages is None:
-            stages = side.__dict__["_stages"] = (
+            stages = box["stages"] = (
                 [PinnedHost(side, np.zeros(0, np.uint8), size=STAGE_BYTES) for _ in range(2)],
                 threading.Lock())
     return stages

@@ -42,7 +42,7 @@ from .columns import check_step_numbering, order_columns, scatter
 from .memory import SLOTS, SideStore, check_fits, lowered_programs
 from .options import EngineOptions
 from .reads import read_later, read_split
-from .timing import StepRecord, event_seconds, event_span, summarize
+from .timing import StepRecord, event_seconds, summarize, time_pending, time_step
 
 _VEC_TYPES = (np.dtype(np.float32), np.dtype(np.int32), np.dtype(np.uint32))
 #: Floats every side keeps for an app's scalars (``fscal``).
@@ -86,7 +86,8 @@ class Engine:
         device's allocation limit (the message names the need and the limit).
     """
 
-    #: One device's static run may take plain queues (``EngineOptions.timing``).
+    #: The GPU's static run, nothing streamed, may take its plain queue
+    #: (``EngineOptions.timing``).
     PLAIN_QUEUES = True
 
     def __init__(self, pair: DevicePair, matrix: Graph, plan: Plan, ops, *,
@@ -117,10 +118,6 @@ class Engine:
             raise DeviceError("the plan assigns no rows to any device")
         dynamic = plan.method == "dynamic"
         self.executor = self._executor()
-        self.profile = self.options.timing(self.roles, type(self.executor) is StaticExecutor
-                                           and self.PLAIN_QUEUES)
-        if self.profile == "none":  # every command of this engine on the plain queues
-            self.pair = pair = PlainQueues(pair)
         counter = alloc(pair.cpu, np.zeros(1, np.int32)) if dynamic and pair.shared else None
         self.stores: dict[str, SideStore] = {}
         has_data = self.reads_values
@@ -137,14 +134,19 @@ class Engine:
         self.built_ahead = tuple(built_ahead) if built_ahead is not None else None
         if self.options.prebuild:  # the compilers start before the uploads
             self.prebuild(lows)
+        cuts = {role: self._chunking(role, pair.side(role), low, has_data)
+                for role, low in lows.items()}
+        streams = any(c is not None and c.streamed.any() for c in cuts.values())
+        self.profile = self.options.timing(self.roles, self.PLAIN_QUEUES and not streams
+                                           and type(self.executor) is StaticExecutor)
+        if self.profile == "none":  # the GPU's commands on its plain queue
+            self.pair = pair = PlainQueues(pair)
         for role, low in lows.items():
-            side = pair.side(role)
-            chunking = self._chunking(role, side, low, has_data)
-            self.stores[role] = SideStore(pair, side, low, matrix, global_csr=self._csr_for,
-                                          dummy=self.dummy(role), has_data=has_data,
-                                          offsets=self.options.offsets,
+            self.stores[role] = SideStore(pair, pair.side(role), low, matrix,
+                                          global_csr=self._csr_for, dummy=self.dummy(role),
+                                          has_data=has_data, offsets=self.options.offsets,
                                           shuffles=self.options.shuffles, counter=counter,
-                                          chunking=chunking)
+                                          chunking=cuts[role])
         self.fscal = {r: alloc(pair.side(r), np.zeros(N_SCALARS, np.float32)) for r in self.roles}
         self.stop = {r: alloc(pair.side(r), np.zeros(1, np.int32)) for r in self.roles}
         if pair.shared:  # one context: one copy of the scalars for both queues
@@ -694,12 +696,7 @@ class Engine:
             self.host_syncs += 1  # steps a blocking read already waited for cost no sync
         for ev in last.values():
             ev.wait()
-        if self.profile == "launch":
-            for rec, events, _ in self.pending:
-                for role, evs in events.items():
-                    rec.kernel[role], rec.span[role] = event_seconds(evs)
-        elif self.profile == "batch":
-            self._spread_batch_span()
+        time_pending(self.profile, self.roles, self.pending)
         for rec, events, _ in self.pending:
             for role, ups in rec.pending_uploads.items():
                 rec.upload[role] = event_seconds(ups)
@@ -732,27 +729,10 @@ class Engine:
             self.drain(until=t0)
         self.records.append(rec)
 
-    def _spread_batch_span(self) -> None:
-        """Each device's span over the pending steps (its first launch's start to its
-        last launch's end: two profiling reads), spread evenly over the steps that ran
-        there."""
-        for role in self.roles:
-            steps = [(rec, evs) for rec, events, _ in self.pending
-                     for r, evs in events.items() if r == role and evs]
-            if not steps:
-                continue
-            span = event_span([steps[0][1][0], steps[-1][1][-1]]) / len(steps)
-            for rec, _ in steps:
-                rec.kernel[role] = rec.span[role] = span
-
     def time_step(self, rec: StepRecord, role: str, events: list) -> None:
-        """Set ``rec``'s kernel and span seconds on ``role`` from one step's events, read as
-        :attr:`profile` says (``batch``: the span for both, two reads; ``none``: not
-        set, the queue keeps no times)."""
-        if self.profile == "launch":
-            rec.kernel[role], rec.span[role] = event_seconds(events)
-        elif self.profile == "batch":
-            rec.kernel[role] = rec.span[role] = event_span(events)
+        """``rec``'s device seconds on ``role`` from one step's events, as :attr:`profile`
+        says (:func:`~finepar.engine.timing.time_step`)."""
+        time_step(self.profile, rec, role, events)
 
     def read_buffer(self, role: str, out: np.ndarray, buffer, count: int | None = None
                     ) -> np.ndarray:
@@ -859,7 +839,7 @@ class Engine:
         if wait:
             ev.wait()
             self.host_syncs += 1
-            if self.profile != "none":
+            if self.profile != "none" or role == "cpu":  # the CPU keeps its profiling queue
                 rec.kernel[role], rec.span[role] = event_seconds([ev])
             rec.wall = time.perf_counter() - t0
             self.add_record(rec, t0)

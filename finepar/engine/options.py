@@ -28,18 +28,19 @@ class EngineOptions:
         Bytes of each device's budget kept for the app's vectors.
     chunk_bytes : int or None
         The largest chunk, bytes (default: one allocation of the device).
-    profile : {'auto', 'batch', 'launch', 'none'}
+    profile : {'auto', 'batch', 'launch'}
         What a step's kernel time reads from OpenCL's profiling events: ``batch`` the
         first start and the last end of each device's launches in a step, or in a batch
         of steps enqueued without waiting (two reads per device, the batch's span spread
         evenly over its steps); ``launch`` every launch's start and end (the sum of
-        kernel durations; two reads per launch); ``none`` nothing: the engine enqueues on
-        each device's plain queue (:meth:`finepar.device.DevicePair.plain_side`), whose
-        enqueue costs NVIDIA's driver 7-10 us less a launch, and reports no device
-        times. ``auto`` (default) is ``none`` for a run on one device with the static
-        executor (nothing there reads a device time: the split's tuner and correction,
-        split-join throttling and the ranks' halos do), else ``batch``; the tuner's and
-        training's measuring engines ask for ``batch``.
+        kernel durations; two reads per launch). ``auto`` (default) is ``batch`` but for
+        a run on the GPU alone with the static executor, whose engine enqueues on the
+        GPU's plain queue (:class:`finepar.device.PlainQueues`; NVIDIA's enqueue costs
+        7-10 us less a launch there) and keeps no GPU times (the engine's ``profile``
+        ``none``): nothing in such a run reads one (the split's tuner and correction,
+        split-join throttling and the ranks' halos do; the CPU's walk reads its own, on
+        the CPU's profiling queue). The tuner's and training's measuring engines ask for
+        ``batch``.
     prebuild : bool
         Start building every row operation's programs when the engine is made (default);
         False builds each where it is first used (a run that may use none: CC's Afforest).
@@ -90,21 +91,21 @@ class EngineOptions:
     shuffles: str = "auto"
 
     def timing(self, roles: tuple, plain_ok: bool) -> str:
-        """The :attr:`profile` an engine on ``roles`` uses: ``auto`` is ``none`` on one
-        device where ``plain_ok`` (the static executor, no rank's halos), else ``batch``.
+        """The profile an engine on ``roles`` uses: ``auto`` is ``none`` (the GPU's plain
+        queue, no device times) on the GPU alone where ``plain_ok`` (the static executor,
+        no rank's halos), else ``batch``.
 
         Raises
         ------
         UsageError
-            If :attr:`profile` is none of ``auto``, ``batch``, ``launch``, ``none``.
+            If :attr:`profile` is none of ``auto``, ``batch``, ``launch``.
         """
         from ..errors import UsageError
-        if self.profile not in ("auto", "batch", "launch", "none"):
-            raise UsageError(f"unknown profile '{self.profile}' (use auto, batch, launch or "
-                             f"none)")
+        if self.profile not in ("auto", "batch", "launch"):
+            raise UsageError(f"unknown profile '{self.profile}' (use auto, batch or launch)")
         if self.profile != "auto":
             return self.profile
-        return "none" if len(roles) == 1 and plain_ok else "batch"
+        return "none" if tuple(roles) == ("gpu",) and plain_ok else "batch"
 
     def small_form(self, nnz: int, limit: int) -> bool:
         """Whether :attr:`group_loop` asks for a small input's form of a run on an input

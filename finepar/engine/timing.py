@@ -71,6 +71,37 @@ def event_span(events) -> float:
     return (events[-1].profile.end - events[0].profile.start) * 1e-9
 
 
+def time_step(profile: str, rec: StepRecord, role: str, events: list) -> None:
+    """Set ``rec``'s kernel and span seconds on ``role`` from one step's completed events,
+    read as ``profile`` says (``batch``: the span for both, two reads; ``launch``: every
+    launch's; ``none``: not set, the queue keeps no times)."""
+    if profile == "launch":
+        rec.kernel[role], rec.span[role] = event_seconds(events)
+    elif profile == "batch":
+        rec.kernel[role] = rec.span[role] = event_span(events)
+
+
+def time_pending(profile: str, roles: tuple, pending: list) -> None:
+    """Device seconds of steps enqueued without a wait, now done (``pending``: ``(record,
+    {role: events}, start)``): ``launch`` each launch's; ``batch`` each device's span over
+    them (its first launch's start to its last launch's end: two profiling reads) spread
+    evenly over the steps that ran there; ``none`` nothing."""
+    if profile == "launch":
+        for rec, events, _ in pending:
+            for role, evs in events.items():
+                rec.kernel[role], rec.span[role] = event_seconds(evs)
+        return
+    if profile != "batch":
+        return
+    for role in roles:
+        steps = [(rec, evs) for rec, events, _ in pending
+                 for r, evs in events.items() if r == role and evs]
+        if steps:
+            span = event_span([steps[0][1][0], steps[-1][1][-1]]) / len(steps)
+            for rec, _ in steps:
+                rec.kernel[role] = rec.span[role] = span
+
+
 def summarize(records: list[StepRecord], setup_seconds: float, halo: dict) -> dict:
     """Totals over steps: wall, per-device kernel time and span, exchange, step counts.
 
