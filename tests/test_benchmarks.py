@@ -631,15 +631,20 @@ def test_probe_host_counts_a_bfs_runs_commands(tmp_path):
     """benchmarks/probe_host.py: every OpenCL command of a BFS run on the GPU alone counted
     and stamped. Graph500 scale 14 on the emulated pair takes 22 (the start one launch a
     device, the root's list one, the chain armed in one; 40 before those), the same count
-    every run, and the timeline names the FinePar function behind each call."""
+    every run, and the timeline names the FinePar function behind each call, between the
+    marks of where the app's run begins and returns."""
     import probe_host
     out = tmp_path / "host.json"
     assert probe_host.main(["--scale", "14", "--repeats", "2", "--json", str(out)]) == 0
     doc = json.loads(out.read_text())
     assert [r["commands"] for r in doc["runs"]] == [22, 22]
     assert doc["runs"][0]["calls"] == doc["runs"][1]["calls"]
-    assert len(doc["timeline"]) == 22
-    assert "start_launch" in doc["timeline"][0]["from"]
+    marks = [c["call"] for c in doc["timeline"] if c["call"].startswith("(")]
+    assert marks == ["(app.run begins)", "(app.run returns)"]
+    commands = [c for c in doc["timeline"] if not c["call"].startswith("(")]
+    assert len(commands) == 22
+    assert "start_launch" in commands[0]["from"]
+    assert doc["timeline"][0]["call"] == "(app.run begins)"
     assert all(c["at_ms"] >= 0 and c["took_ms"] >= 0 for c in doc["timeline"])
     assert doc["runs"][0]["calls"].get("kernel call", 0) == 0  # every launch bound
     timed = [c for c in doc["timeline"] if "dev_ms" in c]  # the device's own times
