@@ -25,9 +25,12 @@ from common import load, log, main_of, repeated_calls_args, today, write_json
 from measure import answer_problem, params_with_fallback, stats
 
 APPS = ("bfs", "sssp", "cc", "pagerank", "spmv")
-SETTINGS = ("batch", "auto")
+#: Each setting's name (the JSON's keys): its ``EngineOptions.profile`` and
+#: ``launches.TRIM_ARGS``.
+SETTINGS = {"batch": ("batch", True), "auto": ("auto", True)}
 #: The third setting of ``--every-argument``: the plain queues, rowop's whole list.
 EVERY = "auto, every argument"
+SETTINGS_EVERY = {**SETTINGS, EVERY: ("auto", False)}
 
 
 def parse_args(argv=None):
@@ -55,15 +58,15 @@ def one_pair(app_name: str, g, pair, devices: str, repeats: int, every: bool = F
     app = apps.get(app_name)
     params = params_with_fallback(app, g)
     ref = app.reference(g, params)
-    settings = (*SETTINGS, EVERY) if every else SETTINGS
+    settings = SETTINGS_EVERY if every else SETTINGS
     runs = {s: [] for s in settings}
     problems, plans, profiles = [], {}, {}
     for i in range(repeats + 1):
-        for setting in settings:
-            launches.TRIM_ARGS = setting != EVERY
+        for setting, (profile, trim) in settings.items():
+            launches.TRIM_ARGS = trim
             try:
                 res, rep = finepar.run(app_name, g, pair=pair, devices=devices,
-                                       options=EngineOptions(profile=setting.split(",")[0]),
+                                       options=EngineOptions(profile=profile),
                                        **({"cache": False} if every else {}), **params)
             finally:
                 launches.TRIM_ARGS = True

@@ -15,6 +15,7 @@ from typing import Any
 from ..errors import BuildError, DeviceError
 from .discovery import LaunchConfig, Selection, _cl_device, select_pair
 from .handles import Side, cl
+from .transfer import share_stages
 
 
 @lru_cache(maxsize=None)
@@ -259,7 +260,7 @@ class DevicePair:
             if queue is None:
                 queue = self._plain[role] = cl().CommandQueue(side.context, side.queue.device)
         plain = replace(side, queue=queue)  # the side as it is now, on the plain queue
-        plain.__dict__["_stage_box"] = side.__dict__.setdefault("_stage_box", {})
+        share_stages(side, plain)
         return plain
 
 
@@ -272,11 +273,15 @@ class PlainQueues:
     Made after the pair's own queues are finished, so the commands enqueued there before
     (a cached share's uploads) are done."""
 
+    #: The roles whose commands go to a plain queue (the others keep the pair's).
+    ROLES = ("gpu",)
+
     def __init__(self, pair: DevicePair):
         pair.finish()
         object.__setattr__(self, "_pair", pair)
-        object.__setattr__(self, "cpu", pair.cpu)
-        object.__setattr__(self, "gpu", pair.plain_side("gpu"))
+        for role in ("cpu", "gpu"):
+            object.__setattr__(self, role, pair.plain_side(role) if role in self.ROLES
+                               else pair.side(role))
 
     def __getattr__(self, name: str):
         if name == "_pair":  # not made yet (a copy): no pair to ask

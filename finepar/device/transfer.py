@@ -88,12 +88,24 @@ def staged(side: Side, array: np.ndarray) -> bool:
             and array.flags.c_contiguous)
 
 
+def share_stages(side: Side, other: Side) -> None:
+    """Give ``other`` (a copy of ``side`` on another queue of its context and device,
+    :meth:`finepar.device.DevicePair.plain_side`) ``side``'s staging chunks, whenever they
+    are made: one pair of page-locked chunks a device, not one a copy."""
+    other.__dict__["_stage_box"] = _stage_box(side)
+
+
+def _stage_box(side: Side) -> dict:
+    """Where ``side``'s staging chunks are kept (``{"stages": ...}`` once made)."""
+    return side.__dict__.setdefault("_stage_box", {})
+
+
 def _stages(side: Side) -> tuple[list, threading.Lock]:
     """The side's two staging chunks and the lock that serialises their users (made on
-    first use, kept with the side: a side on its plain queue shares the box,
-    :meth:`finepar.device.DevicePair.plain_side`)."""
+    first use, kept with the side and the copies it shares them with,
+    :func:`share_stages`)."""
     with _LOCK:
-        box = side.__dict__.setdefault("_stage_box", {})
+        box = _stage_box(side)
         stages = box.get("stages")
         if stages is None:
             stages = box["stages"] = (

@@ -839,7 +839,7 @@ class Engine:
         if wait:
             ev.wait()
             self.host_syncs += 1
-            if self.profile != "none" or role == "cpu":  # the CPU keeps its profiling queue
+            if self.profile != "none" or role not in PlainQueues.ROLES:  # a profiling queue
                 rec.kernel[role], rec.span[role] = event_seconds([ev])
             rec.wall = time.perf_counter() - t0
             self.add_record(rec, t0)

@@ -582,9 +582,9 @@ class SideStore:
                              offset_type=self.offset_type, ptx=builds_ptx(self.side),
                              shuffles=self.shuffles, **extra)
 
-    def _program(self, op: RowOp, mapping: str, wg: int, fold: bool = False, **extra):
-        return self.pair.program(self.side, (op.fragment, "skeleton/rowop.cl"),
-                                 self._defines(op, mapping, wg, fold, **extra))
+    def _program(self, op: RowOp, defines: dict):
+        """``op``'s program built with ``defines`` (:meth:`_defines`) on this side."""
+        return self.pair.program(self.side, (op.fragment, "skeleton/rowop.cl"), defines)
 
     def ops(self, op: RowOp, fscal, stop) -> OpLaunches:
         """The launches of ``op`` on this store (built on first use).
@@ -658,8 +658,7 @@ class SideStore:
         for i, (k, piece, spec, lo, hi, wg, groups, extra) in enumerate(plan):
             fold = out.fold and i == len(plan) - 1
             defines = self._defines(op, mapping_of(spec, op.max_lanes), wg, fold, **extra)
-            kern = mod.Kernel(self.pair.program(self.side, (op.fragment, "skeleton/rowop.cl"),
-                                                defines), "rowop")
+            kern = mod.Kernel(self._program(op, defines), "rowop")
             L = Launch(rowop_signature(defines), kern, groups * wg, wg, label=spec.label,
                        nnz=spec.nnz)
             counter = self.dummy
@@ -703,7 +702,7 @@ class SideStore:
             out.reduced = self._reduced[op.name] = alloc(self.side, nbytes=2 * SLOTS * item)
         out.host = np.zeros(2, dtype=op.part_dtype)
         wg = _pow2_at_most(self.side.info.max_work_group_size)
-        prg = self._program(op, "item", wg)
+        prg = self._program(op, self._defines(op, "item", wg))
         last_n, last_in = part, out.partials
         one_pass = REDUCE_ONE_PASS if op.fold_sums else REDUCE_FAN_IN
         if part > max(one_pass, REDUCE_FAN_IN):  # many: a first pass of many groups
