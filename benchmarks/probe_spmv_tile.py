@@ -31,8 +31,9 @@ import time
 
 import numpy as np
 
-KERNELS = r"""
-extern "C" {
+#: What every prototype shares: a team's and a block's sums, and the short rows' loop
+#: with its gather as ``LOAD`` (of the column ``c``).
+COMMON = r"""
 #ifndef UNROLL
 #define UNROLL 4
 #endif
@@ -67,7 +68,11 @@ __device__ __forceinline__ void block_store(float s, float* y, int r) {
         s = red(s);                                                               \
         if (lane == 0) y[r] = s;                                                  \
     }
+"""
 
+KERNELS = r"""
+extern "C" {
+""" + COMMON + r"""
 __global__ void plain(const int* __restrict__ rows, int nrows, const int* __restrict__ indptr,
                       const int* __restrict__ indices, const float* __restrict__ x, float* y) {
     ROW_LOOP(x[c])
@@ -157,6 +162,57 @@ def timed(cp, fn, reps):
     return stats(out)
 
 
+def renumbered(cp, g, sort: bool) -> dict:
+    """The graph's pattern on the device with its columns renumbered hottest first (by
+    degree: a symmetric graph's reads a column), each row's entries sorted by the new
+    number where ``sort``.
+
+    Returns a dict: ``indptr``, ``indices`` (int32, device), ``x`` (float32, device, in the
+    new numbering), ``ref`` (cuSPARSE's ``A x`` on the original columns: rows keep their
+    numbers), ``deg`` (int64, host: each row's entries), ``hot_share`` (the share of the
+    reads that go to the hottest ``H`` columns, by ``H``), and the callables ``cusparse
+    original`` and ``cusparse renumbered`` (one product each).
+    """
+    import cupyx.scipy.sparse as cps
+    n, nnz = g.n, g.nnz
+    deg = np.diff(g.indptr).astype(np.int64)
+    order = np.argsort(-deg, kind="stable")  # new number -> old column
+    new_of = np.empty(n, np.int32)
+    new_of[order] = np.arange(n, dtype=np.int32)
+    cum = np.cumsum(deg[order])
+    hot = {h: float(cum[min(h, n) - 1] / nnz)
+           for h in [1024, 4096, 16384, 32768, 49152, 65536, 262144, 1 << 20, 6553600]}
+    x = np.random.default_rng(0).uniform(-1, 1, n).astype(np.float32)
+    d_indptr = cp.asarray(g.indptr.astype(np.int32))
+    d_idx = cp.asarray(g.indices.astype(np.int32))
+    d_x = cp.asarray(x)
+    ones = cp.ones(nnz, cp.float32)
+    a0 = cps.csr_matrix((ones, d_idx, d_indptr), shape=(n, n))
+    d_new = cp.asarray(new_of)
+    d_idx2 = d_new[d_idx]
+    x2 = cp.empty_like(d_x)
+    x2[d_new] = d_x
+    a1 = cps.csr_matrix((ones, d_idx2, d_indptr), shape=(n, n))
+    if sort:  # each row's entries in ascending renumbered column
+        rows_of = cp.repeat(cp.arange(n, dtype=cp.int64), cp.asarray(deg))
+        key = (rows_of << 32) | d_idx2.astype(cp.int64)
+        del rows_of
+        key.sort()
+        d_idx2 = (key & 0xFFFFFFFF).astype(cp.int32)
+        del key
+    return {"indptr": d_indptr, "indices": d_idx2, "x": x2, "ref": a0 @ d_x, "deg": deg,
+            "hot_share": hot, "cusparse original": lambda: a0 @ d_x,
+            "cusparse renumbered": lambda: a1 @ x2}
+
+
+def row_sets(cp, deg: np.ndarray, long: int):
+    """The rows of 1 to ``long`` entries and the longer ones (int32, host), and both on
+    the device: ``(short, longr, d_short, d_long)``."""
+    short = np.flatnonzero((deg > 0) & (deg <= long)).astype(np.int32)
+    longr = np.flatnonzero(deg > long).astype(np.int32)
+    return short, longr, cp.asarray(short), cp.asarray(longr)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scale", type=int, default=24)
@@ -180,7 +236,6 @@ def main(argv=None) -> int:
     if args.lanes and any(int(v) & (int(v) - 1) or int(v) > 32 for v in args.lanes.split(",")):
         ap.error(f"--lanes: powers of two up to 32, got {args.lanes!r}")
     import cupy as cp
-    import cupyx.scipy.sparse as cps
     from common import load, write_json
     out = {"script": "benchmarks/probe_spmv_tile.py", "date": time.strftime("%Y-%m-%d"),
            "device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
@@ -190,34 +245,15 @@ def main(argv=None) -> int:
         write_json(args.json, out)
     g, load_s = load(f"graph500:{args.scale}")
     n, nnz = g.n, g.nnz
-    deg = np.diff(g.indptr).astype(np.int64)
-    order = np.argsort(-deg, kind="stable")  # new number -> old column
-    new_of = np.empty(n, np.int32)
-    new_of[order] = np.arange(n, dtype=np.int32)
-    cum = np.cumsum(deg[order])
-    out.update(n=int(n), nnz=int(nnz), load_s=load_s,
-               hot_share={h: float(cum[min(h, n) - 1] / nnz)
-                          for h in [1024, 4096, 16384, 32768, 49152, 65536, 262144, 1 << 20,
-                                    6553600]})
+    out.update(n=int(n), nnz=int(nnz), load_s=load_s)
+    d = renumbered(cp, g, args.sorted)
+    d_indptr, d_idx2, x2, ref, deg = d["indptr"], d["indices"], d["x"], d["ref"], d["deg"]
+    out["hot_share"] = d["hot_share"]
+    out["results"]["cusparse original"] = timed(cp, d["cusparse original"], args.reps)
+    out["results"]["cusparse renumbered"] = timed(cp, d["cusparse renumbered"], args.reps)
+    out["sorted"] = args.sorted
     save()
-    x = np.random.default_rng(0).uniform(-1, 1, n).astype(np.float32)
-    d_indptr = cp.asarray(g.indptr.astype(np.int32))
-    d_idx = cp.asarray(g.indices.astype(np.int32))
-    d_x = cp.asarray(x)
-    ones = cp.ones(nnz, cp.float32)
-    a0 = cps.csr_matrix((ones, d_idx, d_indptr), shape=(n, n))
-    ref = a0 @ d_x
-    out["results"]["cusparse original"] = timed(cp, lambda: a0 @ d_x, args.reps)
-    d_new = cp.asarray(new_of)
-    d_idx2 = d_new[d_idx]
-    x2 = cp.empty_like(d_x)
-    x2[d_new] = d_x
-    a1 = cps.csr_matrix((ones, d_idx2, d_indptr), shape=(n, n))
-    out["results"]["cusparse renumbered"] = timed(cp, lambda: a1 @ x2, args.reps)
-    save()
-    short = np.flatnonzero((deg > 0) & (deg <= args.long)).astype(np.int32)
-    longr = np.flatnonzero(deg > args.long).astype(np.int32)
-    d_short, d_long = cp.asarray(short), cp.asarray(longr)
+    short, longr, d_short, d_long = row_sets(cp, deg, args.long)
     out["rows"] = {"short": int(short.size), "long": int(longr.size),
                    "long_nnz": int(deg[longr].sum())}
     sms = cp.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]
@@ -225,14 +261,6 @@ def main(argv=None) -> int:
 
     def full_of(lanes):
         return (-(-short.size * lanes // 256),)
-    if args.sorted:  # each row's entries in ascending renumbered column
-        rows_of = cp.repeat(cp.arange(n, dtype=cp.int64), cp.asarray(deg))
-        key = (rows_of << 32) | d_idx2.astype(cp.int64)
-        del rows_of
-        key.sort()
-        d_idx2 = (key & 0xFFFFFFFF).astype(cp.int32)
-        del key
-        out["sorted"] = True
     for u in [int(v) for v in args.unrolls.split(",")]:
         mod = cp.RawModule(code=KERNELS, options=(f"-DUNROLL={u}", "-arch=sm_90"))
         for block in (256, 1024):

@@ -458,6 +458,8 @@ def test_previous_finepar_runs_through_its_cli(cache, tmp_path):
     ("probe_calls", ["--apps", "bfs,nope"], "--apps: nope not among"),
     ("probe_rowblocks", ["--variants", "1024:256"], "--variants: BLOCK_NNZ:WG:SPLIT"),
     ("probe_rowblocks", ["--products", "0"], "--products and --repeats must be at least 1"),
+    ("probe_spmv_bound", ["--lanes", "3"], "--lanes: a power of two up to 32, got 3"),
+    ("probe_spmv_bound", ["--reps", "0"], "--long and --reps must be at least 1"),
     ("probe_pinned", ["--sizes-mb", "4,x"], "--sizes-mb: '4,x'"),
     ("probe_p2p", ["--repeats", "0"], "--repeats must be at least 1"),
     ("probe_ccgroup", ["--repeats", "0"], "--repeats must be at least 1"),
@@ -758,3 +760,15 @@ def test_main_job_compares_finepar_with_the_best_other_row(tmp_path):
         assert r["wall_s"] > max(r["seconds"].values())
     assert "FinePar against the best other row" in section(tmp_path / "RESULTS.md", "main_job")
     assert_render("main_job", tmp_path, "main_job")
+
+
+def test_probe_spmv_bound_declares_a_short_and_a_long_kernel_for_each_gather():
+    """benchmarks/probe_spmv_bound.py: every variant's two kernels are in the CUDA source
+    under the names ncu's filter takes, each with its own gather."""
+    import probe_spmv_bound
+    src = probe_spmv_bound.source()
+    for name, load in probe_spmv_bound.LOADS.items():
+        for kind in ("short", "long"):
+            assert f"__global__ void {kind}_{name}(" in src
+        assert src.count(load) >= 2
+    assert src.count("__global__") == 2 * len(probe_spmv_bound.LOADS)

@@ -1,0 +1,125 @@
+"""What bounds the scale-24 product: its stages timed apart, and read by Nsight Compute
+(issue 31, item 4), prototyped in CUDA through CuPy.
+
+FinePar's OpenCL kernels are not seen by Nsight Compute, so this probe runs the best
+prototype of ``probe_spmv_tile.py`` (columns renumbered hottest first, each row's entries
+sorted, ``LANES`` work-items a short row, a block of 1024 a row longer than ``--long``)
+and, beside it, the same loops with the gather changed, so that differences of times place
+the cost (METHOD: leave a stage out):
+
+- ``gather``: ``x[c]``, the product (its answer checked against cuSPARSE's);
+- ``index``: no gather, the column index summed as bits: the index stream and the loop;
+- ``l1``: ``x[c & 2047]``: every gather an L1 hit (8 KiB of ``x``);
+- ``l2``: ``x[c & (2^21 - 1)]``: gathers from 8 MiB of ``x``, which L2 holds and L1 does not;
+
+for the short rows and the long rows apart, beside cuSPARSE's product on both numberings.
+With ``--once`` each kernel runs once and nothing is timed: the form to run under ``ncu``
+(its kernels are named ``short_*`` and ``long_*``)::
+
+    python benchmarks/probe_spmv_bound.py --scale 24 --json $OUT/bound.json
+    ncu --clock-control none --set full -k regex:'short_|long_|csrmv|spmv' \\
+        -o $OUT/bound python benchmarks/probe_spmv_bound.py --once --json $OUT/once.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from common import main_of
+from finepar.errors import UsageError
+from probe_spmv_tile import COMMON, renumbered, row_sets, timed
+
+#: The variants' gathers, by name (``c`` is the entry's column).
+LOADS = {"gather": "x[c]", "index": "__int_as_float(c)", "l1": "x[c & 2047]",
+         "l2": "x[c & 2097151]"}
+
+
+def source() -> str:
+    """A short-row and a long-row kernel for each of :data:`LOADS`."""
+    out = ['extern "C" {', COMMON]
+    for name, load in LOADS.items():
+        out.append(f"""
+__global__ void short_{name}(const int* __restrict__ rows, int nrows,
+        const int* __restrict__ indptr, const int* __restrict__ indices,
+        const float* __restrict__ x, float* y) {{
+    ROW_LOOP({load})
+}}
+__global__ void long_{name}(const int* __restrict__ rows, const int* __restrict__ indptr,
+        const int* __restrict__ indices, const float* __restrict__ x, float* y) {{
+    int r = rows[blockIdx.x];
+    float s = 0.f;
+    for (int k = indptr[r] + threadIdx.x; k < indptr[r + 1]; k += blockDim.x) {{
+        int c = indices[k];
+        s += {load};
+    }}
+    block_store(s, y, r);
+}}""")
+    out.append("}")
+    return "\n".join(out)
+
+
+def parse(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--scale", type=int, default=24)
+    ap.add_argument("--lanes", type=int, default=8, help="work-items a short row (8)")
+    ap.add_argument("--long", type=int, default=1024, help="rows longer run a block each")
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--once", action="store_true",
+                    help="each kernel once, nothing timed (the form to run under ncu)")
+    ap.add_argument("--json", required=True)
+    args = ap.parse_args(argv)
+    if args.lanes < 1 or args.lanes > 32 or args.lanes & (args.lanes - 1):
+        raise UsageError(f"--lanes: a power of two up to 32, got {args.lanes}")
+    if args.long < 1 or args.reps < 1:
+        raise UsageError("--long and --reps must be at least 1")
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
+    import cupy as cp
+    from common import load, write_json
+    out = {"script": "benchmarks/probe_spmv_bound.py", "date": time.strftime("%Y-%m-%d"),
+           "device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(),
+           "args": vars(args), "loads": LOADS, "results": {}}
+    g, out["load_s"] = load(f"graph500:{args.scale}")
+    d = renumbered(cp, g, sort=True)
+    short, longr, d_short, d_long = row_sets(cp, d["deg"], args.long)
+    out.update(n=int(g.n), nnz=int(g.nnz), hot_share=d["hot_share"],
+               rows={"short": int(short.size), "long": int(longr.size),
+                     "short_nnz": int(d["deg"][short].sum()),
+                     "long_nnz": int(d["deg"][longr].sum())})
+    mod = cp.RawModule(code=source(), options=(f"-DLANES={args.lanes}", "-arch=sm_90"))
+    y = cp.zeros(g.n, cp.float32)
+    grid = (-(-short.size * args.lanes // 256),)
+    runs = {"cusparse original": d["cusparse original"],
+            "cusparse renumbered": d["cusparse renumbered"]}
+    for name in LOADS:
+        ks, kl = mod.get_function(f"short_{name}"), mod.get_function(f"long_{name}")
+        runs[f"short {name}"] = lambda k=ks: k(grid, (256,), (
+            d_short, np.int32(short.size), d["indptr"], d["indices"], d["x"], y))
+        runs[f"long {name}"] = lambda k=kl: k((int(longr.size),), (1024,), (
+            d_long, d["indptr"], d["indices"], d["x"], y))
+    y.fill(0)
+    runs["short gather"]()
+    runs["long gather"]()
+    out["max_abs_err"] = float(cp.max(cp.abs(y - d["ref"])))
+    if args.once:
+        for key, fn in runs.items():
+            if "gather" not in key:  # the gathers ran once for the check
+                fn()
+        cp.cuda.Device().synchronize()
+    else:
+        for key, fn in runs.items():
+            out["results"][key] = timed(cp, fn, args.reps)
+            print(key, out["results"][key], flush=True)
+            write_json(args.json, out)
+    write_json(args.json, out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main_of(main))
