@@ -12,7 +12,15 @@ the cost (METHOD: leave a stage out):
 - ``l1``: ``x[c & 2047]``: every gather an L1 hit (8 KiB of ``x``);
 - ``l2``: ``x[c & (2^21 - 1)]``: gathers from 8 MiB of ``x``, which L2 holds and L1 does not;
 
-for the short rows and the long rows apart, beside cuSPARSE's product on both numberings.
+and the product with L1 kept for ``x`` (PTX loads with an eviction policy):
+
+- ``gather idx-first`` and ``gather idx-na``: the column indices, read once, loaded
+  evict-first or not allocated in L1 at all;
+- ``split na H`` and ``split last H``: and the gathers of the columns past the hottest
+  ``H`` not allocated in L1, those below ``H`` loaded as usual or evict-last;
+
+for the short rows and the long rows apart, beside cuSPARSE's product on both numberings;
+every product's answer is checked against cuSPARSE's (``max_abs_err``).
 With ``--once`` each kernel runs once and nothing is timed: the form to run under ``ncu``
 (its kernels are named ``short_*`` and ``long_*``)::
 
@@ -32,27 +40,58 @@ from common import main_of
 from finepar.errors import UsageError
 from probe_spmv_tile import COMMON, renumbered, row_sets, timed
 
-#: The variants' gathers, by name (``c`` is the entry's column).
-LOADS = {"gather": "x[c]", "index": "__int_as_float(c)", "l1": "x[c & 2047]",
-         "l2": "x[c & 2097151]"}
+#: The variants: each one's gather (of the entry's column ``c``) and its read of the
+#: column (of the entry ``k``), by name.
+LOADS = {
+    "gather": ("x[c]", "indices[k]"),
+    "index": ("__int_as_float(c)", "indices[k]"),
+    "l1": ("x[c & 2047]", "indices[k]"),
+    "l2": ("x[c & 2097151]", "indices[k]"),
+    # the index stream kept out of L1, so that L1 holds x
+    "gather idx-first": ("x[c]", "__ldcs(indices + k)"),
+    "gather idx-na": ("x[c]", "ld_na(indices + k)"),
+    # and the columns past the hottest `hot` not allocated in L1 either
+    "split na": ("(c < hot ? x[c] : ld_na_f(x + c))", "ld_na(indices + k)"),
+    "split last": ("(c < hot ? ld_last(x + c) : ld_na_f(x + c))", "ld_na(indices + k)"),
+}
+#: PTX loads with an L1 eviction policy (PTX ISA 7.4, sm_70 on).
+PTX = r"""
+__device__ __forceinline__ int ld_na(const int* p) {
+    int v; asm("ld.global.nc.L1::no_allocate.s32 %0, [%1];" : "=r"(v) : "l"(p)); return v;
+}
+__device__ __forceinline__ float ld_na_f(const float* p) {
+    float v; asm("ld.global.nc.L1::no_allocate.f32 %0, [%1];" : "=f"(v) : "l"(p)); return v;
+}
+__device__ __forceinline__ float ld_last(const float* p) {
+    float v; asm("ld.global.nc.L1::evict_last.f32 %0, [%1];" : "=f"(v) : "l"(p)); return v;
+}
+"""
+
+
+def kernel_name(kind: str, name: str) -> str:
+    """The CUDA name of a variant's short-row or long-row kernel."""
+    return f"{kind}_{name.replace(' ', '_').replace('-', '_')}"
 
 
 def source() -> str:
     """A short-row and a long-row kernel for each of :data:`LOADS`."""
-    out = ['extern "C" {', COMMON]
-    for name, load in LOADS.items():
+    out = ['extern "C" {', COMMON, PTX]
+    for name, (load, idx) in LOADS.items():
         out.append(f"""
-__global__ void short_{name}(const int* __restrict__ rows, int nrows,
+#undef IDX
+#define IDX {idx}
+__global__ void {kernel_name("short", name)}(const int* __restrict__ rows, int nrows,
         const int* __restrict__ indptr, const int* __restrict__ indices,
-        const float* __restrict__ x, float* y) {{
+        const float* __restrict__ x, float* y, int hot) {{
     ROW_LOOP({load})
 }}
-__global__ void long_{name}(const int* __restrict__ rows, const int* __restrict__ indptr,
-        const int* __restrict__ indices, const float* __restrict__ x, float* y) {{
+__global__ void {kernel_name("long", name)}(const int* __restrict__ rows,
+        const int* __restrict__ indptr, const int* __restrict__ indices,
+        const float* __restrict__ x, float* y, int hot) {{
     int r = rows[blockIdx.x];
     float s = 0.f;
     for (int k = indptr[r] + threadIdx.x; k < indptr[r + 1]; k += blockDim.x) {{
-        int c = indices[k];
+        int c = IDX;
         s += {load};
     }}
     block_store(s, y, r);
@@ -67,6 +106,8 @@ def parse(argv):
     ap.add_argument("--lanes", type=int, default=8, help="work-items a short row (8)")
     ap.add_argument("--long", type=int, default=1024, help="rows longer run a block each")
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--hot", default="16384,32768,65536",
+                    help="the split variants' hottest columns kept in L1 (comma list)")
     ap.add_argument("--once", action="store_true",
                     help="each kernel once, nothing timed (the form to run under ncu)")
     ap.add_argument("--json", required=True)
@@ -75,6 +116,12 @@ def parse(argv):
         raise UsageError(f"--lanes: a power of two up to 32, got {args.lanes}")
     if args.long < 1 or args.reps < 1:
         raise UsageError("--long and --reps must be at least 1")
+    try:
+        args.hot = [int(v) for v in args.hot.split(",") if v]
+        if not args.hot or min(args.hot) < 1:
+            raise ValueError
+    except ValueError:
+        raise UsageError(f"--hot: a comma list of positive integers, got {args.hot!r}") from None
     return args
 
 
@@ -98,18 +145,26 @@ def main(argv=None) -> int:
     runs = {"cusparse original": d["cusparse original"],
             "cusparse renumbered": d["cusparse renumbered"]}
     for name in LOADS:
-        ks, kl = mod.get_function(f"short_{name}"), mod.get_function(f"long_{name}")
-        runs[f"short {name}"] = lambda k=ks: k(grid, (256,), (
-            d_short, np.int32(short.size), d["indptr"], d["indices"], d["x"], y))
-        runs[f"long {name}"] = lambda k=kl: k((int(longr.size),), (1024,), (
-            d_long, d["indptr"], d["indices"], d["x"], y))
-    y.fill(0)
-    runs["short gather"]()
-    runs["long gather"]()
-    out["max_abs_err"] = float(cp.max(cp.abs(y - d["ref"])))
+        ks = mod.get_function(kernel_name("short", name))
+        kl = mod.get_function(kernel_name("long", name))
+        for hot in (args.hot if name.startswith("split") else [0]):
+            tag = f"{name} {hot}" if hot else name
+            runs[f"short {tag}"] = lambda k=ks, h=hot: k(grid, (256,), (
+                d_short, np.int32(short.size), d["indptr"], d["indices"], d["x"], y,
+                np.int32(h)))
+            runs[f"long {tag}"] = lambda k=kl, h=hot: k((int(longr.size),), (1024,), (
+                d_long, d["indptr"], d["indices"], d["x"], y, np.int32(h)))
+    out["max_abs_err"] = {}
+    for key in [k[6:] for k in runs if k.startswith("short ")]:
+        if key in ("index", "l1", "l2"):
+            continue
+        y.fill(0)
+        runs[f"short {key}"]()
+        runs[f"long {key}"]()
+        out["max_abs_err"][key] = float(cp.max(cp.abs(y - d["ref"])))
     if args.once:
         for key, fn in runs.items():
-            if "gather" not in key:  # the gathers ran once for the check
+            if key.split(" ", 1)[1] in ("index", "l1", "l2"):  # the others ran for the check
                 fn()
         cp.cuda.Device().synchronize()
     else:

@@ -32,13 +32,17 @@ import time
 import numpy as np
 
 #: What every prototype shares: a team's and a block's sums, and the short rows' loop
-#: with its gather as ``LOAD`` (of the column ``c``).
+#: with its gather as ``LOAD`` (of the column ``c``), the column read as ``IDX`` (of the
+#: entry ``k``; by default ``indices[k]``).
 COMMON = r"""
 #ifndef UNROLL
 #define UNROLL 4
 #endif
 #ifndef LANES
 #define LANES 8
+#endif
+#ifndef IDX
+#define IDX indices[k]
 #endif
 __device__ __forceinline__ float red(float s) {
     for (int o = LANES / 2; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o, LANES);
@@ -64,7 +68,7 @@ __device__ __forceinline__ void block_store(float s, float* y, int r) {
         int r = rows[i];                                                          \
         int b = indptr[r], e = indptr[r + 1];                                     \
         float s = 0.f;                                                            \
-        for (int k = b + lane; k < e; k += LANES) { int c = indices[k]; s += LOAD; } \
+        for (int k = b + lane; k < e; k += LANES) { int c = IDX; s += LOAD; } \
         s = red(s);                                                               \
         if (lane == 0) y[r] = s;                                                  \
     }

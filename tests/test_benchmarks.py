@@ -460,6 +460,7 @@ def test_previous_finepar_runs_through_its_cli(cache, tmp_path):
     ("probe_rowblocks", ["--products", "0"], "--products and --repeats must be at least 1"),
     ("probe_spmv_bound", ["--lanes", "3"], "--lanes: a power of two up to 32, got 3"),
     ("probe_spmv_bound", ["--reps", "0"], "--long and --reps must be at least 1"),
+    ("probe_spmv_bound", ["--hot", "16,x"], "--hot: a comma list of positive integers"),
     ("probe_pinned", ["--sizes-mb", "4,x"], "--sizes-mb: '4,x'"),
     ("probe_p2p", ["--repeats", "0"], "--repeats must be at least 1"),
     ("probe_ccgroup", ["--repeats", "0"], "--repeats must be at least 1"),
@@ -767,8 +768,8 @@ def test_probe_spmv_bound_declares_a_short_and_a_long_kernel_for_each_gather():
     under the names ncu's filter takes, each with its own gather."""
     import probe_spmv_bound
     src = probe_spmv_bound.source()
-    for name, load in probe_spmv_bound.LOADS.items():
+    for name, (load, idx) in probe_spmv_bound.LOADS.items():
         for kind in ("short", "long"):
-            assert f"__global__ void {kind}_{name}(" in src
-        assert src.count(load) >= 2
+            assert f"__global__ void {probe_spmv_bound.kernel_name(kind, name)}(" in src
+        assert src.count(load) >= 2 and f"#define IDX {idx}\n" in src
     assert src.count("__global__") == 2 * len(probe_spmv_bound.LOADS)
