@@ -6,7 +6,9 @@ launch).
 device, with the static executor, on each device's plain queue (no profiling events kept);
 ``batch`` keeps the profiling queue and reads each batch's span. ``rowop`` is built with
 only the arguments its options use (``launches.TRIM_ARGS``); ``--every-argument`` adds a
-third setting, the plain queues with every argument (``TRIM_ARGS`` off: the form before).
+third setting, the plain queues with every argument (``TRIM_ARGS`` off: the form before);
+``--plain-loads`` instead the plain queues with the entries' plain loads (``memory.PTX_LOADS``
+off: no evict-first hint on NVIDIA).
 For each graph and app, in one process with one pair: ``finepar.run`` with each setting, a
 warm call each, then ``--repeats`` rounds that alternate them (so a drift of the host
 touches all alike), each call's run time (its report's ``run``: the app's run, results
@@ -15,22 +17,27 @@ settings the engines are those the calls keep for a small input (the setting is 
 the prepared entry's key); with three each call makes its own (``cache=False``).
 
     python benchmarks/probe_queues.py --real ca-GrQc,luxembourg --repeats 3 --json q.json
+    python benchmarks/probe_queues.py --real none --scales 24 --apps spmv,pagerank \
+        --repeats 3 --plain-loads --json loads.json
 """
 
 from __future__ import annotations
 
 import time
 
-from common import load, log, main_of, repeated_calls_args, today, write_json
+from common import UsageError, load, log, main_of, repeated_calls_args, today, write_json
 from measure import answer_problem, params_with_fallback, stats
 
 APPS = ("bfs", "sssp", "cc", "pagerank", "spmv")
-#: Each setting's name (the JSON's keys): its ``EngineOptions.profile`` and
-#: ``launches.TRIM_ARGS``.
-SETTINGS = {"batch": ("batch", True), "auto": ("auto", True)}
+#: Each setting's name (the JSON's keys): its ``EngineOptions.profile``,
+#: ``launches.TRIM_ARGS`` and ``memory.PTX_LOADS``.
+SETTINGS = {"batch": ("batch", True, True), "auto": ("auto", True, True)}
 #: The third setting of ``--every-argument``: the plain queues, rowop's whole list.
 EVERY = "auto, every argument"
-SETTINGS_EVERY = {**SETTINGS, EVERY: ("auto", False)}
+#: The third setting of ``--plain-loads``: the plain queues, the entries loaded as plain
+#: OpenCL loads (not evict-first on NVIDIA).
+PLAIN_LOADS = "auto, plain entry loads"
+THIRD = {EVERY: ("auto", False, True), PLAIN_LOADS: ("auto", True, False)}
 
 
 def parse_args(argv=None):
@@ -45,31 +52,39 @@ def parse_args(argv=None):
     ap.add_argument("--repeats", type=int, default=7, help="rounds after the warm calls")
     ap.add_argument("--every-argument", action="store_true",
                     help="a third setting: plain queues, rowop built with every argument")
+    ap.add_argument("--plain-loads", action="store_true",
+                    help="a third setting: plain queues, the entries loaded without PTX's "
+                         "evict-first hint (memory.PTX_LOADS off)")
     ap.add_argument("--json", default="probe_queues.json")
-    return repeated_calls_args(ap.parse_args(argv), APPS)
+    args = repeated_calls_args(ap.parse_args(argv), APPS)
+    if args.every_argument and args.plain_loads:
+        raise UsageError("--every-argument and --plain-loads: one third setting at a time")
+    args.third = EVERY if args.every_argument else PLAIN_LOADS if args.plain_loads else None
+    return args
 
 
-def one_pair(app_name: str, g, pair, devices: str, repeats: int, every: bool = False) -> dict:
+def one_pair(app_name: str, g, pair, devices: str, repeats: int,
+             third: str | None = None) -> dict:
     """Warm calls with each setting, then ``repeats`` alternating rounds; run times and
     the checked answers per setting."""
     import finepar
     from finepar import apps
-    from finepar.engine import EngineOptions, launches
+    from finepar.engine import EngineOptions, launches, memory
     app = apps.get(app_name)
     params = params_with_fallback(app, g)
     ref = app.reference(g, params)
-    settings = SETTINGS_EVERY if every else SETTINGS
+    settings = {**SETTINGS, third: THIRD[third]} if third else SETTINGS
     runs = {s: [] for s in settings}
     problems, plans, profiles = [], {}, {}
     for i in range(repeats + 1):
-        for setting, (profile, trim) in settings.items():
-            launches.TRIM_ARGS = trim
+        for setting, (profile, trim, loads) in settings.items():
+            launches.TRIM_ARGS, memory.PTX_LOADS = trim, loads
             try:
                 res, rep = finepar.run(app_name, g, pair=pair, devices=devices,
                                        options=EngineOptions(profile=profile),
-                                       **({"cache": False} if every else {}), **params)
+                                       **({"cache": False} if third else {}), **params)
             finally:
-                launches.TRIM_ARGS = True
+                launches.TRIM_ARGS, memory.PTX_LOADS = True, True
             problems.append(answer_problem(app, g, res.values, ref, params, res.extra,
                                            res.iterations))
             plans[setting] = rep.plan.get("label")
@@ -80,7 +95,8 @@ def one_pair(app_name: str, g, pair, devices: str, repeats: int, every: bool = F
     st = {s: stats(v) for s, v in runs.items()}
     return {"app": app_name, "runs": st, "plan": plans, "profile": profiles,
             "ratio": st["batch"]["median"] / st["auto"]["median"],
-            **({"ratio_every": st[EVERY]["median"] / st["auto"]["median"]} if every else {}),
+            **({"third": third, "ratio_third": st[third]["median"] / st["auto"]["median"]}
+               if third else {}),
             "correct": not wrong, "problem": wrong[0] if wrong else ""}
 
 
@@ -99,7 +115,7 @@ def main(argv=None) -> int:
         for app_name in args.apps:
             row = {"graph": spec, "n": int(g.n), "nnz": int(g.nnz),
                    **one_pair(app_name, g, pair, args.devices, args.repeats,
-                              args.every_argument)}
+                              args.third)}
             out["rows"].append(row)
             out["seconds"] = time.perf_counter() - t0
             write_json(args.json, out)
@@ -108,8 +124,8 @@ def main(argv=None) -> int:
                 f"({b['min'] * 1e3:.3f}-{b['max'] * 1e3:.3f}), default "
                 f"({row['profile']['auto']}) {a['median'] * 1e3:.3f} ms "
                 f"({a['min'] * 1e3:.3f}-{a['max'] * 1e3:.3f}): {row['ratio']:.2f}x"
-                + (f"; every argument {row['runs'][EVERY]['median'] * 1e3:.3f} ms: "
-                   f"{row['ratio_every']:.2f}x" if "ratio_every" in row else "")
+                + (f"; {row['third']} {row['runs'][row['third']]['median'] * 1e3:.3f} ms: "
+                   f"{row['ratio_third']:.2f}x" if "third" in row else "")
                 + ("" if row["correct"] else f"; WRONG: {row['problem']}"))
     return 0
 

@@ -456,6 +456,7 @@ def test_previous_finepar_runs_through_its_cli(cache, tmp_path):
     ("probe_builds", ["--graph", "not-a-graph"], "--real: no input 'not-a-graph'"),
     ("probe_calls", ["--repeats", "0"], "--repeats must be at least 1"),
     ("probe_calls", ["--apps", "bfs,nope"], "--apps: nope not among"),
+    ("probe_queues", ["--every-argument", "--plain-loads"], "one third setting at a time"),
     ("probe_rowblocks", ["--variants", "1024:256"], "--variants: BLOCK_NNZ:WG:SPLIT"),
     ("probe_rowblocks", ["--products", "0"], "--products and --repeats must be at least 1"),
     ("probe_spmv_bound", ["--lanes", "3"], "--lanes: a power of two up to 32, got 3"),
@@ -773,3 +774,18 @@ def test_probe_spmv_bound_declares_a_short_and_a_long_kernel_for_each_gather():
             assert f"__global__ void {probe_spmv_bound.kernel_name(kind, name)}(" in src
         assert src.count(load) >= 2 and f"#define IDX {idx}\n" in src
     assert src.count("__global__") == 2 * len(probe_spmv_bound.LOADS)
+
+
+def test_probe_queues_plain_loads_is_a_third_setting_with_checked_answers(tmp_path):
+    """benchmarks/probe_queues.py --plain-loads: each run of the third setting is timed and
+    checked beside the other two, and the flag it turns off is back on afterwards."""
+    import probe_queues
+    from finepar.engine import memory
+    out = tmp_path / "q.json"
+    assert probe_queues.main(["--real", "none", "--scales", "8", "--apps", "spmv",
+                              "--repeats", "1", "--plain-loads", "--json", str(out)]) == 0
+    row = json.loads(out.read_text())["rows"][0]
+    assert row["correct"] and row["third"] == probe_queues.PLAIN_LOADS
+    assert set(row["runs"]) == {"batch", "auto", probe_queues.PLAIN_LOADS}
+    assert all(r["n"] == 1 for r in row["runs"].values()) and row["ratio_third"] > 0
+    assert memory.PTX_LOADS is True

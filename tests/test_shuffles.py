@@ -36,6 +36,27 @@ def test_the_mode_follows_the_compiler_the_option_and_the_group_size():
     assert "SG_SHFL" not in d and d["PTX_FENCE"] == 1
 
 
+def test_entries_load_evict_first_only_where_nvidia_builds(monkeypatch):
+    """``PTX_LOADS`` (the entries' evict-first loads in inline PTX) only for NVIDIA's
+    compiler, and not while a probe turns ``memory.PTX_LOADS`` off; the row operation's
+    fragments that gather read their entries through ``COL`` / ``VAL``."""
+    from pathlib import Path
+    from finepar.engine import memory
+    valued = SimpleNamespace(pattern=False)
+
+    def defines(ptx):
+        return rowop_defines(SpMV.ops[0], valued, "team", 128, compact=False,
+                             has_slots=False, offset_type="int", ptx=ptx, LANES=8)
+    assert defines(True)["PTX_LOADS"] == 1 and "PTX_LOADS" not in defines(False)
+    monkeypatch.setattr(memory, "PTX_LOADS", False)
+    assert "PTX_LOADS" not in defines(True)
+    root = Path(__file__).resolve().parents[1] / "opencl" / "apps"
+    for app in ("spmv", "pagerank", "hits"):
+        terms = [ln for ln in (root / app / "rowop.cl").read_text().splitlines()
+                 if ln.startswith("#define TERM(k)")]
+        assert terms and all("COL(k)" in t and "indices[" not in t for t in terms)
+
+
 @pytest.mark.parametrize("mode", ["shared", "split"])
 @pytest.mark.parametrize("app_name", apps.names())
 def test_every_app_with_shuffles_matches_its_reference(app_name, mode, pairs):

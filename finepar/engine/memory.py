@@ -40,6 +40,10 @@ from .launches import (MAPPINGS, REDUCE, REDUCE_STAGE, Launch, LaunchSpec, RowOp
 SLOTS = 256
 #: Device buffers a streamed share cycles through.
 RING = 2
+#: Where NVIDIA's compiler builds the row operation, its entries' column indices and
+#: values are loaded evict-first (PTX's ``ld.global.cs``, ``opencl/skeleton/rowop.cl``'s
+#: ``COL`` / ``VAL``), so L1 keeps the gathered vector. Probes turn it off to compare.
+PTX_LOADS = True
 
 
 def check_fits(side: Side, nbytes: int, what: str) -> None:
@@ -67,8 +71,10 @@ def rowop_defines(op: RowOp, matrix: Graph, mapping: str, wg: int, *, compact: b
         The OpenCL type of the row offsets.
     ptx : bool
         The side's compiler is NVIDIA's (:func:`builds_ptx`): with ``has_slots`` a cut
-        row's slots are fenced with PTX's ``membar.gl``, not OpenCL's ``mem_fence``; and
-        teams reduce with PTX's warp shuffles (:func:`shuffle_mode`).
+        row's slots are fenced with PTX's ``membar.gl``, not OpenCL's ``mem_fence``;
+        teams reduce with PTX's warp shuffles (:func:`shuffle_mode`); and the entries'
+        column indices and values are loaded evict-first (``PTX_LOADS``, while
+        :data:`PTX_LOADS`).
     shuffles : {'auto', 'local', 'none'}
         :attr:`~finepar.engine.EngineOptions.shuffles`.
     fold : bool
@@ -77,12 +83,13 @@ def rowop_defines(op: RowOp, matrix: Graph, mapping: str, wg: int, *, compact: b
     **extra
         The mapping's own options (``LANES``, ``BLOCK_NNZ``, ``QUEUE``, ``DYN_BACK``).
     """
-    fence = {"PTX_FENCE": 1} if (has_slots or fold) and ptx else {}
+    ptx_defs = ({**({"PTX_FENCE": 1} if has_slots or fold else {}),
+                 **({"PTX_LOADS": 1} if PTX_LOADS else {})} if ptx else {})
     mode = shuffle_mode(ptx, wg, shuffles)
     shfl = {"SG_SHFL": mode, "SG_SIZE": SUB_GROUP} if mode else {}
     return {**op.options(), "MAPPING": MAPPINGS[mapping], "WG": wg, "COMPACT": int(compact),
             "HAS_DATA": int(op.reads_values(matrix)), "HAS_SLOTS": int(has_slots),
-            "OFFSET_T": offset_type, **fence, **shfl, **({"FOLD_SUMS": 1} if fold else {}),
+            "OFFSET_T": offset_type, **ptx_defs, **shfl, **({"FOLD_SUMS": 1} if fold else {}),
             **({} if launches.TRIM_ARGS else {"ALL_ARGS": 1}), **extra}
 
 

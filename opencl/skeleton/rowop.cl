@@ -185,6 +185,35 @@
     QUEUE_ARGS                                                               \
     FOLD_ARGS
 
+/* ------------------------------------------------------------ the entries' loads */
+/* COL(k), VAL(k): entry k's column index and value, read once a step. Where the host built
+ * for NVIDIA's driver (PTX_LOADS) they are loaded evict-first (PTX's ld.global.cs, CUDA's
+ * __ldcs), so that L1 keeps the vector the entries gather: the scale-24 product is bound by
+ * L2's throughput, and every gather L1 serves is a sector L2 does not (Nsight Compute on
+ * the CUDA prototype, benchmarks/probe_spmv_bound.py, runs/h200-2026-11-29zg: 4% faster). */
+#ifndef PTX_LOADS
+#define PTX_LOADS 0
+#endif
+#if PTX_LOADS
+inline int col_cs(__global const int *p)
+{
+    int v;
+    asm("ld.global.cs.s32 %0, [%1];" : "=r"(v) : "l"(p));
+    return v;
+}
+inline float val_cs(__global const float *p)
+{
+    float v;
+    asm("ld.global.cs.f32 %0, [%1];" : "=f"(v) : "l"(p));
+    return v;
+}
+#define COL(k) col_cs(indices + (k))
+#define VAL(k) val_cs(data + (k))
+#else
+#define COL(k) (indices[k])
+#define VAL(k) (data[k])
+#endif
+
 /* ------------------------------------------------------------ sequential scans */
 /* acc = REDUCE over entries k0, k0+step, ... < k1 of TERM(k); Kahan-compensated for
  * float sums (a work-item summing a 55,252-entry row in plain float32 drifted a

@@ -35,7 +35,7 @@ typedef float part_t;
 #define AUX_DECL __global const float *restrict aux
 #define IDENTITY 0.0f
 #define REDUCE(a, b) ((a) + (b))
-#define TERM(k) (x[indices[k]])
+#define TERM(k) (x[COL(k)])
 #define COMPENSATED 1
 #define NEED_PARTIALS 1
 #define ROW_ACTIVE(r) (fscal[2] == 2.0f || (fscal[2] == 1.0f) == ((r) < ia))

@@ -32,7 +32,7 @@ typedef float part_t;
 #endif
 #define IDENTITY 0.0f
 #define REDUCE(a, b) ((a) + (b))
-#define TERM(k) (x[indices[k]])
+#define TERM(k) (x[COL(k)])
 #ifndef PLAIN_SUMS
 #define COMPENSATED 1
 #endif

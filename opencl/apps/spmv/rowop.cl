@@ -12,9 +12,9 @@ typedef float part_t;
 #define IDENTITY 0.0f
 #define REDUCE(a, b) ((a) + (b))
 #if HAS_DATA
-#define TERM(k) (data[k] * x[indices[k]])
+#define TERM(k) (VAL(k) * x[COL(k)])
 #else
-#define TERM(k) (x[indices[k]])
+#define TERM(k) (x[COL(k)])
 #endif
 #define COMPENSATED 1
 #define EPILOGUE(r, acc) y[r] = (acc);
