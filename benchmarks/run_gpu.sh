@@ -4,7 +4,7 @@
 # apps stage's previous FinePar) `git archive 8f3c88e` in .prev/ carried:
 #   bash benchmarks/run_gpu.sh STAGE [extra args for the stage's script]
 # Stages: check, train, throttle, apps, best_device, pipeline, peers, suite, sweep, probe,
-# probe_pagerank, probe_sssp, probe_bfs, probe_spmv_tile (CuPy), probe_host, probe_group, probe_builds, probe_calls and probe_rowblocks (carry .data), probe_ccgroup (carry .data), probe_pinned, probe_p2p, probe_extmem, probe_halo, probe_bfsranks and probe_ccranks (under mpiexec), e2e, profile, dist,
+# probe_pagerank, probe_sssp, probe_bfs, probe_spmv_tile and probe_spmv_bound (CuPy), probe_host, probe_group, probe_builds, probe_calls and probe_rowblocks (carry .data), probe_ccgroup (carry .data), probe_pinned, probe_p2p, probe_extmem, probe_halo, probe_bfsranks and probe_ccranks (under mpiexec), e2e, profile, dist,
 # dist_range (a Graph500 graph generated rank by rank, answers checked by range),
 # nxbackend (with the wheels of .whl/nx/), tiling.
 # Everything a stage writes goes to $OUT (RESULTS.md with the stage's section, JSON, models,
@@ -86,6 +86,7 @@ for d in ('both', 'gpu'):
   probe_sssp) python3 benchmarks/probe_sssp.py --json "$out/probe_sssp.json" "${budget[@]}" "$@" ;;
   probe_bfs) python3 benchmarks/probe_bfs.py --json "$out/probe_bfs.json" "${budget[@]}" "$@" ;;
   probe_spmv_tile) python3 benchmarks/probe_spmv_tile.py --json "$out/probe_spmv_tile.json" "$@" ;;
+  probe_spmv_bound) python3 benchmarks/probe_spmv_bound.py --json "$out/probe_spmv_bound.json" "$@" ;;
   probe_host) python3 benchmarks/probe_host.py --json "$out/probe_host.json" "${budget[@]}" "$@" ;;
   probe_ccgroup) python3 benchmarks/probe_ccgroup.py --json "$out/probe_ccgroup.json" "$@" ;;
   probe_group) python3 benchmarks/probe_group.py --json "$out/probe_group.json" "$@" ;;
