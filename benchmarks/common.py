@@ -367,7 +367,7 @@ def launch_overrides(text: str) -> dict:
     """``--launch``'s ``KEY=VALUE`` list as ``{key: int}`` (argparse's type: a bad entry is
     its usage error)."""
     import argparse
-    from finepar.device.discovery import LaunchConfig
+    from finepar.device.info import LaunchConfig
     out = {}
     for item in filter(None, text.split(",")):
         key, _, value = item.partition("=")

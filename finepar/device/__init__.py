@@ -6,6 +6,8 @@ visible), contexts, queues, buffers, transfers and the program cache.
 * :mod:`~finepar.device.icd`: NVIDIA's driver where the ICD loader does not know it;
 * :mod:`~finepar.device.handles`: :func:`cl` and a role's :class:`Side` (device, context,
   queue), which every module below imports;
+* :mod:`~finepar.device.info`: what FinePar knows of a device (:class:`DeviceInfo`) and
+  its kernels' work-group geometry (:class:`LaunchConfig`);
 * :mod:`~finepar.device.discovery`: every device with its role and figures, and
   :func:`select_pair`;
 * :mod:`~finepar.device.pair`: :class:`DevicePair` (shared or split memory, builds and
@@ -29,10 +31,10 @@ per device; each device holds its share of the matrix, and per iteration only th
 vector entries the other side reads moves.
 """
 
-from .discovery import (KNOWN_L2_BYTES, DeviceInfo, LaunchConfig, Selection, list_devices,
-                        match_device, select_pair)
+from .discovery import KNOWN_L2_BYTES, Selection, list_devices, match_device, select_pair
 from .handles import Side, cl, host_memory_limit
 from .icd import IcdReport, find_nvidia_opencl, prepare_icd
+from .info import DeviceInfo, LaunchConfig
 from .pair import (DevicePair, OpeningPair, PlainQueues, build_options,
                    driver_caches_builds, kernel_source, make_pair, open_pair)
 from .transfer import (PinnedHost, alloc, filled, read_staged, staged, write_async,

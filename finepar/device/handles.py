@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from .icd import prepare_icd
 
-if TYPE_CHECKING:  # annotations only: discovery imports this module
-    from .discovery import DeviceInfo, LaunchConfig
+if TYPE_CHECKING:  # annotations only
+    from .info import DeviceInfo, LaunchConfig
 
 
 def cl():

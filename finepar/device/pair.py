@@ -13,7 +13,8 @@ from importlib import resources
 from typing import Any
 
 from ..errors import BuildError, DeviceError
-from .discovery import LaunchConfig, Selection, _cl_device, select_pair
+from .discovery import Selection, _cl_device, select_pair
+from .info import LaunchConfig
 from .handles import Side, cl
 from .transfer import share_stages
 
