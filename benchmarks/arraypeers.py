@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from common import log
+from base import log
 
 DAMPING, TOL, MAX_ITER = 0.85, 1e-6, 100
 

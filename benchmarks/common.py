@@ -19,9 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(ROOT))
+from base import HERE, ROOT, child_env, log  # noqa: F401 - the scripts take them from here
 
 from finepar.errors import FineParError, UsageError  # noqa: E402
 from finepar.files import atomic_write_json, atomic_write_text  # noqa: E402
@@ -30,14 +28,6 @@ from finepar.files import atomic_write_json, atomic_write_text  # noqa: E402
 REAL_GRAPHS = ("USPowerGrid.mtx", "adder_dcop_05.mtx", "ca-GrQc.mtx", "rajat01.mtx",
                "wiki-Vote.txt", "memplus.mtx", "luxembourg.mtx", "soc-Slashdot0902.txt.gz",
                "cnr-2000.mtx.gz")
-
-
-def child_env(code: Path = ROOT) -> dict:
-    """This process's environment for a child Python that imports FinePar from ``code``
-    (first on ``PYTHONPATH``)."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(code), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    return env
 
 
 def data_dir() -> Path:
@@ -174,10 +164,6 @@ def write_section(md_path: str | Path, name: str, body: str) -> None:
 def write_json(path: str | Path, obj) -> None:
     from finepar.files import jsonable
     atomic_write_json(path, jsonable(obj))
-
-
-def log(msg: str) -> None:
-    print(msg, flush=True)
 
 
 class Budget:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from common import HERE, ROOT, child_env, log
+from base import HERE, ROOT, child_env, log
 
 #: Above this many stored entries, PageRank, RWR and HITS references are iterated
 #: with CuPy in float64 when it is usable (scipy iterates single-threaded).
