@@ -1,6 +1,7 @@
-"""What every benchmark module stands on: this folder, the project's root (put first on
-``sys.path`` so that ``finepar`` is the checkout's), a child Python's environment, and
-the log line. It imports nothing of the others, so any of them may import it."""
+"""What every benchmark module stands on: this folder, the project's root (put at the front
+of ``sys.path`` unless it is there already, so that ``finepar`` is the checkout's), a child
+Python's environment, and the log line. It imports nothing of the others, so any of them
+may import it."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from base import HERE, ROOT, child_env, log  # noqa: F401 - the scripts take them from here
+from base import ROOT, log
 
 from finepar.errors import FineParError, UsageError  # noqa: E402
 from finepar.files import atomic_write_json, atomic_write_text  # noqa: E402

@@ -27,7 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from common import (Budget, child_env, Results, choices, fmt, log, main_of, render_docs,
+from base import child_env
+from common import (Budget, Results, choices, fmt, log, main_of, render_docs,
                     script_parser, target_lines)
 
 APPS = ("pagerank", "bfs", "cc")

@@ -26,7 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import (Results, child_env, choices, fmt, log, main_of, render_docs,
+from base import child_env
+from common import (Results, choices, fmt, log, main_of, render_docs,
                     script_parser, write_json)
 
 APPS = ("pagerank", "bfs")

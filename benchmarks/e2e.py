@@ -41,7 +41,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from common import (ROOT, Budget, Results, child_env, choices, graph_specs, log,  # noqa: E402
+from base import child_env  # noqa: E402
+from common import (ROOT, Budget, Results, choices, graph_specs, log,  # noqa: E402
                     main_of, render_only, script_parser, stat_cell, target_lines)
 from finepar.errors import UsageError  # noqa: E402
 from measure import answer_problem, app_params, stats  # noqa: E402

@@ -20,7 +20,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import csgraph
 
-from common import ROOT, child_env, log
+from base import child_env
+from common import ROOT, log
 from measure import Answer
 
 #: Where ``git archive 8f3c88e finepar opencl models pyproject.toml`` is unpacked.

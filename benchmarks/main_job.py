@@ -19,7 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import Results, child_env, log, main_of, render_docs, script_parser
+from base import child_env
+from common import Results, log, main_of, render_docs, script_parser
 
 #: Issue 29's bound: FinePar's row against the best other row of the same run.
 TARGET = 0.95

@@ -31,7 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from common import child_env, log, main_of, today, write_json
+from base import child_env
+from common import log, main_of, today, write_json
 
 
 def parse_args(argv=None):

@@ -75,6 +75,7 @@ def one_pair(app_name: str, g, pair, devices: str, repeats: int,
     ref = app.reference(g, params)
     settings = {**SETTINGS, third: THIRD[third]} if third else SETTINGS
     runs = {s: [] for s in settings}
+    before = launches.TRIM_ARGS, memory.PTX_LOADS
     problems, plans, profiles = [], {}, {}
     for i in range(repeats + 1):
         for setting, (profile, trim, loads) in settings.items():
@@ -84,7 +85,7 @@ def one_pair(app_name: str, g, pair, devices: str, repeats: int,
                                        options=EngineOptions(profile=profile),
                                        **({"cache": False} if third else {}), **params)
             finally:
-                launches.TRIM_ARGS, memory.PTX_LOADS = True, True
+                launches.TRIM_ARGS, memory.PTX_LOADS = before
             problems.append(answer_problem(app, g, res.values, ref, params, res.extra,
                                            res.iterations))
             plans[setting] = rep.plan.get("label")

@@ -5,7 +5,7 @@ visible), contexts, queues, buffers, transfers and the program cache.
 
 * :mod:`~finepar.device.icd`: NVIDIA's driver where the ICD loader does not know it;
 * :mod:`~finepar.device.handles`: :func:`cl` and a role's :class:`Side` (device, context,
-  queue), which every module below imports;
+  queue), which every module below but ``info`` imports;
 * :mod:`~finepar.device.info`: what FinePar knows of a device (:class:`DeviceInfo`) and
   its kernels' work-group geometry (:class:`LaunchConfig`);
 * :mod:`~finepar.device.discovery`: every device with its role and figures, and

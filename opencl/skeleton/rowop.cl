@@ -645,7 +645,7 @@ void rowop(ROWOP_ARGS)
             const int width = (int)seg_ptr[1];
             for (int t = 0; t < width; ++t) {
                 const OFFSET_T k = (OFFSET_T)t * nseg + j;
-                if (indices[k] < 0) break;
+                if (COL(k) < 0) break;  /* the same load as TERM's, merged */
                 acc = REDUCE(acc, TERM(k));
                 if (SCAN_DONE(acc)) break;
             }
