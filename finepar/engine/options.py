@@ -107,6 +107,13 @@ class EngineOptions:
             return self.profile
         return "none" if tuple(roles) == ("gpu",) and plain_ok else "batch"
 
+    @classmethod
+    def measuring(cls) -> "EngineOptions":
+        """Options of an engine whose steps' device times are read (the tuner's and the
+        models' training's measuring runs): the profiling queues (``batch``), whichever
+        devices its plan runs on."""
+        return cls(profile="batch")
+
     def small_form(self, nnz: int, limit: int) -> bool:
         """Whether :attr:`group_loop` asks for a small input's form of a run on an input
         of ``nnz`` entries: ``always``, or ``auto`` where ``nnz`` is at most ``limit``

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..engine.options import EngineOptions
 from ..partition import GROUPINGS
 from ..errors import FineParError, ModelError, UsageError
 from ..files import atomic_write_json, atomic_write_text
@@ -198,7 +199,8 @@ def measure_overhead(pair, *, repeats: int = 30, scale: int = 10) -> tuple[dict,
     short = int(np.flatnonzero(lengths > 0)[0])
     x = np.ones(wl.matrix.n, dtype=np.float32)
     def step_wall(rows, role=None) -> float:
-        eng = wl.engine(pair, subset_plan(lengths, rows, role, grouping="pow4"), timed())
+        eng = wl.engine(pair, subset_plan(lengths, rows, role, grouping="pow4"),
+                        EngineOptions.measuring())
         eng.write("x", x)
         for _ in range(3):
             eng.rowop(x="x", y="y")
@@ -219,13 +221,6 @@ def measure_overhead(pair, *, repeats: int = 30, scale: int = 10) -> tuple[dict,
     return out, max(both - max(one.values()), 0.0)
 
 
-def timed():
-    """Engine options whose steps read the devices' times from profiling events (the
-    queues the models' runs were measured on, whichever devices a plan runs on)."""
-    from ..engine.options import EngineOptions
-    return EngineOptions(profile="batch")
-
-
 def measure_exchange_round(pair, *, repeats: int = 30, scale: int = 10) -> float:
     """Wall time (seconds) of one halo exchange of a small split, both directions.
 
@@ -236,7 +231,8 @@ def measure_exchange_round(pair, *, repeats: int = 30, scale: int = 10) -> float
     from ..partition import fine_grained
     wl = Workload("spmv", kronecker(scale, seed=7))
     lengths = wl.matrix.row_lengths()
-    eng = wl.engine(pair, fine_grained(lengths, int(np.percentile(lengths, 95))), timed())
+    eng = wl.engine(pair, fine_grained(lengths, int(np.percentile(lengths, 95))),
+                    EngineOptions.measuring())
     eng.prepare_exchange()
     for _ in range(3):
         eng.exchange("x")
@@ -343,7 +339,7 @@ def _measure_matrix(pair, rec: Recipe, item: dict, graph, store: _Store) -> tupl
             skipped += 1
             continue
         plan = fine_grained(lengths, longest if t == ALL_GPU else t, grouping=gr)
-        eng = wl.engine(pair, plan, timed())
+        eng = wl.engine(pair, plan, EngineOptions.measuring())
         if gr == "ell" and "gpu" in eng.stores and eng.stores["gpu"].low.ell is None:
             # padding too much: the engine ran adaptive blocks, measured as "adaptive"
             store.unneeded.append((item["key"], t, gr))

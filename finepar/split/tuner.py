@@ -389,7 +389,7 @@ def profile_throughput(workload, pair, *, fraction: float = 0.1, repeats: int = 
     nnz = int(lengths[rows].sum(dtype=np.int64))
     out = {"rows": int(rows.size), "nnz": nnz}
     from ..engine.options import EngineOptions
-    timed = EngineOptions(profile="batch")  # a device's time, read from its events
+    timed = EngineOptions.measuring()  # a device's time, read from its events
     for role in ("cpu", "gpu"):
         eng = workload.engine(pair, subset_plan(lengths, rows, role, grouping=grouping), timed)
         workload.app.profile_step(eng)
